@@ -1,0 +1,229 @@
+"""Differentiable primitives. Each Function computes its forward on graph nodes (LazyBuffers) and its
+backward from the same primitives, so backward graphs fuse and cache like forward ones."""
+from __future__ import annotations
+import math
+from typing import Optional
+from nbgrad.dtype import DType, dtypes
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps
+
+
+class Function:
+  def __init__(self, device: str, *tensors):
+    self.device = device
+    self.needs_input_grad = [t.requires_grad for t in tensors]
+    self.requires_grad = True if any(self.needs_input_grad) else (None if None in self.needs_input_grad else False)
+    if self.requires_grad: self.parents = tensors
+
+  def forward(self, *args, **kwargs) -> LazyBuffer: raise NotImplementedError(type(self).__name__)
+  def backward(self, grad: LazyBuffer): raise RuntimeError(f"{type(self).__name__} has no gradient")
+
+  @classmethod
+  def apply(cls, *tensors, **kwargs):
+    from nbgrad.tensor import Tensor
+    ctx = cls(tensors[0].device, *tensors)
+    out = Tensor(ctx.forward(*[t.lazydata for t in tensors], **kwargs), device=ctx.device, requires_grad=ctx.requires_grad)
+    if ctx.requires_grad and not Tensor.no_grad: out._ctx = ctx
+    return out._after_op()
+
+
+# ---- unary
+class Contiguous(Function):
+  def forward(self, x): return LazyBuffer.load(LoadOps.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
+  def backward(self, grad): return grad
+
+
+class ContiguousBackward(Function):
+  def forward(self, x): return x
+  def backward(self, grad): return LazyBuffer.load(LoadOps.CONTIGUOUS, grad.shape, grad.dtype, grad.device, srcs=(grad,))
+
+
+class Cast(Function):
+  def forward(self, x, dtype: DType, bitcast=False):
+    self.input_dtype, self.bitcast = x.dtype, bitcast
+    return x.cast(dtype, bitcast)
+  def backward(self, grad):
+    if self.bitcast: raise RuntimeError("bitcast has no gradient")
+    return grad.cast(self.input_dtype)
+
+
+class Neg(Function):
+  def forward(self, x): return x.alu(UnaryOps.NEG)
+  def backward(self, grad): return grad.alu(UnaryOps.NEG)
+
+
+class Reciprocal(Function):
+  def forward(self, x):
+    self.ret = x.alu(UnaryOps.RECIP)
+    return self.ret
+  def backward(self, grad): return grad.alu(UnaryOps.NEG).alu(BinaryOps.MUL, self.ret).alu(BinaryOps.MUL, self.ret)
+
+
+class Sin(Function):
+  def forward(self, x):
+    self.x = x
+    return x.alu(UnaryOps.SIN)
+  def backward(self, grad):
+    cos = self.x.const(math.pi / 2).alu(BinaryOps.SUB, self.x).alu(UnaryOps.SIN)
+    return cos.alu(BinaryOps.MUL, grad)
+
+
+class Relu(Function):
+  def forward(self, x):
+    self.ret = x.alu(BinaryOps.MAX, x.const(0))
+    return self.ret
+  def backward(self, grad):
+    return self.ret.const(0).alu(BinaryOps.CMPLT, self.ret).cast(grad.dtype).alu(BinaryOps.MUL, grad)
+
+
+class Log(Function):
+  def forward(self, x):
+    self.x = x
+    return x.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, x.const(math.log(2)))
+  def backward(self, grad): return grad.alu(BinaryOps.DIV, self.x)
+
+
+class Exp(Function):
+  def forward(self, x):
+    self.ret = x.alu(BinaryOps.MUL, x.const(1 / math.log(2))).alu(UnaryOps.EXP2)
+    return self.ret
+  def backward(self, grad): return self.ret.alu(BinaryOps.MUL, grad)
+
+
+class Sqrt(Function):
+  def forward(self, x):
+    self.ret = x.alu(UnaryOps.SQRT)
+    return self.ret
+  def backward(self, grad): return grad.alu(BinaryOps.DIV, self.ret.alu(BinaryOps.MUL, self.ret.const(2)))
+
+
+class Sigmoid(Function):
+  def forward(self, x):
+    exp_neg = x.alu(BinaryOps.MUL, x.const(-1 / math.log(2))).alu(UnaryOps.EXP2)
+    self.ret = x.const(1).alu(BinaryOps.DIV, x.const(1).alu(BinaryOps.ADD, exp_neg))
+    return self.ret
+  def backward(self, grad):
+    return self.ret.alu(BinaryOps.MUL, self.ret.const(1).alu(BinaryOps.SUB, self.ret)).alu(BinaryOps.MUL, grad)
+
+
+# ---- binary
+class Add(Function):
+  def forward(self, x, y): return x.alu(BinaryOps.ADD, y)
+  def backward(self, grad):
+    return (grad if self.needs_input_grad[0] else None), (grad if self.needs_input_grad[1] else None)
+
+
+class Sub(Function):
+  def forward(self, x, y): return x.alu(BinaryOps.SUB, y)
+  def backward(self, grad):
+    return (grad if self.needs_input_grad[0] else None), (grad.alu(UnaryOps.NEG) if self.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+  def forward(self, x, y):
+    self.x, self.y = x, y
+    return x.alu(BinaryOps.MUL, y)
+  def backward(self, grad):
+    return (self.y.alu(BinaryOps.MUL, grad) if self.needs_input_grad[0] else None), \
+           (self.x.alu(BinaryOps.MUL, grad) if self.needs_input_grad[1] else None)
+
+
+class Div(Function):
+  def forward(self, x, y):
+    self.x, self.y = x, y
+    return x.alu(BinaryOps.DIV, y)
+  def backward(self, grad):
+    dx = grad.alu(BinaryOps.DIV, self.y) if self.needs_input_grad[0] else None
+    dy = grad.alu(UnaryOps.NEG).alu(BinaryOps.MUL, self.x).alu(BinaryOps.DIV, self.y.alu(BinaryOps.MUL, self.y)) \
+      if self.needs_input_grad[1] else None
+    return dx, dy
+
+
+class Maximum(Function):
+  """Elementwise max; where both inputs are equal each gets half the gradient."""
+  def forward(self, x, y):
+    self.x, self.y = x, y
+    return x.alu(BinaryOps.MAX, y)
+  def backward(self, grad):
+    x_wins = self.y.alu(BinaryOps.CMPLT, self.x).cast(grad.dtype)
+    tie = self.x.alu(BinaryOps.CMPEQ, self.y).cast(grad.dtype).alu(BinaryOps.MUL, grad.const(0.5))
+    x_share = x_wins.alu(BinaryOps.ADD, tie)
+    dx = x_share.alu(BinaryOps.MUL, grad) if self.needs_input_grad[0] else None
+    dy = grad.const(1).alu(BinaryOps.SUB, x_share).alu(BinaryOps.MUL, grad) if self.needs_input_grad[1] else None
+    return dx, dy
+
+
+class Where(Function):
+  def forward(self, cond, x, y):
+    self.cond = cond
+    return cond.alu(TernaryOps.WHERE, x, y)
+  def backward(self, grad):
+    zero = grad.const(0)
+    return None, (self.cond.alu(TernaryOps.WHERE, grad, zero) if self.needs_input_grad[1] else None), \
+                 (self.cond.alu(TernaryOps.WHERE, zero, grad) if self.needs_input_grad[2] else None)
+
+
+# ---- reduce
+class Sum(Function):
+  def forward(self, x, axes):
+    self.input_shape = x.shape
+    return x.reduce(ReduceOps.SUM, axes)
+  def backward(self, grad): return grad.expand(self.input_shape)
+
+
+class Max(Function):
+  """Reduce max; tied maxima share the gradient evenly."""
+  def forward(self, x, axes):
+    self.x, self.axes = x, axes
+    self.ret = x.reduce(ReduceOps.MAX, axes)
+    return self.ret
+  def backward(self, grad):
+    is_max = self.x.alu(BinaryOps.CMPEQ, self.ret.expand(self.x.shape)).cast(grad.dtype)
+    count = is_max.reduce(ReduceOps.SUM, self.axes).expand(self.x.shape)
+    return is_max.alu(BinaryOps.DIV, count).alu(BinaryOps.MUL, grad.expand(self.x.shape))
+
+
+# ---- movement
+class Reshape(Function):
+  def forward(self, x, shape):
+    self.input_shape = x.shape
+    return x.reshape(shape)
+  def backward(self, grad): return grad.reshape(self.input_shape)
+
+
+class Expand(Function):
+  def forward(self, x, shape):
+    self.axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if a != b)
+    return x.expand(shape)
+  def backward(self, grad): return grad.reduce(ReduceOps.SUM, self.axes)
+
+
+class Permute(Function):
+  def forward(self, x, order):
+    self.order = order
+    return x.permute(order)
+  def backward(self, grad):
+    inverse = [0] * len(self.order)
+    for i, o in enumerate(self.order): inverse[o] = i
+    return grad.permute(inverse)
+
+
+class Pad(Function):
+  def forward(self, x, arg):
+    self.arg = tuple((b, b + s) for (b, _), s in zip(arg, x.shape))
+    return x.pad(arg)
+  def backward(self, grad): return grad.shrink(self.arg)
+
+
+class Shrink(Function):
+  def forward(self, x, arg):
+    self.arg = tuple((a, s - b) for (a, b), s in zip(arg, x.shape))
+    return x.shrink(arg)
+  def backward(self, grad): return grad.pad(self.arg)
+
+
+class Flip(Function):
+  def forward(self, x, axes):
+    self.axes = axes
+    return x.flip(axes)
+  def backward(self, grad): return grad.flip(self.axes)

@@ -1,0 +1,150 @@
+"""Dtypes: names, sizes, the promotion lattice and the numpy mapping. Every dtype fact lives here."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+  priority: int      # order used to break ties in promotion
+  itemsize: int
+  name: str
+  kind: str          # 'b' bool, 'i' signed int, 'u' unsigned int, 'f' float
+  storage: str       # numpy dtype name of the buffer that holds it (bfloat16 is kept as its uint16 bits)
+
+  @property
+  def np(self) -> np.dtype:
+    """The numpy dtype values of this type come out as (bfloat16 comes out as float32)."""
+    return np.dtype("float32") if self.name == "bfloat16" else np.dtype(self.storage)
+
+  def __repr__(self): return f"dtypes.{self.name}"
+  def __lt__(self, other: DType): return self.priority < other.priority
+
+
+class dtypes:
+  bool = DType(0, 1, "bool", "b", "bool")
+  int8 = DType(1, 1, "int8", "i", "int8")
+  uint8 = DType(2, 1, "uint8", "u", "uint8")
+  int16 = DType(3, 2, "int16", "i", "int16")
+  uint16 = DType(4, 2, "uint16", "u", "uint16")
+  int32 = DType(5, 4, "int32", "i", "int32")
+  uint32 = DType(6, 4, "uint32", "u", "uint32")
+  int64 = DType(7, 8, "int64", "i", "int64")
+  uint64 = DType(8, 8, "uint64", "u", "uint64")
+  float16 = DType(9, 2, "float16", "f", "float16")
+  bfloat16 = DType(10, 2, "bfloat16", "f", "uint16")
+  float32 = DType(11, 4, "float32", "f", "float32")
+  float64 = DType(12, 8, "float64", "f", "float64")
+  # aliases, as tinygrad names them
+  half, float, double = float16, float32, float64
+  char, uchar, short, ushort = int8, uint8, int16, uint16
+  int, uint, long, ulong = int32, uint32, int64, uint64
+  default_float = float32
+  default_int = int32
+
+  @staticmethod
+  def is_float(dt: DType) -> bool: return dt.kind == "f"
+  @staticmethod
+  def is_int(dt: DType) -> bool: return dt.kind in "iu"
+  @staticmethod
+  def is_unsigned(dt: DType) -> bool: return dt.kind == "u"
+  @staticmethod
+  def is_bool(dt: DType) -> bool: return dt.kind == "b"
+
+  @staticmethod
+  def from_np(np_dtype) -> DType:
+    name = np.dtype(np_dtype).name
+    if name not in DTYPES_BY_NAME: raise TypeError(f"numpy dtype {name} is not supported")
+    return DTYPES_BY_NAME[name]
+
+  @staticmethod
+  def fields() -> dict[str, DType]: return dict(DTYPES_BY_NAME)
+
+  @staticmethod
+  def min(dt: DType): return dtype_limits(dt)[0]
+  @staticmethod
+  def max(dt: DType): return dtype_limits(dt)[1]
+
+
+ALL_DTYPES = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+              dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+DTYPES_BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
+_ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "char": dtypes.char, "uchar": dtypes.uchar,
+            "short": dtypes.short, "ushort": dtypes.ushort, "int": dtypes.int, "uint": dtypes.uint, "long": dtypes.long,
+            "ulong": dtypes.ulong}
+
+
+def to_dtype(x) -> DType:
+  """Accepts a DType, a dtype name ('float32', 'half') or a numpy dtype / type."""
+  if isinstance(x, DType): return x
+  if isinstance(x, str):
+    if x in DTYPES_BY_NAME: return DTYPES_BY_NAME[x]
+    if x in _ALIASES: return _ALIASES[x]
+    raise TypeError(f"unknown dtype {x!r}; known: {', '.join(DTYPES_BY_NAME)}")
+  try:
+    return dtypes.from_np(np.dtype(x))
+  except (TypeError, ValueError):
+    raise TypeError(f"unknown dtype {x!r}; expected a DType such as dtypes.float32") from None
+
+
+# each dtype points at the types that can hold all its values
+_PROMOTION_PARENTS = {
+  dtypes.bool: (dtypes.int8, dtypes.uint8), dtypes.int8: (dtypes.int16,), dtypes.int16: (dtypes.int32,),
+  dtypes.int32: (dtypes.int64,), dtypes.int64: (dtypes.float16, dtypes.bfloat16),
+  dtypes.uint8: (dtypes.int16, dtypes.uint16), dtypes.uint16: (dtypes.int32, dtypes.uint32),
+  dtypes.uint32: (dtypes.int64, dtypes.uint64), dtypes.uint64: (dtypes.float16, dtypes.bfloat16),
+  dtypes.float16: (dtypes.float32,), dtypes.bfloat16: (dtypes.float32,), dtypes.float32: (dtypes.float64,),
+  dtypes.float64: ()}
+
+
+@functools.lru_cache(None)
+def _ancestors(dt: DType) -> frozenset:
+  return frozenset({dt}).union(*(_ancestors(p) for p in _PROMOTION_PARENTS[dt]))
+
+
+def least_upper_dtype(*dts: DType) -> DType:
+  """The smallest dtype every argument promotes to."""
+  return min(frozenset.intersection(*(_ancestors(d) for d in dts)))
+
+
+def least_upper_float(dt: DType) -> DType:
+  return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.float32)
+
+
+def dtype_limits(dt: DType):
+  if dt.kind == "b": return False, True
+  if dt.kind == "f": return -float("inf"), float("inf")
+  info = np.iinfo(np.dtype(dt.storage))
+  return int(info.min), int(info.max)
+
+
+def cast_scalar(value, dt: DType):
+  """A Python scalar converted to the value it has in dtype dt (ints wrap, floats round)."""
+  if dt.kind == "b": return bool(value)
+  if dt.kind == "f":
+    if dt.name == "bfloat16": return float(_round_bfloat16(np.array([value], np.float32))[0])
+    return float(np.array(float(value), dtype=dt.storage))
+  if isinstance(value, float):
+    if value != value or value in (float("inf"), -float("inf")): value = 0
+    value = int(value)
+  bits = 8 * dt.itemsize
+  value = int(value) & ((1 << bits) - 1)
+  if dt.kind == "i" and value >= 1 << (bits - 1): value -= 1 << bits
+  return value
+
+
+def _round_bfloat16(f32: np.ndarray) -> np.ndarray:
+  """float32 values rounded to the nearest bfloat16 (ties to even), returned as float32."""
+  return bfloat16_bits_to_float32(float32_to_bfloat16_bits(f32))
+
+
+def float32_to_bfloat16_bits(f32: np.ndarray) -> np.ndarray:
+  bits = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32).astype(np.uint64)
+  rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+  nan = np.isnan(f32)
+  return np.where(nan, np.uint16(0x7FC0), rounded).astype(np.uint16)
+
+
+def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+  return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)

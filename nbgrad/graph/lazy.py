@@ -1,0 +1,108 @@
+"""LazyBuffer: a node of the lazy graph. A base node holds an op (and, once realized, a buffer); a view
+node is a base seen through a View. Building nodes never computes anything."""
+from __future__ import annotations
+import math
+from typing import Optional
+from nbgrad.dtype import DType, dtypes, cast_scalar
+from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
+from nbgrad.graph.view import View
+
+
+class LazyBuffer:
+  def __init__(self, device: str, shape: tuple[int, ...], dtype: DType, op=None, srcs: tuple = (), arg=None,
+               base: Optional[LazyBuffer] = None, view: Optional[View] = None, buffer=None):
+    self.device, self.shape, self.dtype = device, tuple(shape), dtype
+    if base is None:   # a base node
+      self._base, self.op, self.srcs, self.arg = None, op, tuple(srcs), arg
+      self.view = View.contiguous(self.shape)
+      self.buffer = buffer     # the device buffer, once realized
+    else:
+      assert base.base is base
+      self._base, self.view = base, view
+
+  @property
+  def base(self) -> LazyBuffer: return self if self._base is None else self._base
+  @property
+  def realized(self) -> bool: return self.base.buffer is not None
+  @property
+  def size(self) -> int: return math.prod(self.shape)
+
+  def __repr__(self):
+    if self._base is not None: return f"<LB view of {self.base!r} as {self.shape}>"
+    return f"<LB {self.device} {self.shape} {self.dtype} {'realized' if self.buffer is not None else self.op}>"
+
+  # ---- constructors
+  @staticmethod
+  def from_buffer(buffer, shape, dtype, device) -> LazyBuffer:
+    return LazyBuffer(device, shape, dtype, LoadOps.BUFFER, buffer=buffer)
+
+  @staticmethod
+  def load(op: LoadOps, shape, dtype, device, arg=None, srcs=()) -> LazyBuffer:
+    return LazyBuffer(device, shape, dtype, op, srcs, arg)
+
+  @staticmethod
+  def full(value, shape, dtype: DType, device: str) -> LazyBuffer:
+    """A constant: one scalar node broadcast to shape (no memory)."""
+    scalar = LazyBuffer(device, (), dtype, LoadOps.CONST, arg=cast_scalar(value, dtype))
+    return scalar.reshape((1,) * len(shape)).expand(tuple(shape))
+
+  def const(self, value, shape=None) -> LazyBuffer:
+    return LazyBuffer.full(value, self.shape if shape is None else shape, self.dtype, self.device)
+
+  def const_value(self):
+    """The scalar if this node is a broadcast constant (and every element is valid), else None."""
+    base = self.base
+    if base.op is LoadOps.CONST and base.buffer is None and all(not lv.conds for lv in self.view.levels): return base.arg
+    return None
+
+  # ---- compute
+  def alu(self, op, *others: LazyBuffer, arg=None) -> LazyBuffer:
+    srcs = (self,) + others
+    for s in others:
+      assert s.shape == self.shape, f"alu shapes {self.shape} {s.shape}"
+    if op in CMP_OPS: out_dtype = dtypes.bool
+    elif op is TernaryOps.WHERE: out_dtype = others[0].dtype
+    elif op in (UnaryOps.CAST, UnaryOps.BITCAST): out_dtype = arg
+    else: out_dtype = self.dtype
+    return LazyBuffer(self.device, self.shape, out_dtype, op, srcs, arg)
+
+  def cast(self, dtype: DType, bitcast=False) -> LazyBuffer:
+    if dtype == self.dtype: return self
+    if not bitcast and (value := self.const_value()) is not None: return LazyBuffer.full(value, self.shape, dtype, self.device)
+    return self.alu(UnaryOps.BITCAST if bitcast else UnaryOps.CAST, arg=dtype)
+
+  def reduce(self, op: ReduceOps, axes: tuple[int, ...]) -> LazyBuffer:
+    """Reduce over axes, keeping them as size 1."""
+    axes = tuple(sorted(a for a in axes if self.shape[a] != 1))
+    if not axes: return self
+    new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
+    return LazyBuffer(self.device, new_shape, self.dtype, op, (self,), axes)
+
+  # ---- movement: only the view changes
+  def _moved(self, view: View) -> LazyBuffer:
+    if view.is_identity() and view.shape == self.base.shape: return self.base
+    return LazyBuffer(self.device, view.shape, self.dtype, base=self.base, view=view)
+
+  def reshape(self, shape) -> LazyBuffer:
+    shape = tuple(shape)
+    return self if shape == self.shape else self._moved(self.view.reshape(shape))
+
+  def permute(self, order) -> LazyBuffer:
+    order = tuple(order)
+    return self if order == tuple(range(len(order))) else self._moved(self.view.permute(order))
+
+  def expand(self, shape) -> LazyBuffer:
+    shape = tuple(shape)
+    return self if shape == self.shape else self._moved(self.view.expand(shape))
+
+  def shrink(self, arg) -> LazyBuffer:
+    if all(a == 0 and b == s for (a, b), s in zip(arg, self.shape)): return self
+    return self._moved(self.view.shrink(tuple(arg)))
+
+  def pad(self, arg) -> LazyBuffer:
+    if all(a == 0 and b == 0 for a, b in arg): return self
+    return self._moved(self.view.pad(tuple(arg)))
+
+  def flip(self, axes) -> LazyBuffer:
+    axes = tuple(a for a in axes if self.shape[a] > 1)
+    return self._moved(self.view.flip(axes)) if axes else self

@@ -1,0 +1,36 @@
+"""The primitive op vocabulary. Every Tensor op is built from these; every renderer implements these."""
+from enum import Enum, auto
+
+
+class UnaryOps(Enum):
+  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto()  # noqa: E702
+  TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto()  # noqa: E702
+  NOT = auto()                      # logical not of a bool
+  CAST = auto(); BITCAST = auto()   # arg: the target DType  # noqa: E702
+
+
+class BinaryOps(Enum):
+  ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
+  MAX = auto(); MIN = auto(); CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()  # noqa: E702
+  AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
+
+
+class TernaryOps(Enum):
+  WHERE = auto()
+
+
+class ReduceOps(Enum):
+  SUM = auto(); MAX = auto(); MIN = auto()  # noqa: E702
+
+
+class LoadOps(Enum):
+  BUFFER = auto()     # realized data
+  CONST = auto()      # arg: a Python scalar; shape () then expanded
+  ARANGE = auto()     # arg: (start, step); value start + i * step along the single axis
+  EMPTY = auto()      # allocated, contents unspecified
+  CONTIGUOUS = auto() # realize the source into a fresh contiguous buffer
+  CUSTOM = auto()     # arg: a CustomKernel that fills the buffer from realized sources
+
+
+ALU_OPS = (UnaryOps, BinaryOps, TernaryOps)
+CMP_OPS = (BinaryOps.CMPLT, BinaryOps.CMPEQ, BinaryOps.CMPNE)

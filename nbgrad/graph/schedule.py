@@ -1,0 +1,253 @@
+"""The scheduler: cuts a lazy graph into kernels. All fusion rules live here.
+
+Rules:
+- elementwise work is always inlined into the kernel that consumes it (a view of it is composed into
+  the consumer's index arithmetic);
+- a reduce is the core of a kernel; the elementwise work feeding it is fused into its loop, and the
+  elementwise work consuming its result is fused after it ("post" kernel), or, when the consumer
+  reads it broadcast back over the reduced axes, the consumer is fused as a loop after the reduce
+  loop ("full" kernel: softmax is one kernel this way);
+- several reduces over the same loop space and axes share one kernel, one stage each, when each reads
+  the earlier ones broadcast back; any other reduce is realized by a kernel of its own first;
+- realized buffers, tensors being realized in the same call, contiguous(), custom and empty nodes
+  are loaded, never recomputed.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+from nbgrad.dtype import DType, dtypes
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, ALU_OPS
+from nbgrad.graph.view import View, prod
+
+
+@dataclass(frozen=True)
+class Expr:
+  """A node of a kernel's expression tree. op is an ALU op or one of the leaf kinds below."""
+  op: Any
+  dtype: DType
+  srcs: tuple = ()
+  arg: Any = None
+
+
+# leaf kinds
+LOAD = "LOAD"      # arg: (input number, View from the loop index to the buffer's index)
+CONST = "CONST"    # arg: the value
+INDEX = "INDEX"    # arg: (View to a 1-D index space, start, step): start + step * index
+VALID = "VALID"    # arg: View; True where the view's conditions hold (padding)
+ACC = "ACC"        # arg: stage number; the stage's accumulated value
+
+
+@dataclass
+class Kernel:
+  kind: str                       # "compute", "empty" or "custom"
+  output: LazyBuffer              # the base node this kernel realizes
+  inputs: list = field(default_factory=list)      # base nodes read, realized before this kernel runs
+  loop_shape: tuple = ()
+  reduce_axes: tuple = ()
+  stages: tuple = ()              # ((ReduceOps, Expr), ...) accumulated in order
+  out_expr: Optional[Expr] = None
+  out_view: Optional[View] = None  # loop index -> output index (reduce axes read as 0 unless full)
+  full: bool = True               # the output covers the whole loop space (else: the reduced space)
+  name: str = ""
+
+  def __repr__(self): return f"<Kernel {self.name}>"
+
+
+def map_views(expr: Expr, fn, memo=None) -> Expr:
+  """expr with every view v replaced by fn(v)."""
+  memo = {} if memo is None else memo
+  if id(expr) in memo: return memo[id(expr)]
+  if expr.op == LOAD: new = replace(expr, arg=(expr.arg[0], fn(expr.arg[1])))
+  elif expr.op == INDEX: new = replace(expr, arg=(fn(expr.arg[0]),) + expr.arg[1:])
+  elif expr.op == VALID: new = replace(expr, arg=fn(expr.arg))
+  else: new = replace(expr, srcs=tuple(map_views(s, fn, memo) for s in expr.srcs))
+  memo[id(expr)] = new
+  return new
+
+
+class KernelBuilder:
+  def __init__(self, root: LazyBuffer, targets: set, schedule_base):
+    self.root, self.targets, self.schedule_base = root, targets, schedule_base
+    self.inputs: list[LazyBuffer] = []
+    self.stages: list = []
+    self.stage_of: dict[int, int] = {}
+    self.memo: dict = {}
+
+  def build(self) -> Kernel:
+    root = self.root
+    if root.op in ReduceOps:
+      self.loop_shape, self.axes = root.srcs[0].shape, root.arg
+      out_view, full = View.contiguous(root.shape).expand(self.loop_shape), False
+      out_expr = Expr(ACC, root.dtype, arg=self.stage(root))
+    else:
+      found = self.find_primary_reduce(root, View.contiguous(root.shape), set())
+      if found is None:
+        self.loop_shape, self.axes, full = root.shape, (), True
+        out_view = View.contiguous(root.shape)
+      elif found[1] == "post":
+        red = found[0]
+        self.loop_shape, self.axes, full = red.srcs[0].shape, red.arg, False
+        out_view = View.contiguous(red.shape).expand(self.loop_shape).then(View.contiguous(root.shape).reshape(red.shape))
+      else:
+        red = found[0]
+        self.loop_shape, self.axes, full = root.shape, red.arg, True
+        out_view = View.contiguous(root.shape)
+      out_expr = self.expr(root, out_view)
+    return Kernel("compute", root, self.inputs, self.loop_shape, self.axes, tuple(self.stages), out_expr, out_view, full)
+
+  def find_primary_reduce(self, base: LazyBuffer, view: View, seen: set):
+    """A reduce the root can be fused onto: read in flat order (post) or broadcast back (full)."""
+    for src in base.srcs:
+      sbase, sview = src.base, view.then(src.view)
+      if self.is_loaded(sbase) or (id(sbase), sview) in seen: continue
+      seen.add((id(sbase), sview))
+      if sbase.op in ReduceOps:
+        if sbase.size == self.root.size and sview.is_flat_order(): return sbase, "post"
+        if sbase.srcs[0].shape == self.root.shape and sview == View.contiguous(sbase.shape).expand(self.root.shape):
+          return sbase, "full"
+      elif isinstance(sbase.op, ALU_OPS):
+        if (found := self.find_primary_reduce(sbase, sview, seen)) is not None: return found
+    return None
+
+  def is_loaded(self, base: LazyBuffer) -> bool:
+    return base.buffer is not None or base.op in (LoadOps.BUFFER, LoadOps.EMPTY, LoadOps.CUSTOM, LoadOps.CONTIGUOUS) \
+      or (base is not self.root and id(base) in self.targets)
+
+  def stage(self, red: LazyBuffer) -> int:
+    if id(red) not in self.stage_of:
+      src = red.srcs[0]
+      body = self.expr(src.base, src.view)
+      self.stage_of[id(red)] = len(self.stages)
+      self.stages.append((red.op, body))
+    return self.stage_of[id(red)]
+
+  def load(self, base: LazyBuffer, view: View) -> Expr:
+    self.schedule_base(base)
+    if not any(b is base for b in self.inputs): self.inputs.append(base)
+    number = next(i for i, b in enumerate(self.inputs) if b is base)
+    return Expr(LOAD, base.dtype, arg=(number, view))
+
+  def expr(self, base: LazyBuffer, view: View) -> Expr:
+    key = (id(base), view)
+    if key not in self.memo: self.memo[key] = self._expr(base, view)
+    return self.memo[key]
+
+  def _expr(self, base: LazyBuffer, view: View) -> Expr:
+    if self.is_loaded(base): return self.load(base, view)
+    if base.op is LoadOps.CONST: value = Expr(CONST, base.dtype, arg=base.arg)
+    elif base.op is LoadOps.ARANGE: value = Expr(INDEX, base.dtype, arg=(view,) + tuple(base.arg))
+    elif base.op in ReduceOps:
+      fusable = base.srcs[0].shape == self.loop_shape and base.arg == self.axes and id(base) not in self.targets \
+        and view == View.contiguous(base.shape).expand(self.loop_shape)
+      return Expr(ACC, base.dtype, arg=self.stage(base)) if fusable else self.load(base, view)
+    else:
+      srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
+      value = Expr(base.op, base.dtype, srcs, base.arg)
+    if any(level.conds for level in view.levels):
+      value = Expr(TernaryOps.WHERE, base.dtype, (Expr(VALID, dtypes.bool, arg=view), value, Expr(CONST, base.dtype, arg=0)))
+    return value
+
+
+def merge_loop_dims(kernel: Kernel) -> Kernel:
+  """Collapses size-1 loop dims and neighbouring dims every view walks in step, so that kernels of
+  different shapes share one compiled loop nest."""
+  shape, axes = list(kernel.loop_shape), set(kernel.reduce_axes)
+  views = collect_views(kernel)
+
+  def reshaped(view: View, new_shape) -> Optional[View]:
+    top = view.levels[0].reshape(new_shape)
+    return None if top is None else View((top,) + view.levels[1:])
+
+  def apply(new_shape, new_axes) -> bool:
+    nonlocal shape, axes, views
+    new_views = {v: reshaped(v, new_shape) for v in views}
+    if any(v is None for v in new_views.values()): return False
+    shape, axes, views = list(new_shape), new_axes, set(new_views.values())
+    maps.append(new_views)
+    return True
+
+  maps: list = []
+  if prod(shape) != 0:
+    keep = [d for d, s in enumerate(shape) if s != 1]
+    if len(keep) != len(shape):
+      apply([shape[d] for d in keep], {keep.index(a) for a in axes if a in keep})
+    d = 0
+    while d + 1 < len(shape):
+      if (d in axes) == (d + 1 in axes):
+        new_shape = shape[:d] + [shape[d] * shape[d + 1]] + shape[d + 2:]
+        new_axes = {a if a <= d else a - 1 for a in axes}
+        if apply(new_shape, new_axes): continue
+      d += 1
+  if not maps: return kernel
+
+  def remap(view: View) -> View:
+    for m in maps: view = m[view]
+    return view
+  memo: dict = {}
+  return replace(kernel, loop_shape=tuple(shape), reduce_axes=tuple(sorted(axes)), out_view=remap(kernel.out_view),
+                 stages=tuple((op, map_views(e, remap, memo)) for op, e in kernel.stages),
+                 out_expr=map_views(kernel.out_expr, remap, memo))
+
+
+def collect_views(kernel: Kernel) -> set:
+  views, seen = {kernel.out_view}, set()
+
+  def walk(e: Expr):
+    if id(e) in seen: return
+    seen.add(id(e))
+    if e.op == LOAD: views.add(e.arg[1])
+    elif e.op == INDEX: views.add(e.arg[0])
+    elif e.op == VALID: views.add(e.arg)
+    for s in e.srcs: walk(s)
+  for _, e in kernel.stages: walk(e)
+  walk(kernel.out_expr)
+  return views
+
+
+def kernel_name(kernel: Kernel) -> str:
+  ops, seen = [], set()
+
+  def walk(e: Expr):
+    if id(e) in seen: return
+    seen.add(id(e))
+    for s in e.srcs: walk(s)
+    if isinstance(e.op, (UnaryOps, BinaryOps, TernaryOps)) and e.op.name.lower() not in ops: ops.append(e.op.name.lower())
+  for op, e in kernel.stages:
+    walk(e)
+    ops.append(op.name.lower())
+  walk(kernel.out_expr)
+  kind = "r" if kernel.stages else "e"
+  words = "_".join(ops[:4]) or "copy"
+  return f"{kind}_{words}_{'_'.join(str(s) for s in kernel.loop_shape) or '1'}"
+
+
+def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
+  """The kernels that realize outs, in an order where each kernel's inputs come first."""
+  schedule: list[Kernel] = []
+  planned: set = set()
+  targets = {id(o.base) for o in outs}
+
+  def schedule_base(base: LazyBuffer):
+    if base.buffer is not None or id(base) in planned: return
+    planned.add(id(base))
+    if base.op is LoadOps.EMPTY:
+      schedule.append(Kernel("empty", base, name=f"empty_{base.size}"))
+    elif base.op is LoadOps.CUSTOM:
+      for s in base.srcs: schedule_base(s.base)
+      schedule.append(Kernel("custom", base, [s.base for s in base.srcs], name=base.arg.name))
+    else:
+      builder = KernelBuilder(base, targets, schedule_base)
+      if base.op is LoadOps.CONTIGUOUS:  # a copy of the source into a buffer of its own
+        builder.loop_shape, builder.axes = base.shape, ()
+        src = base.srcs[0]
+        built = Kernel("compute", base, builder.inputs, base.shape, (), (), builder.expr(src.base, src.view),
+                       View.contiguous(base.shape), True)
+      else:
+        built = builder.build()
+      built = merge_loop_dims(built)
+      built.name = kernel_name(built)
+      schedule.append(built)
+
+  for out in outs: schedule_base(out.base)
+  return schedule

@@ -1,0 +1,185 @@
+"""Views: how an index of a tensor maps to an index of the buffer (or graph node) under it.
+
+A view never moves data. Each movement op (reshape, permute, expand, pad, shrink, flip) changes the
+map only. The map is affine: base_index[j] = const[j] + sum_d coeff[j][d] * index[d], and an element
+is valid (else it reads as 0, which is how pad works) where every condition lo <= const + coeff . index < hi
+holds. A reshape that no affine map can express (merging dims that are not laid out one after the
+other) pushes a second level: its index is flattened and unflattened into the level below.
+"""
+from __future__ import annotations
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+Row = tuple[tuple[int, ...], int]                 # (coefficients per view dim, constant)
+Cond = tuple[tuple[int, ...], int, int, int]      # (coefficients, constant, lo, hi)
+
+
+def prod(xs) -> int: return math.prod(xs)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+  strides, acc = [], 1
+  for s in reversed(shape):
+    strides.append(acc)
+    acc *= s
+  return tuple(reversed(strides))
+
+
+def _affine_range(coeffs, const, shape) -> tuple[int, int]:
+  lo = hi = const
+  for c, s in zip(coeffs, shape):
+    lo += min(0, c * (s - 1))
+    hi += max(0, c * (s - 1))
+  return lo, hi
+
+
+@dataclass(frozen=True)
+class Affine:
+  shape: tuple[int, ...]        # the view's shape
+  base_shape: tuple[int, ...]   # the shape of the space its rows index into
+  rows: tuple[Row, ...]         # one per base dim
+  conds: tuple[Cond, ...] = ()
+
+  @staticmethod
+  def identity(shape: tuple[int, ...]) -> Affine:
+    n = len(shape)
+    return Affine(shape, shape, tuple((tuple(int(d == j) for d in range(n)), 0) for j in range(n)))
+
+  def is_identity(self) -> bool:
+    return self == Affine.identity(self.shape) and self.shape == self.base_shape
+
+  # movement ops: each returns the map of the moved view
+  def _map_coeffs(self, shape, fn) -> Affine:
+    """Rebuild every row and condition by fn(coeffs, const) -> (coeffs, const)."""
+    rows = tuple(fn(c, k) for c, k in self.rows)
+    conds = tuple(fn(c, k) + (lo, hi) for c, k, lo, hi in self.conds)
+    return Affine(tuple(shape), self.base_shape, rows, conds).simplified()
+
+  def permute(self, order) -> Affine:
+    return self._map_coeffs([self.shape[o] for o in order], lambda c, k: (tuple(c[o] for o in order), k))
+
+  def expand(self, shape) -> Affine:
+    broadcast = [old == 1 and new != 1 for old, new in zip(self.shape, shape)]
+    return self._map_coeffs(shape, lambda c, k: (tuple(0 if b else x for x, b in zip(c, broadcast)), k))
+
+  def shrink(self, arg) -> Affine:
+    starts = [a for a, _ in arg]
+    return self._map_coeffs([b - a for a, b in arg], lambda c, k: (c, k + sum(x * s for x, s in zip(c, starts))))
+
+  def flip(self, axes) -> Affine:
+    def fn(c, k):
+      return (tuple(-x if d in axes else x for d, x in enumerate(c)),
+              k + sum(c[d] * (self.shape[d] - 1) for d in axes))
+    return self._map_coeffs(self.shape, fn)
+
+  def pad(self, arg) -> Affine:
+    befores = [b for b, _ in arg]
+    new_shape = [s + b + a for s, (b, a) in zip(self.shape, arg)]
+    moved = self._map_coeffs(new_shape, lambda c, k: (c, k - sum(x * b for x, b in zip(c, befores))))
+    n = len(self.shape)
+    new_conds = tuple((tuple(int(e == d) for e in range(n)), -b, 0, self.shape[d])
+                      for d, (b, a) in enumerate(arg) if b or a)
+    return Affine(moved.shape, moved.base_shape, moved.rows, moved.conds + new_conds).simplified()
+
+  def reshape(self, new_shape) -> Optional[Affine]:
+    """The reshaped map, or None when no affine map expresses it."""
+    new_shape = tuple(new_shape)
+    n_new = len(new_shape)
+    if prod(self.shape) == 0:
+      zero = tuple(0 for _ in new_shape)
+      return Affine(new_shape, self.base_shape, tuple((zero, k) for _, k in self.rows),
+                    tuple((zero, k, lo, hi) for _, k, lo, hi in self.conds))
+    old_dims = [d for d, s in enumerate(self.shape) if s != 1]
+    new_dims = [e for e, s in enumerate(new_shape) if s != 1]
+    all_coeffs = [c for c, _ in self.rows] + [c for c, *_ in self.conds]
+    new_coeffs = [[0] * n_new for _ in all_coeffs]
+    i = j = 0
+    while i < len(old_dims) or j < len(new_dims):
+      group_old, group_new = [old_dims[i]], [new_dims[j]]
+      i, j = i + 1, j + 1
+      p_old, p_new = self.shape[group_old[0]], new_shape[group_new[0]]
+      while p_old != p_new:
+        if p_old < p_new:
+          group_old.append(old_dims[i]); p_old *= self.shape[old_dims[i]]; i += 1  # noqa: E702
+        else:
+          group_new.append(new_dims[j]); p_new *= new_shape[new_dims[j]]; j += 1  # noqa: E702
+      for coeffs, out in zip(all_coeffs, new_coeffs):
+        for a, b in zip(group_old, group_old[1:]):
+          if coeffs[a] != coeffs[b] * self.shape[b]: return None
+        step = coeffs[group_old[-1]]
+        for e in reversed(group_new):
+          out[e] = step
+          step *= new_shape[e]
+    rows = tuple((tuple(c), k) for c, (_, k) in zip(new_coeffs, self.rows))
+    conds = tuple((tuple(c), k, lo, hi) for c, (_, k, lo, hi) in zip(new_coeffs[len(self.rows):], self.conds))
+    return Affine(new_shape, self.base_shape, rows, conds).simplified()
+
+  def then(self, other: Affine) -> Affine:
+    """This map followed by other (other.shape == self.base_shape)."""
+    def compose(c2, k2):
+      coeffs = tuple(sum(c2[j] * self.rows[j][0][d] for j in range(len(c2))) for d in range(len(self.shape)))
+      return coeffs, k2 + sum(c2[j] * self.rows[j][1] for j in range(len(c2)))
+    rows = tuple(compose(c, k) for c, k in other.rows)
+    conds = self.conds + tuple(compose(c, k) + (lo, hi) for c, k, lo, hi in other.conds)
+    return Affine(self.shape, other.base_shape, rows, conds).simplified()
+
+  def simplified(self) -> Affine:
+    """Drops conditions that every index of the view satisfies."""
+    if prod(self.shape) == 0: return self
+    conds = []
+    for c, k, lo, hi in self.conds:
+      mn, mx = _affine_range(c, k, self.shape)
+      if not (lo <= mn and mx < hi): conds.append((c, k, lo, hi))
+    conds = tuple(dict.fromkeys(conds))
+    return self if conds == self.conds else Affine(self.shape, self.base_shape, self.rows, conds)
+
+  def strides_into(self, base_strides) -> tuple[tuple[int, ...], int]:
+    """(strides, offset) of this map into a buffer laid out with base_strides."""
+    strides = tuple(sum(bs * c[d] for bs, (c, _) in zip(base_strides, self.rows)) for d in range(len(self.shape)))
+    return strides, sum(bs * k for bs, (_, k) in zip(base_strides, self.rows))
+
+
+@dataclass(frozen=True)
+class View:
+  """A chain of affine maps from the tensor's index (levels[0]) down to its base (levels[-1]).
+  Between two levels the index is flattened and unflattened into the next level's shape."""
+  levels: tuple[Affine, ...]
+
+  @staticmethod
+  def contiguous(shape) -> View: return View((Affine.identity(tuple(shape)),))
+
+  @property
+  def shape(self) -> tuple[int, ...]: return self.levels[0].shape
+  @property
+  def base_shape(self) -> tuple[int, ...]: return self.levels[-1].base_shape
+
+  def is_identity(self) -> bool: return len(self.levels) == 1 and self.levels[0].is_identity()
+
+  def is_flat_order(self) -> bool:
+    """True when the view reads its base in order with no gaps: a reshape at most."""
+    if len(self.levels) != 1 or self.levels[0].conds or prod(self.shape) != prod(self.base_shape): return False
+    strides, offset = self.levels[0].strides_into(contiguous_strides(self.base_shape))
+    return offset == 0 and all(s == c for s, c, n in zip(strides, contiguous_strides(self.shape), self.shape) if n != 1)
+
+  def _top(self, new_top: Affine) -> View: return View((new_top,) + self.levels[1:])
+
+  def permute(self, order) -> View: return self._top(self.levels[0].permute(order))
+  def expand(self, shape) -> View: return self._top(self.levels[0].expand(shape))
+  def shrink(self, arg) -> View: return self._top(self.levels[0].shrink(arg))
+  def flip(self, axes) -> View: return self._top(self.levels[0].flip(axes))
+  def pad(self, arg) -> View: return self._top(self.levels[0].pad(arg))
+
+  def reshape(self, shape) -> View:
+    shape = tuple(shape)
+    if shape == self.shape: return self
+    moved = self.levels[0].reshape(shape)
+    if moved is not None: return self._top(moved)
+    if len(self.levels) > 1 and self.levels[0].is_identity():  # reshaping a pure reshape: replace it
+      return View((Affine.identity(shape),) + self.levels[1:])
+    return View((Affine.identity(shape),) + self.levels)
+
+  def then(self, other: View) -> View:
+    """This view followed by other: other maps this view's base index space to its own base."""
+    joined = self.levels[-1].then(other.levels[0])
+    return View(self.levels[:-1] + (joined,) + other.levels[1:])

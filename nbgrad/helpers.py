@@ -1,0 +1,48 @@
+"""Settings read from the environment, counters, and small shared helpers."""
+from __future__ import annotations
+import contextlib
+import os
+
+
+def getenv(key: str, default=0):
+  return type(default)(os.getenv(key, default))
+
+
+DEBUG = getenv("DEBUG", 0)
+
+
+class GlobalCounters:
+  kernel_count = 0      # kernels run
+  compile_count = 0     # numba compiles done
+  disk_cache_hits = 0   # kernels loaded compiled from the disk cache
+  global_ops = 0        # estimated arithmetic operations
+  global_mem = 0        # bytes read and written by kernels
+  time_sum_s = 0.0      # seconds spent running kernels
+
+  @staticmethod
+  def reset():
+    GlobalCounters.kernel_count = GlobalCounters.compile_count = GlobalCounters.disk_cache_hits = 0
+    GlobalCounters.global_ops = GlobalCounters.global_mem = 0
+    GlobalCounters.time_sum_s = 0.0
+
+
+class _Eager:
+  enabled = bool(getenv("NBGRAD_EAGER", 0))
+
+
+def eager_enabled() -> bool: return _Eager.enabled
+
+
+@contextlib.contextmanager
+def eager(enabled: bool = True):
+  """Realize every op as soon as it is created (same kernels as lazy mode)."""
+  previous, _Eager.enabled = _Eager.enabled, enabled
+  try:
+    yield
+  finally:
+    _Eager.enabled = previous
+
+
+def cache_dir() -> str:
+  default = os.path.join(os.getenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "nbgrad")
+  return os.getenv("NBGRAD_CACHE_DIR", default)

@@ -1,0 +1,74 @@
+"""Basic indexing (ints, slices, None, Ellipsis) as views, and setitem on realized buffers."""
+from __future__ import annotations
+import numpy as np
+
+
+def _normalize(indices, ndim: int) -> list:
+  if not isinstance(indices, tuple): indices = (indices,)
+  if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have one ellipsis (...)")
+  consumed = sum(1 for i in indices if i is not None and i is not Ellipsis)
+  if consumed > ndim: raise IndexError(f"too many indices: {consumed} for a tensor with {ndim} dims")
+  out = []
+  for i in indices:
+    if i is Ellipsis: out.extend([slice(None)] * (ndim - consumed))
+    else: out.append(i)
+  if Ellipsis not in indices: out.extend([slice(None)] * (ndim - consumed))
+  return out
+
+
+def basic_index(tensor, indices):
+  from nbgrad.tensor import Tensor
+  items = _normalize(indices, tensor.ndim)
+  for i in items:
+    if isinstance(i, (Tensor, list, np.ndarray)) or (isinstance(i, tuple)):
+      from nbgrad.advanced_indexing import advanced_index
+      return advanced_index(tensor, items)
+    if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
+      raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
+  x, dim, out_shape_ops = tensor, 0, []
+  shrink, flips, strides, final_shape = [], [], [], []
+  for i in items:
+    if i is None:
+      final_shape.append(1)
+      continue
+    size = tensor.shape[dim]
+    if isinstance(i, (int, np.integer)):
+      if not -size <= i < size: raise IndexError(f"index {i} is out of range for dim {dim} with size {size}")
+      i = int(i) % size
+      shrink.append((i, i + 1)); flips.append(False); strides.append(1)  # noqa: E702
+    else:
+      start, stop, step = i.indices(size)   # raises ValueError for step 0
+      count = len(range(start, stop, step))
+      if count == 0: shrink.append((0, 0)); flips.append(False); strides.append(1)  # noqa: E702
+      elif step > 0: shrink.append((start, start + (count - 1) * step + 1)); flips.append(False); strides.append(step)  # noqa: E702
+      else:
+        last = start + (count - 1) * step
+        shrink.append((last, start + 1)); flips.append(True); strides.append(-step)  # noqa: E702
+      final_shape.append(count)
+    dim += 1
+  x = x.shrink(tuple(shrink))
+  flip_axes = tuple(d for d, f in enumerate(flips) if f)
+  if flip_axes: x = x.flip(flip_axes)
+  if any(s != 1 for s in strides):
+    # take every s-th element: pad to a multiple of s, split the dim into (n, s), keep column 0
+    padded = x.pad(tuple((0, (-n) % s) for n, s in zip(x.shape, strides)))
+    split = padded.reshape(tuple(d for n, s in zip(padded.shape, strides) for d in (n // s, s)))
+    kept = split.shrink(tuple(r for n, s in zip(padded.shape, strides) for r in ((0, n // s), (0, 1))))
+    x = kept.reshape(tuple(n // s for n, s in zip(padded.shape, strides)))
+  return x.reshape(tuple(final_shape))
+
+
+def set_basic_index(tensor, indices, value):
+  from nbgrad.tensor import Tensor
+  if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
+  items = indices if isinstance(indices, tuple) else (indices,)
+  if any(isinstance(i, (Tensor, list, np.ndarray)) for i in items):
+    raise NotImplementedError("setitem with tensor or list indices (advanced indexing) is not supported")
+  target = tensor[indices]   # checks the indices
+  if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype)
+  values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
+  array = tensor.contiguous().realize()._realized_array()
+  if tensor.lazydata is not tensor.contiguous().lazydata: tensor.lazydata = tensor.contiguous().lazydata
+  array = tensor._realized_array()
+  from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
+  array[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values

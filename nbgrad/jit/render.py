@@ -1,0 +1,312 @@
+"""Renders a scheduled Kernel as the Python source of a numba function.
+
+Sizes, strides, offsets, mask bounds and constants are not written into the source: they are read from
+two parameter arrays (ints, floats), so kernels that differ only in those numbers share one source,
+one compile and one cache entry. The source and the parameter values are produced together."""
+from __future__ import annotations
+from nbgrad.dtype import DType, dtypes
+from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
+from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC
+from nbgrad.graph.view import View, contiguous_strides, prod
+
+BLOCK = 4096        # elements per parallel work item of a 1-D loop
+SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
+
+
+def compute_type(dt: DType) -> str:
+  """The numba scalar type a value of dt is computed in (16-bit floats compute in float32)."""
+  if dt.kind == "b": return "np.bool_"
+  if dt.kind == "f" and dt.itemsize == 2: return "np.float32"
+  return f"np.{dt.name}"
+
+
+def storage_type(dt: DType) -> str:
+  return "np.uint16" if dt.kind == "f" and dt.itemsize == 2 else compute_type(dt)
+
+
+def load_from_storage(dt: DType, text: str) -> str:
+  if dt == dtypes.float16: return f"f16_to_f32({text})"
+  if dt == dtypes.bfloat16: return f"bf16_to_f32({text})"
+  return text
+
+
+def store_to_storage(dt: DType, text: str) -> str:
+  if dt == dtypes.float16: return f"f32_to_f16({text})"
+  if dt == dtypes.bfloat16: return f"f32_to_bf16({text})"
+  return text
+
+
+def _wrap(dt: DType, text: str) -> str:
+  """Keeps a computed value in its dtype: small ints wrap, 16-bit floats round."""
+  if dt.kind in "iu": return f"{compute_type(dt)}({text})"
+  if dt == dtypes.float16: return f"round_f16({text})"
+  if dt == dtypes.bfloat16: return f"round_bf16({text})"
+  return text
+
+
+def _cast(src: DType, dst: DType, a: str) -> str:
+  if dst.kind == "b": return f"({a} != 0)"
+  if dst.kind == "f": return _wrap(dst, f"np.float32({a})" if dst.itemsize == 2 else f"{compute_type(dst)}({a})")
+  if src.kind == "f" and dst.kind == "u" and dst.itemsize < 8:   # through int64 so negative floats wrap like C
+    return f"{compute_type(dst)}(np.int64({a}))"
+  return f"{compute_type(dst)}({a})"
+
+
+def _bitcast(src: DType, dst: DType, a: str) -> str:
+  if src.kind == "b" or dst.kind == "b": return _cast(src, dst, a)
+  bits = store_to_storage(src, a) if src.itemsize == 2 and src.kind == "f" else a
+  if dst.kind == "f" and dst.itemsize == 2: return load_from_storage(dst, f"np.uint16({bits})")
+  return f"reinterpret({bits}, {compute_type(dst).replace('np.', 'nb_types.')})"
+
+
+def _float_fn(name32: str, name64: str):
+  return lambda dt, a: f"{name32}({a})" if dt.itemsize <= 4 else f"{name64}({a})"
+
+
+# op -> template(dtype of the result or of the operands, *operand texts). One table for the CPU.
+UNARY = {
+  UnaryOps.NEG: lambda dt, a: f"(not {a})" if dt.kind == "b" else _wrap(dt, f"(-{a})"),
+  UnaryOps.RECIP: lambda dt, a: _wrap(dt, f"({compute_type(dt)}(1.0) / {a})"),
+  UnaryOps.SQRT: lambda dt, a: _wrap(dt, f"np.sqrt({a})"),
+  UnaryOps.EXP2: lambda dt, a: _wrap(dt, _float_fn("exp2_f32", "np.exp2")(dt, a)),
+  UnaryOps.LOG2: lambda dt, a: _wrap(dt, _float_fn("log2_f32", "np.log2")(dt, a)),
+  UnaryOps.SIN: lambda dt, a: _wrap(dt, _float_fn("sin_f32", "np.sin")(dt, a)),
+  UnaryOps.TRUNC: lambda dt, a: f"np.trunc({a})",
+  UnaryOps.FLOOR: lambda dt, a: f"np.floor({a})",
+  UnaryOps.CEIL: lambda dt, a: f"np.ceil({a})",
+  UnaryOps.RINT: lambda dt, a: f"np.rint({a})",
+  UnaryOps.NOT: lambda dt, a: f"(not {a})",
+}
+BINARY = {
+  BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else _wrap(dt, f"({a} + {b})"),
+  BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else _wrap(dt, f"({a} - {b})"),
+  BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else _wrap(dt, f"({a} * {b})"),
+  BinaryOps.DIV: lambda dt, a, b: _wrap(dt, f"({a} / {b})"),
+  BinaryOps.IDIV: lambda dt, a, b: _wrap(dt, f"idiv({a}, {b})"),
+  BinaryOps.MOD: lambda dt, a, b: _wrap(dt, f"imod({a}, {b})"),
+  BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
+  BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
+  BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
+  BinaryOps.CMPEQ: lambda dt, a, b: f"({a} == {b})",
+  BinaryOps.CMPNE: lambda dt, a, b: f"({a} != {b})",
+  BinaryOps.AND: lambda dt, a, b: _wrap(dt, f"({a} & {b})"),
+  BinaryOps.OR: lambda dt, a, b: _wrap(dt, f"({a} | {b})"),
+  BinaryOps.XOR: lambda dt, a, b: _wrap(dt, f"({a} ^ {b})"),
+  BinaryOps.SHL: lambda dt, a, b: _wrap(dt, f"({a} << {b})"),
+  BinaryOps.SHR: lambda dt, a, b: _wrap(dt, f"({a} >> {b})"),
+}
+REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
+
+
+def reduce_identity(op: ReduceOps, dt: DType) -> str:
+  t = compute_type(dt)
+  if op is ReduceOps.SUM: return f"{t}(0)"
+  if dt.kind == "b": return "False" if op is ReduceOps.MAX else "True"
+  if dt.kind == "f": return f"{t}({'-' if op is ReduceOps.MAX else ''}np.inf)"
+  if dt.kind == "u": return f"{t}(0)" if op is ReduceOps.MAX else f"{t}(-1)"
+  bits = 8 * dt.itemsize
+  return f"{t}({-(1 << (bits - 1))})" if op is ReduceOps.MAX else f"{t}({(1 << (bits - 1)) - 1})"
+
+
+class Renderer:
+  def __init__(self, kernel: Kernel, parallel: bool):
+    self.kernel, self.parallel = kernel, parallel
+    self.int_params: list[int] = []
+    self.float_params: list[float] = []
+    self.header: list[str] = []
+
+  # ---- parameters: numbers live in arrays, the source names them
+  def int_param(self, value: int) -> str:
+    self.int_params.append(int(value))
+    name = f"i{len(self.int_params) - 1}"
+    self.header.append(f"{name} = ip[{len(self.int_params) - 1}]")
+    return name
+
+  def const(self, value, dt: DType) -> str:
+    if dt.kind == "f":
+      self.float_params.append(float(value))
+      name = f"f{len(self.float_params) - 1}"
+      self.header.append(f"{name} = {compute_type(dt)}(fp[{len(self.float_params) - 1}])")
+      return name
+    name = self.int_param(int(value))
+    self.header[-1] = f"{name} = {'ip[%d] != 0' % (len(self.int_params) - 1) if dt.kind == 'b' else compute_type(dt) + '(ip[%d])' % (len(self.int_params) - 1)}"
+    return name
+
+  def affine(self, coeffs, const, index_names) -> str:
+    terms = [f"{n} * {self.int_param(c)}" for c, n in zip(coeffs, index_names) if c != 0]
+    if const != 0 or not terms: terms.append(self.int_param(const))
+    return " + ".join(terms)
+
+  # ---- views: index arithmetic and padding conditions
+  def view_index(self, view: View, lines: list[str], tmp) -> tuple[list[str], list[str]]:
+    """Statements appended to lines; returns (base coordinate names, condition texts)."""
+    names = [f"x{d}" for d in range(len(view.shape))]
+    conds: list[str] = []
+    for level_number, level in enumerate(view.levels):
+      for coeffs, const, lo, hi in level.conds:
+        c = tmp()
+        lines.append(f"{c} = {self.affine(coeffs, const, names)}")
+        conds.append(f"({self.int_param(lo)} <= {c} < {self.int_param(hi)})")
+      coords = []
+      for coeffs, const in level.rows:
+        c = tmp()
+        lines.append(f"{c} = {self.affine(coeffs, const, names)}")
+        coords.append(c)
+      if level_number + 1 < len(view.levels):   # flatten, then unflatten into the next level's shape
+        flat = tmp()
+        strides = contiguous_strides(level.base_shape)
+        lines.append(f"{flat} = {' + '.join(f'{c} * {self.int_param(s)}' for c, s in zip(coords, strides)) or '0'}")
+        next_shape = view.levels[level_number + 1].shape
+        names = []
+        for s, n in zip(contiguous_strides(next_shape), next_shape):
+          c = tmp()
+          lines.append(f"{c} = ({flat} // {self.int_param(s)}) % {self.int_param(n)}")
+          names.append(c)
+      else:
+        names = coords
+    return names, conds
+
+  def buffer_offset(self, view: View, base_shape, lines, tmp) -> tuple[str, list[str]]:
+    if len(view.levels) == 1:   # fold the affine map and the buffer layout into strides
+      strides, offset = view.levels[0].strides_into(contiguous_strides(base_shape))
+      names = [f"x{d}" for d in range(len(view.shape))]
+      conds = []
+      for coeffs, const, lo, hi in view.levels[0].conds:
+        c = tmp()
+        lines.append(f"{c} = {self.affine(coeffs, const, names)}")
+        conds.append(f"({self.int_param(lo)} <= {c} < {self.int_param(hi)})")
+      return self.affine(strides, offset, names), conds
+    coords, conds = self.view_index(view, lines, tmp)
+    strides = contiguous_strides(base_shape)
+    return " + ".join(f"{c} * {self.int_param(s)}" for c, s in zip(coords, strides)) or "0", conds
+
+  # ---- expressions
+  def render_expr(self, expr: Expr, lines: list[str], tmp, memo: dict) -> str:
+    if id(expr) in memo: return memo[id(expr)]
+    op, dt = expr.op, expr.dtype
+    if op == LOAD:
+      number, view = expr.arg
+      base = self.kernel.inputs[number]
+      offset, conds = self.buffer_offset(view, base.shape, lines, tmp)
+      value = load_from_storage(dt, f"b{number}[{offset}]")
+      name = tmp()
+      if conds: lines.append(f"{name} = {value} if {' and '.join(conds)} else {compute_type(dt)}(0)")
+      else: lines.append(f"{name} = {value}")
+    elif op == CONST:
+      name = self.const(expr.arg, dt)
+    elif op == INDEX:
+      view, start, step = expr.arg
+      coords, _ = self.view_index(view, lines, tmp)
+      name = tmp()
+      lines.append(f"{name} = {self.const(start, dt)} + {compute_type(dt)}({coords[0]}) * {self.const(step, dt)}")
+    elif op == VALID:
+      _, conds = self.view_index(expr.arg, lines, tmp)
+      name = tmp()
+      lines.append(f"{name} = {' and '.join(conds) or 'True'}")
+    elif op == ACC:
+      name = f"acc{expr.arg}"
+    else:
+      srcs = [self.render_expr(s, lines, tmp, memo) for s in expr.srcs]
+      name = tmp()
+      if op is TernaryOps.WHERE: text = f"{srcs[1]} if {srcs[0]} else {srcs[2]}"
+      elif op is UnaryOps.CAST: text = _cast(expr.srcs[0].dtype, dt, srcs[0])
+      elif op is UnaryOps.BITCAST: text = _bitcast(expr.srcs[0].dtype, dt, srcs[0])
+      elif op in UNARY: text = UNARY[op](dt, srcs[0])
+      else: text = BINARY[op](expr.srcs[0].dtype, *srcs)
+      lines.append(f"{name} = {text}")
+    memo[id(expr)] = name
+    return name
+
+  def body(self, expr: Expr) -> tuple[list[str], str]:
+    lines: list[str] = []
+    counter = iter(range(1 << 30))
+    name = self.render_expr(expr, lines, lambda: f"t{next(counter)}", {})
+    return lines, name
+
+  # ---- the loop nest
+  def render(self, fn_name: str) -> str:
+    k = self.kernel
+    n = len(k.loop_shape)
+    sizes = [self.int_param(s) for s in k.loop_shape]
+    axes = set(k.reduce_axes)
+    outer = [d for d in range(n) if d not in axes]
+    reduce = [d for d in range(n) if d in axes]
+    out_dt = k.output.dtype
+    code: list[str] = []
+
+    def emit(depth, text): code.append("  " * depth + text)
+
+    def loop(depth, d, parallel=False):
+      emit(depth, f"for x{d} in {'prange' if parallel else 'range'}({sizes[d]}):")
+
+    def store(depth, expr):
+      lines, value = self.body(expr)
+      for line in lines: emit(depth, line)
+      offset, _ = self.buffer_offset(k.out_view, k.out_view.base_shape, code, lambda: "unused")
+      emit(depth, f"out[{offset}] = {store_to_storage(out_dt, value)}")
+
+    def stage(depth, number, op, expr, red_dims):
+      dt = expr.dtype
+      combine = BINARY[REDUCE_COMBINE[op]]
+      emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
+      for i, d in enumerate(red_dims):
+        loop(depth + i, d)
+      lines, value = self.body(expr)
+      inner = depth + len(red_dims)
+      for line in lines: emit(inner, line)
+      emit(inner, f"acc{number} = {combine(dt, f'acc{number}', value)}")
+
+    split = self.parallel and not outer and reduce
+    depth = 1
+    if self.parallel and outer and prod(k.loop_shape) > 0:
+      if len(outer) == 1 and not reduce:   # one long loop: parallel blocks of it
+        d = outer[0]
+        emit(depth, f"for xblock in prange(({sizes[d]} + {BLOCK - 1}) // {BLOCK}):")
+        emit(depth + 1, f"for x{d} in range(xblock * {BLOCK}, min({sizes[d]}, xblock * {BLOCK} + {BLOCK})):")
+        depth += 2
+        outer = []
+      else:
+        loop(depth, outer[0], parallel=True)
+        depth += 1
+        outer = outer[1:]
+    for d in outer:
+      loop(depth, d)
+      depth += 1
+    if split:   # a reduce to few values: split the outermost reduced loop into parallel chunks
+      for d in range(n): emit(depth, f"x{d} = 0")
+      first, rest = reduce[0], reduce[1:]
+      for number, (op, expr) in enumerate(k.stages):
+        dt, combine = expr.dtype, BINARY[REDUCE_COMBINE[op]]
+        emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
+        emit(depth, f"for xchunk in prange({SPLIT_CHUNKS}):")
+        emit(depth + 1, f"chunk_acc = {reduce_identity(op, dt)}")
+        emit(depth + 1, f"for x{first} in range(xchunk * {sizes[first]} // {SPLIT_CHUNKS}, "
+                        f"(xchunk + 1) * {sizes[first]} // {SPLIT_CHUNKS}):")
+        for i, d in enumerate(rest): loop(depth + 2 + i, d)
+        lines, value = self.body(expr)
+        inner = depth + 2 + len(rest)
+        for line in lines: emit(inner, line)
+        emit(inner, f"chunk_acc = {combine(dt, 'chunk_acc', value)}")
+        emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
+        emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
+        emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")
+        emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
+      if k.full:
+        loop(depth, first, parallel=True)
+        for i, d in enumerate(rest): loop(depth + 1 + i, d)
+        store(depth + 1 + len(rest), k.out_expr)
+      else:
+        store(depth, k.out_expr)
+    else:
+      for number, (op, expr) in enumerate(k.stages):
+        stage(depth, number, op, expr, reduce)
+      if k.full and reduce:
+        for i, d in enumerate(reduce): loop(depth + i, d)
+        store(depth + len(reduce), k.out_expr)
+      else:
+        if reduce:
+          for d in reduce: emit(depth, f"x{d} = 0")
+        store(depth, k.out_expr)
+    inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
+    head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
+    return "\n".join(head + code) + "\n"

@@ -1,0 +1,763 @@
+"""Tensor: the public API. Argument checking, dtype promotion and broadcasting happen here; every op is
+a composition of the differentiable primitives of nbgrad.autograd."""
+from __future__ import annotations
+import math
+from typing import Optional, Sequence, Union
+import numpy as np
+from nbgrad import autograd as F
+from nbgrad.device import Device, run_schedule
+from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
+  float32_to_bfloat16_bits
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
+from nbgrad.graph.schedule import create_schedule
+from nbgrad.helpers import eager_enabled
+
+Scalar = Union[bool, int, float]
+
+
+# ---- argument checking shared by many ops
+def resolve_axis(axis: int, ndim: int, extra: int = 0) -> int:
+  """axis in [-ndim-extra, ndim+extra) normalized; IndexError naming both otherwise."""
+  if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+    raise TypeError(f"axis must be an int, got {axis!r}")
+  n = ndim + extra
+  if not -max(n, 1) <= axis < max(n, 1): raise IndexError(f"axis {axis} is out of range for a tensor with {ndim} dims")
+  return int(axis) % max(n, 1)
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  ndim = max(len(s) for s in shapes)
+  padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+  out = []
+  for sizes in zip(*padded):
+    non_one = {s for s in sizes if s != 1}
+    if len(non_one) > 1: raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+    out.append(non_one.pop() if non_one else 1)
+  return tuple(out)
+
+
+def shape_arg(shape, *rest) -> tuple[int, ...]:
+  """Accepts f(2, 3) and f((2, 3)); rejects negative sizes."""
+  if isinstance(shape, (tuple, list)): dims = tuple(shape) + tuple(rest)
+  else: dims = (shape,) + tuple(rest)
+  if len(dims) == 1 and dims[0] is None: return ()
+  for d in dims:
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool): raise TypeError(f"shape {dims} must hold ints")
+    if d < 0: raise ValueError(f"shape {dims} has a negative size")
+  return tuple(int(d) for d in dims)
+
+
+def scalar_dtype(value) -> DType:
+  if isinstance(value, bool): return dtypes.bool
+  if isinstance(value, int): return dtypes.default_int
+  return dtypes.default_float
+
+
+def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyBuffer:
+  if dtype is None: dtype = dtypes.from_np(array.dtype)
+  if dtype == dtypes.bfloat16: flat = float32_to_bfloat16_bits(array.astype(np.float32).reshape(-1))
+  else: flat = np.array(array, dtype=dtype.storage, copy=True, order="C").reshape(-1)
+  return LazyBuffer.from_buffer(flat, array.shape, dtype, device)
+
+
+def _list_to_array(data) -> np.ndarray:
+  try:
+    array = np.array(data)
+  except ValueError as e:
+    raise ValueError(f"cannot make a tensor from a ragged or inhomogeneous list: {e}") from None
+  if array.dtype.kind == "b": return array
+  if array.dtype.kind in "iu": return array.astype(np.int32) if array.size == 0 or \
+     (array.min() >= -2**31 and array.max() < 2**31) else array.astype(np.int64)
+  if array.dtype.kind == "f": return array.astype(np.float32)
+  raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
+
+
+class Tensor:
+  """A lazily computed n-dimensional array with automatic differentiation."""
+  training: bool = False
+  no_grad: bool = False
+  __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
+
+  def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
+    device = Device.canonicalize(device)
+    dtype = None if dtype is None else to_dtype(dtype)
+    if isinstance(data, LazyBuffer):
+      lazy = data if dtype is None else data.cast(dtype)
+    elif data is None:
+      lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
+    elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
+      lazy = LazyBuffer.full(data, (), dtype or scalar_dtype(data), device)
+    elif isinstance(data, (list, tuple)):
+      array = _list_to_array(data)
+      lazy = _np_to_lazy(array if dtype is None or dtype == dtypes.bfloat16 else array.astype(dtype.np), dtype, device)
+    elif isinstance(data, bytes):
+      lazy = _np_to_lazy(np.frombuffer(data, dtype=np.uint8), dtype, device)
+    elif isinstance(data, (np.ndarray, np.generic)):
+      array = np.asarray(data)
+      if dtype is not None and dtype != dtypes.bfloat16: array = array.astype(dtype.np)
+      lazy = _np_to_lazy(array, dtype, device)
+    else:
+      raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array, bytes or None")
+    self.lazydata: LazyBuffer = lazy
+    self.requires_grad: Optional[bool] = requires_grad
+    self.grad: Optional[Tensor] = None
+    self._ctx = None
+
+  def _after_op(self) -> Tensor:
+    if eager_enabled(): self.realize()
+    return self
+
+  # ---- properties
+  @property
+  def shape(self) -> tuple[int, ...]: return self.lazydata.shape
+  @property
+  def dtype(self) -> DType: return self.lazydata.dtype
+  @property
+  def device(self) -> str: return self.lazydata.device
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  @property
+  def T(self) -> Tensor: return self.transpose()
+
+  def numel(self) -> int: return math.prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def size(self, dim: Optional[int] = None): return self.shape if dim is None else self.shape[resolve_axis(dim, self.ndim)]
+
+  def __len__(self):
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+
+  def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item() or .numpy()")
+  def __hash__(self): return id(self)
+  def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+
+  # ---- realizing and reading data
+  def schedule(self, *others: Tensor) -> list:
+    """The kernels a realize would run, in order. Runs nothing and changes nothing."""
+    return create_schedule([t.lazydata for t in (self,) + others])
+
+  def realize(self, *others: Tensor) -> Tensor:
+    run_schedule(self.schedule(*others))
+    return self
+
+  def _realized_array(self) -> Optional[np.ndarray]:
+    """The buffer as an array of this tensor's shape, if it is realized and laid out contiguously."""
+    lazy = self.lazydata
+    if lazy.base.buffer is None or not (lazy is lazy.base or lazy.view.is_flat_order()): return None
+    return lazy.base.buffer.reshape(self.shape)
+
+  def numpy(self) -> np.ndarray:
+    """A numpy copy of the values."""
+    if self.numel() == 0: return np.zeros(self.shape, dtype=self.dtype.np)
+    array = self.contiguous().realize()._realized_array()
+    if self.dtype == dtypes.bfloat16: return bfloat16_bits_to_float32(array).reshape(self.shape)
+    return array.copy()
+
+  def __array__(self, dtype=None, copy=None):
+    array = None
+    if self.dtype != dtypes.bfloat16 and self.numel() > 0:
+      self.realize()
+      array = self._realized_array()
+    if array is None:
+      if copy is False: raise ValueError("this tensor's values are not laid out in one buffer: np.asarray needs a copy")
+      array = self.numpy()
+    if dtype is not None and np.dtype(dtype) != array.dtype:
+      if copy is False: raise ValueError(f"converting {self.dtype} to {np.dtype(dtype)} needs a copy")
+      return array.astype(dtype)
+    return array.copy() if copy else array
+
+  def item(self) -> Scalar:
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+    return self.numpy().reshape(-1)[0].item()
+
+  def tolist(self): return self.numpy().tolist()
+  def data(self) -> memoryview: return memoryview(self.numpy())
+
+  def detach(self) -> Tensor: return Tensor(self.lazydata, device=self.device, requires_grad=False)
+
+  def contiguous(self) -> Tensor:
+    lazy = self.lazydata
+    if lazy is lazy.base and lazy.op in (LoadOps.BUFFER, LoadOps.CONTIGUOUS): return self
+    return F.Contiguous.apply(self)
+
+  def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
+
+  def assign(self, x) -> Tensor:
+    """Replaces the values in place (same Tensor object); shape, dtype and device must match."""
+    if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    if x.shape != self.shape: raise ValueError(f"assign shape mismatch: {self.shape} <- {x.shape}")
+    if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
+    if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
+    self.lazydata = x.lazydata
+    return self._after_op()
+
+  def replace(self, x: Tensor) -> Tensor:
+    if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} <- {x.shape}")
+    self.lazydata = x.lazydata
+    return self
+
+  def to(self, device: Optional[str]) -> Tensor:
+    device = Device.canonicalize(device)
+    if device == self.device: return self
+    raise ValueError(f"cannot copy from {self.device} to {device}")
+
+  def to_(self, device: Optional[str]) -> Tensor:
+    moved = self.to(device)
+    self.lazydata = moved.lazydata
+    return self
+
+  def cast(self, dtype) -> Tensor:
+    dtype = to_dtype(dtype)
+    return self if dtype == self.dtype else F.Cast.apply(self, dtype=dtype)
+
+  def bitcast(self, dtype) -> Tensor:
+    dtype = to_dtype(dtype)
+    if dtype.itemsize != self.dtype.itemsize:
+      raise ValueError(f"bitcast needs equal item sizes: {self.dtype} is {self.dtype.itemsize} bytes, {dtype} is {dtype.itemsize}")
+    return self if dtype == self.dtype else F.Cast.apply(self, dtype=dtype, bitcast=True)
+
+  def float(self) -> Tensor: return self.cast(dtypes.float32)
+  def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+  # ---- creation
+  @staticmethod
+  def empty(*shape, dtype=None, device=None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    lazy = LazyBuffer.load(LoadOps.EMPTY, shape_arg(*shape) if shape else (), dtype, Device.canonicalize(device))
+    return Tensor(lazy, **kwargs)
+
+  @staticmethod
+  def full(shape, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
+    shape = shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else scalar_dtype(fill_value)
+    return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
+
+  @staticmethod
+  def zeros(*shape, dtype=None, **kwargs) -> Tensor:
+    return Tensor.full(shape_arg(*shape) if shape else (), 0.0, dtype=dtype or dtypes.default_float, **kwargs)
+
+  @staticmethod
+  def ones(*shape, dtype=None, **kwargs) -> Tensor:
+    return Tensor.full(shape_arg(*shape) if shape else (), 1.0, dtype=dtype or dtypes.default_float, **kwargs)
+
+  @staticmethod
+  def arange(start, stop=None, step=1, dtype=None, device=None, **kwargs) -> Tensor:
+    if stop is None: start, stop = 0, start
+    for v in (start, stop, step):
+      if not isinstance(v, (int, float, np.integer, np.floating)): raise TypeError(f"arange bounds must be numbers, got {v!r}")
+    if step == 0: raise ValueError("arange step must not be 0")
+    if dtype is None: dtype = dtypes.default_float if any(isinstance(v, (float, np.floating)) for v in (start, stop, step)) \
+      else dtypes.default_int
+    dtype = to_dtype(dtype)
+    count = max(0, math.ceil((stop - start) / step))
+    lazy = LazyBuffer.load(LoadOps.ARANGE, (count,), dtype, Device.canonicalize(device), arg=(start, step))
+    return Tensor(lazy, **kwargs)
+
+  @staticmethod
+  def eye(n: int, m: Optional[int] = None, dtype=None, device=None, **kwargs) -> Tensor:
+    m = n if m is None else m
+    shape_arg(n, m)
+    rows = Tensor.arange(n, device=device).reshape(n, 1)
+    cols = Tensor.arange(m, device=device).reshape(1, m)
+    return Tensor((rows == cols).cast(dtype or dtypes.default_float).lazydata, **kwargs)
+
+  def full_like(self, fill_value: Scalar, dtype=None, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device, **kwargs)
+  def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+
+  # ---- movement (views: no data moves)
+  def reshape(self, shape, *args) -> Tensor:
+    shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
+    new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
+    if sum(1 for s in new if s == -1) > 1: raise ValueError(f"reshape {shape}: only one dimension can be -1")
+    if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ValueError(f"reshape to invalid shape {shape}")
+    if -1 in new:
+      known = math.prod(s for s in new if s != -1)
+      if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape {self.shape} to {shape}")
+      new = [self.numel() // known if s == -1 else s for s in new]
+    new = tuple(int(s) for s in new)
+    if math.prod(new) != self.numel(): raise ValueError(f"cannot reshape {self.shape} ({self.numel()} elements) to {new}")
+    return self if new == self.shape else F.Reshape.apply(self, shape=new)
+
+  def view(self, shape, *args) -> Tensor: return self.reshape(shape, *args)
+
+  def expand(self, shape, *args) -> Tensor:
+    shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
+    if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
+    old = (1,) * (len(shape) - self.ndim) + self.shape
+    new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
+    for o, s in zip(old, new):
+      if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
+    x = self.reshape(old) if old != self.shape else self
+    return x if new == x.shape else F.Expand.apply(x, shape=new)
+
+  def permute(self, order, *args) -> Tensor:
+    order = tuple(order) + args if isinstance(order, (tuple, list)) else (order,) + args
+    resolved = tuple(resolve_axis(o, self.ndim) for o in order)
+    if sorted(resolved) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of {self.ndim} dims")
+    return self if resolved == tuple(range(self.ndim)) else F.Permute.apply(self, order=resolved)
+
+  def flip(self, axis, *args) -> Tensor:
+    axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
+    resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
+    if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
+    return F.Flip.apply(self, axes=resolved)
+
+  def shrink(self, arg) -> Tensor:
+    if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
+    resolved = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    for (a, b), s in zip(resolved, self.shape):
+      if not 0 <= a <= b <= s: raise ValueError(f"shrink {arg} is out of range for shape {self.shape}")
+    if all(a == 0 and b == s for (a, b), s in zip(resolved, self.shape)): return self
+    return F.Shrink.apply(self, arg=resolved)
+
+  def pad(self, arg, value: Scalar = 0.0) -> Tensor:
+    if len(arg) != self.ndim: raise ValueError(f"pad {arg} needs one entry per dim of {self.shape}")
+    resolved = tuple((0, 0) if a is None else (int(a[0]), int(a[1])) for a in arg)
+    if any(b < 0 or a < 0 for b, a in resolved):   # negative padding crops
+      x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
+      return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
+    if all(b == 0 and a == 0 for b, a in resolved): return self
+    padded = F.Pad.apply(self, arg=resolved)
+    if value == 0: return padded
+    inside = Tensor(LazyBuffer.full(True, self.shape, dtypes.bool, self.device)).pad(resolved)
+    return inside.where(padded, value)
+
+  def pad2d(self, padding: Sequence[int], value: Scalar = 0.0) -> Tensor:
+    pairs = [(padding[i], padding[i + 1]) for i in range(0, len(padding), 2)]
+    if len(pairs) > self.ndim: raise ValueError(f"pad2d {padding} pads more dims than {self.shape} has")
+    return self.pad(tuple([None] * (self.ndim - len(pairs)) + pairs[::-1]), value)
+
+  def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+    order = list(range(self.ndim))
+    a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+
+  def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if self.ndim == 0: return self.reshape(1)
+    start, end = resolve_axis(start_dim, self.ndim), resolve_axis(end_dim, self.ndim)
+    return self.reshape(self.shape[:start] + (math.prod(self.shape[start:end + 1]),) + self.shape[end + 1:])
+
+  def unflatten(self, dim: int, sizes) -> Tensor:
+    dim = resolve_axis(dim, self.ndim)
+    return self.reshape(self.shape[:dim] + tuple(sizes) + self.shape[dim + 1:])
+
+  def squeeze(self, dim: Optional[int] = None) -> Tensor:
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    if self.ndim == 0: resolve_axis(dim, 1)
+    else: dim = resolve_axis(dim, self.ndim)
+    return self if self.ndim == 0 or self.shape[dim] != 1 else self.reshape(self.shape[:dim] + self.shape[dim + 1:])
+
+  def unsqueeze(self, dim: int) -> Tensor:
+    dim = resolve_axis(dim, self.ndim, extra=1)
+    return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
+
+  def repeat(self, repeats, *args) -> Tensor:
+    repeats = tuple(repeats) + args if isinstance(repeats, (tuple, list)) else (repeats,) + args
+    if len(repeats) < self.ndim: raise ValueError(f"repeat {repeats} needs at least {self.ndim} entries")
+    base = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
+    interleaved = [d for s in base.shape for d in (1, s)]
+    expanded = [d for r, s in zip(repeats, base.shape) for d in (r, s)]
+    return base.reshape(interleaved).expand(expanded).reshape(tuple(r * s for r, s in zip(repeats, base.shape)))
+
+  def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    tensors = (self,) + others
+    dim = resolve_axis(dim, self.ndim)
+    for t in others:
+      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
+        raise ValueError(f"cat needs equal shapes except in dim {dim}: {self.shape} and {t.shape}")
+    dtype = least_upper_dtype(*(t.dtype for t in tensors))
+    total = sum(t.shape[dim] for t in tensors)
+    out, before = None, 0
+    for t in tensors:
+      arg = [None] * self.ndim
+      arg[dim] = (before, total - before - t.shape[dim])
+      piece = t.cast(dtype).pad(tuple(arg))
+      out = piece if out is None else out + piece
+      before += t.shape[dim]
+    return out
+
+  @staticmethod
+  def stack(tensor: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
+    tensors = (tensor,) + others
+    dim = resolve_axis(dim, tensor.ndim, extra=1)
+    for t in others:
+      if t.shape != tensor.shape: raise ValueError(f"stack needs equal shapes: {tensor.shape} and {t.shape}")
+    return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
+
+  def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
+    dim = resolve_axis(dim, self.ndim)
+    n = self.shape[dim]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+    if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} do not add up to {n} (dim {dim} of {self.shape})")
+    out, start = [], 0
+    for s in sizes:
+      arg = [None] * self.ndim
+      arg[dim] = (start, start + s)
+      out.append(self.shrink(tuple(arg)))
+      start += s
+    return tuple(out)
+
+  def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0: raise ValueError(f"chunk count must be positive, got {chunks}")
+    dim = resolve_axis(dim, self.ndim)
+    return self.split(max(1, math.ceil(self.shape[dim] / chunks)), dim)
+
+  def __getitem__(self, indices) -> Tensor:
+    from nbgrad.indexing import basic_index
+    return basic_index(self, indices)
+
+  def __setitem__(self, indices, value):
+    from nbgrad.indexing import set_basic_index
+    set_basic_index(self, indices, value)
+
+  # ---- elementwise: broadcasting and promotion
+  def _const_like(self, value: Scalar) -> Tensor:
+    """A Python scalar as a tensor, typed by API.md's scalar rules."""
+    if not isinstance(value, (bool, int, float, np.generic)): raise TypeError(f"unsupported operand {value!r}")
+    if isinstance(value, np.generic): value = value.item()
+    own = scalar_dtype(value)
+    keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
+    dtype = self.dtype if keeps_tensor_dtype else own
+    return Tensor(LazyBuffer.full(value, (), dtype, self.device))
+
+  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
+    x = self
+    if not isinstance(y, Tensor): y = x._const_like(y)
+    if x.device != y.device: raise ValueError(f"operands are on different devices: {x.device} and {y.device}")
+    if match_dtype and x.dtype != y.dtype:
+      dtype = least_upper_dtype(x.dtype, y.dtype)
+      x, y = x.cast(dtype), y.cast(dtype)
+    if reverse: x, y = y, x
+    shape = broadcast_shape(x.shape, y.shape)
+    return x._broadcast_to(shape), y._broadcast_to(shape)
+
+  def _broadcast_to(self, shape) -> Tensor:
+    if self.shape == shape: return self
+    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+
+  def _nondiff(self, op, *others: Tensor, dtype: Optional[DType] = None) -> Tensor:
+    out = Tensor(self.lazydata.alu(op, *[o.lazydata for o in others]), device=self.device)
+    return out._after_op()
+
+  def _float_input(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
+
+  # unary
+  def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else F.Neg.apply(self)
+  def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._nondiff(UnaryOps.NOT)
+  def log(self) -> Tensor: return F.Log.apply(self._float_input())
+  def log2(self) -> Tensor: return self.log() / math.log(2)
+  def exp(self) -> Tensor: return F.Exp.apply(self._float_input())
+  def exp2(self) -> Tensor: return F.Exp.apply(self._float_input() * math.log(2))
+  def relu(self) -> Tensor: return F.Relu.apply(self)
+  def sigmoid(self) -> Tensor: return F.Sigmoid.apply(self._float_input())
+  def sqrt(self) -> Tensor: return F.Sqrt.apply(self._float_input())
+  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
+  def sin(self) -> Tensor: return F.Sin.apply(self._float_input())
+  def cos(self) -> Tensor: return (math.pi / 2 - self._float_input()).sin()
+  def tan(self) -> Tensor: return self.sin() / self.cos()
+  def _rounding(self, op) -> Tensor: return self._nondiff(op) if dtypes.is_float(self.dtype) else self
+  def trunc(self) -> Tensor: return self._rounding(UnaryOps.TRUNC)
+  def ceil(self) -> Tensor: return self._rounding(UnaryOps.CEIL)
+  def floor(self) -> Tensor: return self._rounding(UnaryOps.FLOOR)
+  def round(self) -> Tensor: return self._rounding(UnaryOps.RINT)
+  def square(self) -> Tensor: return self * self
+  def sign(self) -> Tensor:
+    if self.dtype == dtypes.bool: return self
+    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+  def abs(self) -> Tensor:
+    if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
+    return self.relu() + (-self).relu()
+  def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
+
+  # activations
+  def elu(self, alpha: float = 1.0) -> Tensor: return self.relu() - alpha * (1 - self.exp()).relu()
+  def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def swish(self) -> Tensor: return self * self.sigmoid()
+  def silu(self) -> Tensor: return self.swish()
+  def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+  def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
+  def tanh(self) -> Tensor: return 2.0 * (2.0 * self._float_input()).sigmoid() - 1.0
+  def sinh(self) -> Tensor: return (self.exp() - self.neg().exp()) / 2
+  def cosh(self) -> Tensor: return (self.exp() + self.neg().exp()) / 2
+  def atanh(self) -> Tensor: return ((1 + self) / (1 - self)).log() / 2
+  def asinh(self) -> Tensor: return (self + (self.square() + 1).sqrt()).log()
+  def acosh(self) -> Tensor: return (self + (self.square() - 1).sqrt()).log()
+  def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor: return self.clip(min_val, max_val)
+  def gelu(self) -> Tensor: return 0.5 * self * (1 + (self * 0.7978845608 * (1 + 0.044715 * self * self)).tanh())
+  def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
+  def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return self.relu() - (-neg_slope * self).relu()
+  def mish(self) -> Tensor: return self * self.softplus().tanh()
+  def softplus(self, beta: float = 1) -> Tensor:
+    scaled = self._float_input() * beta
+    return (scaled.relu() + (1 + (-scaled.abs()).exp()).log()) * (1 / beta)
+  def softsign(self) -> Tensor: return self / (1 + self.abs())
+
+  # binary
+  def add(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return F.Add.apply(a, b)
+  def sub(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return F.Sub.apply(a, b)
+  def mul(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return F.Mul.apply(a, b)
+
+  def div(self, x, reverse=False, upcast=True) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): return F.Div.apply(a, b)
+    if upcast: return F.Div.apply(a._float_input(), b._float_input())
+    if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
+    return a._nondiff(BinaryOps.IDIV, b)
+
+  def floordiv(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
+    quotient, remainder = a._nondiff(BinaryOps.IDIV, b), a._nondiff(BinaryOps.MOD, b)
+    rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0))
+    return quotient - rounds_down.cast(a.dtype)
+
+  def mod(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): return a - (a / b).floor() * b
+    if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
+    remainder = a._nondiff(BinaryOps.MOD, b)
+    wrong_sign = (remainder != 0) & ((remainder < 0) != (b < 0))
+    return wrong_sign.where(remainder + b, remainder)
+
+  def pow(self, x, reverse=False) -> Tensor:
+    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+      if x == 0: return self.ones_like() if dtypes.is_float(self.dtype) else self.full_like(1)
+      if x == 1: return self * 1
+      if x == 2: return self * self
+      if x == 3: return self * self * self
+      if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
+      if x == -1 and dtypes.is_float(self.dtype): return self.reciprocal()
+    base, exponent = self._broadcasted(x, reverse)
+    out_dtype = base.dtype if base.dtype != dtypes.bool else dtypes.int32
+    b, e = base._float_input(), exponent._float_input()
+    magnitude = (e * b.abs().log()).exp()
+    e_is_int = e.trunc() == e
+    e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
+    negative = b < 0
+    signed = (negative & e_is_odd).where(-magnitude, magnitude)
+    result = (negative & e_is_int.logical_not()).where(float("nan"), signed)
+    result = (e == 0).where(1.0, result)
+    if dtypes.is_float(out_dtype): return result.cast(out_dtype)
+    return result.round().cast(out_dtype)
+
+  def maximum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    if dtypes.is_float(a.dtype): return F.Maximum.apply(a, b)
+    return a._nondiff(BinaryOps.MAX, b)
+
+  def minimum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    if dtypes.is_float(a.dtype): return -F.Maximum.apply(-a, -b)
+    return a._nondiff(BinaryOps.MIN, b)
+
+  def _bitwise(self, op, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): raise TypeError(f"{op.name.lower()} needs int or bool tensors, got {a.dtype}")
+    return a._nondiff(op, b)
+  def xor(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.XOR, x, reverse)
+  def bitwise_and(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.AND, x, reverse)
+  def bitwise_or(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.OR, x, reverse)
+
+  def _shift(self, op, x) -> Tensor:
+    if not dtypes.is_int(self.dtype): raise TypeError(f"shifts need an int tensor, got {self.dtype}")
+    if isinstance(x, Tensor):
+      a, b = self._broadcasted(x.cast(self.dtype), match_dtype=False)
+      return a._nondiff(op, b)
+    if not isinstance(x, int) or isinstance(x, bool) or x < 0: raise ValueError(f"shift amount must be an int >= 0, got {x!r}")
+    return self._nondiff(op, Tensor(LazyBuffer.full(x, self.shape, self.dtype, self.device)))
+  def lshift(self, x) -> Tensor: return self._shift(BinaryOps.SHL, x)
+  def rshift(self, x) -> Tensor: return self._shift(BinaryOps.SHR, x)
+
+  def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
+  def clip(self, min_=None, max_=None) -> Tensor:
+    if min_ is None and max_ is None: raise ValueError("clip needs min_ or max_")
+    out = self if min_ is None else self.maximum(min_)
+    return out if max_ is None else out.minimum(max_)
+  clamp = clip
+
+  def where(self, x, y) -> Tensor:
+    cond = self.cast(dtypes.bool)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+      x = Tensor(LazyBuffer.full(x, (), scalar_dtype(x), self.device))
+    if isinstance(x, Tensor): x, y = x._broadcasted(y)
+    else: y, x = y._broadcasted(x)
+    shape = broadcast_shape(cond.shape, x.shape)
+    return F.Where.apply(cond._broadcast_to(shape), x._broadcast_to(shape), y._broadcast_to(shape))
+
+  def masked_fill(self, mask: Tensor, value) -> Tensor: return mask.where(value, self)
+
+  # comparisons
+  def _compare(self, op, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._nondiff(op, b)
+  def __lt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x)
+  def __gt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x, reverse=True)
+  def __le__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x) | self._compare(BinaryOps.CMPEQ, x)
+  def __ge__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x, reverse=True) | self._compare(BinaryOps.CMPEQ, x)
+  def __eq__(self, x) -> Tensor: return self._compare(BinaryOps.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x) -> Tensor: return self._compare(BinaryOps.CMPNE, x)  # type: ignore[override]
+
+  # operators
+  def __neg__(self) -> Tensor: return self.neg()
+  def __invert__(self) -> Tensor:
+    return self.logical_not() if self.dtype == dtypes.bool else self.xor(-1 if not dtypes.is_unsigned(self.dtype) else
+                                                                        dtypes.max(self.dtype))
+  def __abs__(self) -> Tensor: return self.abs()
+  def __add__(self, x) -> Tensor: return self.add(x)
+  def __radd__(self, x) -> Tensor: return self.add(x, True)
+  def __sub__(self, x) -> Tensor: return self.sub(x)
+  def __rsub__(self, x) -> Tensor: return self.sub(x, True)
+  def __mul__(self, x) -> Tensor: return self.mul(x)
+  def __rmul__(self, x) -> Tensor: return self.mul(x, True)
+  def __truediv__(self, x) -> Tensor: return self.div(x)
+  def __rtruediv__(self, x) -> Tensor: return self.div(x, True)
+  def __floordiv__(self, x) -> Tensor: return self.floordiv(x)
+  def __rfloordiv__(self, x) -> Tensor: return self.floordiv(x, True)
+  def __mod__(self, x) -> Tensor: return self.mod(x)
+  def __rmod__(self, x) -> Tensor: return self.mod(x, True)
+  def __pow__(self, x) -> Tensor: return self.pow(x)
+  def __rpow__(self, x) -> Tensor: return self.pow(x, True)
+  def __matmul__(self, x) -> Tensor: return self.matmul(x)
+  def __rmatmul__(self, x) -> Tensor: return Tensor(x).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
+  def __xor__(self, x) -> Tensor: return self.xor(x)
+  def __rxor__(self, x) -> Tensor: return self.xor(x, True)
+  def __and__(self, x) -> Tensor: return self.bitwise_and(x)
+  def __rand__(self, x) -> Tensor: return self.bitwise_and(x, True)
+  def __or__(self, x) -> Tensor: return self.bitwise_or(x)
+  def __ror__(self, x) -> Tensor: return self.bitwise_or(x, True)
+  def __lshift__(self, x) -> Tensor: return self.lshift(x)
+  def __rshift__(self, x) -> Tensor: return self.rshift(x)
+  def __iadd__(self, x) -> Tensor: return self.assign(self.add(x).cast(self.dtype))
+  def __isub__(self, x) -> Tensor: return self.assign(self.sub(x).cast(self.dtype))
+  def __imul__(self, x) -> Tensor: return self.assign(self.mul(x).cast(self.dtype))
+  def __itruediv__(self, x) -> Tensor: return self.assign(self.div(x).cast(self.dtype))
+  def __ipow__(self, x) -> Tensor: return self.assign(self.pow(x).cast(self.dtype))
+  def __imatmul__(self, x) -> Tensor: return self.assign(self.matmul(x).cast(self.dtype))
+  def __ixor__(self, x) -> Tensor: return self.assign(self.xor(x).cast(self.dtype))
+  def __iand__(self, x) -> Tensor: return self.assign(self.bitwise_and(x).cast(self.dtype))
+  def __ior__(self, x) -> Tensor: return self.assign(self.bitwise_or(x).cast(self.dtype))
+  def __ilshift__(self, x) -> Tensor: return self.assign(self.lshift(x))
+  def __irshift__(self, x) -> Tensor: return self.assign(self.rshift(x))
+
+  # ---- reductions
+  def _reduce_axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    resolved = tuple(resolve_axis(a, self.ndim) if self.ndim else resolve_axis(a, 1) for a in axes)
+    if len(set(resolved)) != len(resolved): raise ValueError(f"axis {axis} repeats a dim")
+    return tuple(a for a in resolved if self.ndim)
+
+  def _reduce(self, fn, axis=None, keepdim=False) -> Tensor:
+    axes = self._reduce_axes(axis)
+    out = fn.apply(self, axes=axes) if axes else self
+    if keepdim: return out
+    return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+  def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
+    if acc_dtype is None:
+      if self.dtype == dtypes.bool: acc = dtypes.int32
+      elif dtypes.is_unsigned(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.uint32)
+      elif dtypes.is_int(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.int32)
+      elif self.dtype in (dtypes.float16, dtypes.bfloat16): acc = dtypes.float32
+      else: acc = self.dtype
+    else: acc = to_dtype(acc_dtype)
+    out = self.cast(acc)._reduce(F.Sum, axis, keepdim)
+    return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
+
+  def max(self, axis=None, keepdim=False) -> Tensor:
+    if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
+    return self._nondiff_reduce(ReduceOps.MAX, axis, keepdim)
+
+  def min(self, axis=None, keepdim=False) -> Tensor:
+    if dtypes.is_float(self.dtype): return -((-self).max(axis, keepdim))
+    return self._nondiff_reduce(ReduceOps.MIN, axis, keepdim)
+
+  def _nondiff_reduce(self, op, axis, keepdim) -> Tensor:
+    axes = self._reduce_axes(axis)
+    out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op() if axes else self
+    return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+  def mean(self, axis=None, keepdim=False) -> Tensor:
+    x = self._float_input() if not dtypes.is_float(self.dtype) else self
+    axes = self._reduce_axes(axis)
+    count = math.prod(self.shape[a] for a in axes)
+    total = x.sum(axis, keepdim)
+    return total * (1 / count) if count else total * float("nan")
+
+  def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
+    x = self._float_input() if not dtypes.is_float(self.dtype) else self
+    axes = self._reduce_axes(axis)
+    count = math.prod(self.shape[a] for a in axes)
+    squares = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    return squares / max(0, count - correction)
+
+  def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
+
+  def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
+    if axis is None:
+      return self.flatten()._arg_extreme(extreme.flatten(), 0, False).reshape((1,) * self.ndim if keepdim else ())
+    axis = resolve_axis(axis, self.ndim)
+    n = self.shape[axis]
+    hit = (self == extreme) | (self != self)
+    countdown = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - axis - 1))
+    first = (hit.cast(dtypes.int32) * countdown).max(axis, keepdim)
+    return (n - first).cast(dtypes.int32)
+
+  def argmax(self, axis=None, keepdim=False) -> Tensor:
+    if axis is None: return self._arg_extreme(self.max(None, True) if self.ndim else self, None, keepdim)
+    return self._arg_extreme(self.max(axis, keepdim=True), axis, keepdim)
+
+  def argmin(self, axis=None, keepdim=False) -> Tensor:
+    if axis is None: return self._arg_extreme(self.min(None, True) if self.ndim else self, None, keepdim)
+    return self._arg_extreme(self.min(axis, keepdim=True), axis, keepdim)
+
+  def _softmax(self, axis):
+    x = self._float_input()
+    shifted = x - x.max(axis=axis, keepdim=True)
+    exps = shifted.exp()
+    return shifted, exps, exps.sum(axis=axis, keepdim=True)
+
+  def softmax(self, axis=-1) -> Tensor:
+    _, exps, total = self._softmax(axis)
+    return exps / total
+
+  def log_softmax(self, axis=-1) -> Tensor:
+    shifted, _, total = self._softmax(axis)
+    return shifted - total.log()
+
+  def logsumexp(self, axis=None, keepdim=False) -> Tensor:
+    x = self._float_input()
+    top = x.max(axis=axis, keepdim=True)
+    out = (x - top).exp().sum(axis=axis, keepdim=True).log() + top
+    if keepdim: return out
+    axes = self._reduce_axes(axis)
+    return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+  # ---- linear algebra
+  def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
+    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
+    k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
+    if k_self != k_w: raise ValueError(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
+    x = self.reshape(self.shape[:-1] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + (k_self,))
+    w = w.reshape(w.shape[:-2] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
+    return (x * w).sum(-1, acc_dtype=acc_dtype).cast(least_upper_dtype(x.dtype, w.dtype))
+
+  def matmul(self, x: Tensor, reverse=False, acc_dtype=None) -> Tensor:
+    return x.dot(self, acc_dtype=acc_dtype) if reverse else self.dot(x, acc_dtype=acc_dtype)
