@@ -3,12 +3,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 import numpy as np
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.schedule import Kernel
 from nbgrad.helpers import GlobalCounters, DEBUG
+from nbgrad.jit import run_kernel
 
 KNOWN_DEVICES = ("CPU",)
 
@@ -51,17 +53,31 @@ def allocate(size: int, dtype: DType) -> np.ndarray:
   return np.empty(size, dtype=dtype.storage)
 
 
-def release(buffer: np.ndarray):
-  """Takes back a buffer nobody else holds (a numpy view of it keeps a reference and stops reuse)."""
+def _release(buffer: np.ndarray):
+  """Takes back the buffer of a collected node unless something else still holds it (a numpy array
+  handed to the user keeps a reference, and then the memory is never reused)."""
   global _pool_bytes
   if buffer.nbytes < POOL_MIN_BYTES or _pool_bytes + buffer.nbytes > _POOL_LIMIT_BYTES: return
-  if sys.getrefcount(buffer) > 3 or buffer.base is not None: return
+  if sys.getrefcount(buffer) > _UNSHARED_REFCOUNT or buffer.base is not None: return
   _POOL.setdefault((buffer.size, buffer.dtype.name), []).append(buffer)
   _pool_bytes += buffer.nbytes
 
 
+def _measure_unshared_refcount() -> int:
+  """The reference count _release sees for a buffer only the collected node held."""
+  seen = []
+  class Node: pass
+  node, buffer = Node(), np.empty(1)
+  node.buffer = buffer
+  weakref.finalize(node, lambda b: seen.append(sys.getrefcount(b)), buffer)
+  del buffer, node
+  return seen[0]   # the probe is called the way _release is, so it sees the same references
+
+
+_UNSHARED_REFCOUNT = _measure_unshared_refcount()
+
+
 def run_schedule(schedule: list[Kernel]):
-  from nbgrad.jit import run_kernel
   for kernel in schedule:
     base = kernel.output
     if base.buffer is not None: continue
@@ -69,7 +85,7 @@ def run_schedule(schedule: list[Kernel]):
     start = time.perf_counter()
     if kernel.kind == "custom":
       base.arg.run(out, *[src.buffer for src in kernel.inputs])
-    elif kernel.kind == "compute":
+    elif kernel.kind == "compute" and base.size > 0:
       run_kernel(kernel, out, [src.buffer for src in kernel.inputs])
     elapsed = time.perf_counter() - start
     if kernel.kind != "empty":
@@ -79,4 +95,5 @@ def run_schedule(schedule: list[Kernel]):
       GlobalCounters.global_ops += base.size
       if DEBUG >= 1: print(f"*** {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     base.buffer = out
+    if out.nbytes >= POOL_MIN_BYTES: weakref.finalize(base, _release, out)
     base.op, base.srcs, base.arg = LoadOps.BUFFER, (), None

@@ -179,6 +179,10 @@ def merge_loop_dims(kernel: Kernel) -> Kernel:
         new_axes = {a if a <= d else a - 1 for a in axes}
         if apply(new_shape, new_axes): continue
       d += 1
+  if not shape:   # a scalar loops once over a 1-D space, so it shares the 1-D kernel
+    new_views = {v: reshaped(v, (1,)) for v in views}
+    maps.append(new_views)
+    shape = [1]
   if not maps: return kernel
 
   def remap(view: View) -> View:
@@ -222,32 +226,39 @@ def kernel_name(kernel: Kernel) -> str:
   return f"{kind}_{words}_{'_'.join(str(s) for s in kernel.loop_shape) or '1'}"
 
 
+class _Scheduler:
+  """Orders the kernels of one realize. (A class rather than a recursive closure: a closure that
+  refers to itself is a reference cycle, and it would keep every buffer alive until the next gc.)"""
+  def __init__(self, outs: list[LazyBuffer]):
+    self.schedule: list[Kernel] = []
+    self.planned: set = set()
+    self.targets = {id(o.base) for o in outs}
+
+  def schedule_base(self, base: LazyBuffer):
+    if base.buffer is not None or id(base) in self.planned: return
+    self.planned.add(id(base))
+    if base.op is LoadOps.EMPTY:
+      self.schedule.append(Kernel("empty", base, name=f"empty_{base.size}"))
+      return
+    if base.op is LoadOps.CUSTOM:
+      for s in base.srcs: self.schedule_base(s.base)
+      self.schedule.append(Kernel("custom", base, [s.base for s in base.srcs], name=base.arg.name))
+      return
+    builder = KernelBuilder(base, self.targets, self.schedule_base)
+    if base.op is LoadOps.CONTIGUOUS:  # a copy of the source into a buffer of its own
+      builder.loop_shape, builder.axes = base.shape, ()
+      src = base.srcs[0]
+      built = Kernel("compute", base, builder.inputs, base.shape, (), (), builder.expr(src.base, src.view),
+                     View.contiguous(base.shape), True)
+    else:
+      built = builder.build()
+    built = merge_loop_dims(built)
+    built.name = kernel_name(built)
+    self.schedule.append(built)
+
+
 def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
   """The kernels that realize outs, in an order where each kernel's inputs come first."""
-  schedule: list[Kernel] = []
-  planned: set = set()
-  targets = {id(o.base) for o in outs}
-
-  def schedule_base(base: LazyBuffer):
-    if base.buffer is not None or id(base) in planned: return
-    planned.add(id(base))
-    if base.op is LoadOps.EMPTY:
-      schedule.append(Kernel("empty", base, name=f"empty_{base.size}"))
-    elif base.op is LoadOps.CUSTOM:
-      for s in base.srcs: schedule_base(s.base)
-      schedule.append(Kernel("custom", base, [s.base for s in base.srcs], name=base.arg.name))
-    else:
-      builder = KernelBuilder(base, targets, schedule_base)
-      if base.op is LoadOps.CONTIGUOUS:  # a copy of the source into a buffer of its own
-        builder.loop_shape, builder.axes = base.shape, ()
-        src = base.srcs[0]
-        built = Kernel("compute", base, builder.inputs, base.shape, (), (), builder.expr(src.base, src.view),
-                       View.contiguous(base.shape), True)
-      else:
-        built = builder.build()
-      built = merge_loop_dims(built)
-      built.name = kernel_name(built)
-      schedule.append(built)
-
-  for out in outs: schedule_base(out.base)
-  return schedule
+  scheduler = _Scheduler(outs)
+  for out in outs: scheduler.schedule_base(out.base)
+  return scheduler.schedule

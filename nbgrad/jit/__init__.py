@@ -13,6 +13,11 @@ PARALLEL_MIN_ELEMENTS = 1 << 17
 _EMPTY_INTS, _EMPTY_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.float64)
 
 
+def _as_kernel_array(buffer: np.ndarray) -> np.ndarray:
+  """numba has no float16: such buffers go in as their uint16 bits."""
+  return buffer.view(np.uint16) if buffer.dtype == np.float16 else buffer
+
+
 def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   parallel = prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS
   renderer = Renderer(kernel, parallel)
@@ -21,4 +26,4 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
   float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
   with COMPILE_LOCK:   # numba's workqueue threading layer must not run two parallel kernels at once
-    compiled(out, *inputs, int_params, float_params)
+    compiled(_as_kernel_array(out), *[_as_kernel_array(b) for b in inputs], int_params, float_params)

@@ -52,10 +52,12 @@ def _write_source(path: str, source: str):
   os.replace(tmp, path)
 
 
-def _import(path: str, attempt: int):
-  name = f"nbgrad_kernel_{os.path.basename(path)[:-3]}_{attempt}"
+def _import(path: str):
+  # numba finds a cached function's module again by name, so it must sit in sys.modules
+  name = f"nbgrad_kernel_{os.path.basename(path)[:-3]}"
   spec = importlib.util.spec_from_file_location(name, path)
   module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
   spec.loader.exec_module(module)
   return module.kernel
 
@@ -85,10 +87,10 @@ class CompiledKernel:
 
   def _first_call(self, args):
     last_error = None
-    for attempt in range(2):   # a corrupt cache entry is removed and rebuilt once
+    for _ in range(2):   # a corrupt cache entry is removed and rebuilt once
       try:
         _write_source(self.path, self.source)
-        fn = _import(self.path, attempt)
+        fn = _import(self.path)
         fn(*args)
       except (numba.core.errors.TypingError, numba.core.errors.LoweringError, numba.core.errors.UnsupportedError) as e:
         raise RuntimeError(f"kernel {self.name} failed to compile (source: {self.path}; DEBUG=4 prints it):\n{e}") from None

@@ -11,6 +11,7 @@ from nbgrad.graph.view import View, contiguous_strides, prod
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
+COLUMN = 256        # accumulators per block of a column reduce
 
 
 def compute_type(dt: DType) -> str:
@@ -133,9 +134,8 @@ class Renderer:
     return name
 
   def affine(self, coeffs, const, index_names) -> str:
-    terms = [f"{n} * {self.int_param(c)}" for c, n in zip(coeffs, index_names) if c != 0]
-    if const != 0 or not terms: terms.append(self.int_param(const))
-    return " + ".join(terms)
+    # zero coefficients (broadcast dims) are parameters too, so broadcast and plain inputs share a kernel
+    return " + ".join([f"{n} * {self.int_param(c)}" for c, n in zip(coeffs, index_names)] + [self.int_param(const)])
 
   # ---- views: index arithmetic and padding conditions
   def view_index(self, view: View, lines: list[str], tmp) -> tuple[list[str], list[str]]:
@@ -204,7 +204,7 @@ class Renderer:
       name = tmp()
       lines.append(f"{name} = {' and '.join(conds) or 'True'}")
     elif op == ACC:
-      name = f"acc{expr.arg}"
+      name = f"acc{expr.arg}[x{len(self.kernel.loop_shape) - 1} - xstart]" if self.column else f"acc{expr.arg}"
     else:
       srcs = [self.render_expr(s, lines, tmp, memo) for s in expr.srcs]
       name = tmp()
@@ -225,88 +225,112 @@ class Renderer:
 
   # ---- the loop nest
   def render(self, fn_name: str) -> str:
+    """Three shapes of loop nest:
+    - row: the reduced dims are innermost; each stage is a scalar accumulator (elementwise kernels too);
+    - column: the innermost dim is not reduced; accumulators are short arrays along it, so the reduced
+      dims are walked with contiguous, vectorizable inner loops (a sum over axis 0);
+    - split: nothing is left after reducing; the outermost reduced dim is cut into parallel chunks."""
     k = self.kernel
     n = len(k.loop_shape)
-    sizes = [self.int_param(s) for s in k.loop_shape]
+    self.sizes = [self.int_param(s) for s in k.loop_shape]
     axes = set(k.reduce_axes)
     outer = [d for d in range(n) if d not in axes]
     reduce = [d for d in range(n) if d in axes]
-    out_dt = k.output.dtype
-    code: list[str] = []
-
-    def emit(depth, text): code.append("  " * depth + text)
-
-    def loop(depth, d, parallel=False):
-      emit(depth, f"for x{d} in {'prange' if parallel else 'range'}({sizes[d]}):")
-
-    def store(depth, expr):
-      lines, value = self.body(expr)
-      for line in lines: emit(depth, line)
-      offset, _ = self.buffer_offset(k.out_view, k.out_view.base_shape, code, lambda: "unused")
-      emit(depth, f"out[{offset}] = {store_to_storage(out_dt, value)}")
-
-    def stage(depth, number, op, expr, red_dims):
-      dt = expr.dtype
-      combine = BINARY[REDUCE_COMBINE[op]]
-      emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
-      for i, d in enumerate(red_dims):
-        loop(depth + i, d)
-      lines, value = self.body(expr)
-      inner = depth + len(red_dims)
-      for line in lines: emit(inner, line)
-      emit(inner, f"acc{number} = {combine(dt, f'acc{number}', value)}")
-
-    split = self.parallel and not outer and reduce
-    depth = 1
-    if self.parallel and outer and prod(k.loop_shape) > 0:
-      if len(outer) == 1 and not reduce:   # one long loop: parallel blocks of it
-        d = outer[0]
-        emit(depth, f"for xblock in prange(({sizes[d]} + {BLOCK - 1}) // {BLOCK}):")
-        emit(depth + 1, f"for x{d} in range(xblock * {BLOCK}, min({sizes[d]}, xblock * {BLOCK} + {BLOCK})):")
-        depth += 2
-        outer = []
-      else:
-        loop(depth, outer[0], parallel=True)
-        depth += 1
-        outer = outer[1:]
-    for d in outer:
-      loop(depth, d)
-      depth += 1
-    if split:   # a reduce to few values: split the outermost reduced loop into parallel chunks
-      for d in range(n): emit(depth, f"x{d} = 0")
-      first, rest = reduce[0], reduce[1:]
-      for number, (op, expr) in enumerate(k.stages):
-        dt, combine = expr.dtype, BINARY[REDUCE_COMBINE[op]]
-        emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
-        emit(depth, f"for xchunk in prange({SPLIT_CHUNKS}):")
-        emit(depth + 1, f"chunk_acc = {reduce_identity(op, dt)}")
-        emit(depth + 1, f"for x{first} in range(xchunk * {sizes[first]} // {SPLIT_CHUNKS}, "
-                        f"(xchunk + 1) * {sizes[first]} // {SPLIT_CHUNKS}):")
-        for i, d in enumerate(rest): loop(depth + 2 + i, d)
-        lines, value = self.body(expr)
-        inner = depth + 2 + len(rest)
-        for line in lines: emit(inner, line)
-        emit(inner, f"chunk_acc = {combine(dt, 'chunk_acc', value)}")
-        emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
-        emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
-        emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")
-        emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
-      if k.full:
-        loop(depth, first, parallel=True)
-        for i, d in enumerate(rest): loop(depth + 1 + i, d)
-        store(depth + 1 + len(rest), k.out_expr)
-      else:
-        store(depth, k.out_expr)
-    else:
-      for number, (op, expr) in enumerate(k.stages):
-        stage(depth, number, op, expr, reduce)
-      if k.full and reduce:
-        for i, d in enumerate(reduce): loop(depth + i, d)
-        store(depth + len(reduce), k.out_expr)
-      else:
-        if reduce:
-          for d in reduce: emit(depth, f"x{d} = 0")
-        store(depth, k.out_expr)
+    self.code: list[str] = []
+    self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce)
+    if self.parallel and not outer and reduce: self.render_split(reduce)
+    elif self.column: self.render_column(outer, reduce)
+    else: self.render_rows(outer, reduce)
     inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
     head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
-    return "\n".join(head + code) + "\n"
+    return "\n".join(head + self.code) + "\n"
+
+  def emit(self, depth: int, text: str): self.code.append("  " * depth + text)
+
+  def loops(self, depth: int, dims, parallel_first=False) -> int:
+    for i, d in enumerate(dims):
+      self.emit(depth + i, f"for x{d} in {'prange' if parallel_first and i == 0 else 'range'}({self.sizes[d]}):")
+    return depth + len(dims)
+
+  def emit_body(self, depth: int, expr: Expr) -> str:
+    lines, value = self.body(expr)
+    for line in lines: self.emit(depth, line)
+    return value
+
+  def store(self, depth: int):
+    value = self.emit_body(depth, self.kernel.out_expr)
+    offset, _ = self.buffer_offset(self.kernel.out_view, self.kernel.out_view.base_shape, self.code, None)
+    self.emit(depth, f"out[{offset}] = {store_to_storage(self.kernel.output.dtype, value)}")
+
+  def accumulate(self, depth: int, number: int, op, expr: Expr, target: str):
+    value = self.emit_body(depth, expr)
+    self.emit(depth, f"{target} = {BINARY[REDUCE_COMBINE[op]](expr.dtype, target, value)}")
+
+  def open_outer(self, outer) -> int:
+    """Loops over the kept dims; the outermost is parallel (in blocks when it is the only loop)."""
+    depth = 1
+    if self.parallel and outer:
+      if len(outer) == 1 and not self.kernel.stages:
+        d = outer[0]
+        self.emit(depth, f"for xblock in prange(({self.sizes[d]} + {BLOCK - 1}) // {BLOCK}):")
+        self.emit(depth + 1, f"for x{d} in range(xblock * {BLOCK}, min({self.sizes[d]}, xblock * {BLOCK} + {BLOCK})):")
+        return depth + 2
+      depth = self.loops(depth, outer[:1], parallel_first=True)
+      outer = outer[1:]
+    return self.loops(depth, outer)
+
+  def render_rows(self, outer, reduce):
+    k = self.kernel
+    depth = self.open_outer(outer)
+    for number, (op, expr) in enumerate(k.stages):
+      self.emit(depth, f"acc{number} = {reduce_identity(op, expr.dtype)}")
+      self.accumulate(self.loops(depth, reduce), number, op, expr, f"acc{number}")
+    if k.full: self.store(self.loops(depth, reduce))
+    else:
+      for d in reduce: self.emit(depth, f"x{d} = 0")
+      self.store(depth)
+
+  def render_column(self, outer, reduce):
+    k = self.kernel
+    inner = outer[-1]
+    depth = self.open_outer(outer[:-1]) if len(outer) > 1 else 1
+    parallel_blocks = self.parallel and len(outer) == 1
+    size = self.sizes[inner]
+    self.emit(depth, f"for xblock in {'prange' if parallel_blocks else 'range'}(({size} + {COLUMN - 1}) // {COLUMN}):")
+    depth += 1
+    self.emit(depth, f"xstart = xblock * {COLUMN}")
+    self.emit(depth, f"xend = min({size}, xstart + {COLUMN})")
+    for number, (op, expr) in enumerate(k.stages):
+      self.emit(depth, f"acc{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"for xi in range({COLUMN}):")
+      self.emit(depth + 1, f"acc{number}[xi] = {reduce_identity(op, expr.dtype)}")
+      body = self.loops(depth, reduce)
+      self.emit(body, f"for x{inner} in range(xstart, xend):")
+      self.accumulate(body + 1, number, op, expr, f"acc{number}[x{inner} - xstart]")
+    if k.full:
+      body = self.loops(depth, reduce)
+    else:
+      for d in reduce: self.emit(depth, f"x{d} = 0")
+      body = depth
+    self.emit(body, f"for x{inner} in range(xstart, xend):")
+    self.store(body + 1)
+
+  def render_split(self, reduce):
+    k = self.kernel
+    depth = 1
+    for d in range(len(k.loop_shape)): self.emit(depth, f"x{d} = 0")
+    first, rest = reduce[0], reduce[1:]
+    size = self.sizes[first]
+    for number, (op, expr) in enumerate(k.stages):
+      dt = expr.dtype
+      self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
+      self.emit(depth, f"for xchunk in prange({SPLIT_CHUNKS}):")
+      self.emit(depth + 1, f"chunk_acc = {reduce_identity(op, dt)}")
+      self.emit(depth + 1, f"for x{first} in range(xchunk * {size} // {SPLIT_CHUNKS}, (xchunk + 1) * {size} // {SPLIT_CHUNKS}):")
+      self.accumulate(self.loops(depth + 2, rest), number, op, expr, "chunk_acc")
+      self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
+      self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
+      self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")
+      self.emit(depth + 1, f"acc{number} = {BINARY[REDUCE_COMBINE[op]](dt, f'acc{number}', f'part{number}[xchunk]')}")
+    if k.full: self.store(self.loops(depth, reduce, parallel_first=True))
+    else: self.store(depth)
