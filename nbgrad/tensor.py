@@ -180,7 +180,7 @@ class Tensor:
 
   def contiguous(self) -> Tensor:
     lazy = self.lazydata
-    if lazy is lazy.base and lazy.op in (LoadOps.BUFFER, LoadOps.CONTIGUOUS): return self
+    if lazy is lazy.base or (lazy.base.op is not LoadOps.CONST and lazy.view.is_flat_order()): return self
     return F.Contiguous.apply(self)
 
   def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
