@@ -78,6 +78,8 @@ _UNSHARED_REFCOUNT = _measure_unshared_refcount()
 
 
 def run_schedule(schedule: list[Kernel]):
+  if DEBUG >= 2 and schedule:
+    print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
   for kernel in schedule:
     base = kernel.output
     if base.buffer is not None: continue

@@ -384,12 +384,11 @@ class Tensor:
       before += t.shape[dim]
     return out
 
-  @staticmethod
-  def stack(tensor: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
-    tensors = (tensor,) + others
-    dim = resolve_axis(dim, tensor.ndim, extra=1)
+  def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    tensors = (self,) + others
+    dim = resolve_axis(dim, self.ndim, extra=1)
     for t in others:
-      if t.shape != tensor.shape: raise ValueError(f"stack needs equal shapes: {tensor.shape} and {t.shape}")
+      if t.shape != self.shape: raise ValueError(f"stack needs equal shapes: {self.shape} and {t.shape}")
     return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
 
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
@@ -410,7 +409,8 @@ class Tensor:
   def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0: raise ValueError(f"chunk count must be positive, got {chunks}")
     dim = resolve_axis(dim, self.ndim)
-    return self.split(max(1, math.ceil(self.shape[dim] / chunks)), dim)
+    if self.shape[dim] == 0: return self.split([0] * chunks, dim)
+    return self.split(math.ceil(self.shape[dim] / chunks), dim)
 
   def __getitem__(self, indices) -> Tensor:
     from nbgrad.indexing import basic_index

@@ -94,7 +94,8 @@ class KernelBuilder:
         self.loop_shape, self.axes, full = root.shape, red.arg, True
         out_view = View.contiguous(root.shape)
       out_expr = self.expr(root, out_view)
-    return Kernel("compute", root, self.inputs, self.loop_shape, self.axes, tuple(self.stages), out_expr, out_view, full)
+    return Kernel("compute", root, self.inputs, self.loop_shape, self.axes, tuple(self.stages), out_expr,
+                  out_view.flattened(), full)
 
   def find_primary_reduce(self, base: LazyBuffer, view: View, seen: set):
     """A reduce the root can be fused onto: read in flat order (post) or broadcast back (full)."""
@@ -126,7 +127,7 @@ class KernelBuilder:
     self.schedule_base(base)
     if not any(b is base for b in self.inputs): self.inputs.append(base)
     number = next(i for i, b in enumerate(self.inputs) if b is base)
-    return Expr(LOAD, base.dtype, arg=(number, view))
+    return Expr(LOAD, base.dtype, arg=(number, view.flattened()))
 
   def expr(self, base: LazyBuffer, view: View) -> Expr:
     key = (id(base), view)
@@ -145,7 +146,8 @@ class KernelBuilder:
       srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
       value = Expr(base.op, base.dtype, srcs, base.arg)
     if any(level.conds for level in view.levels):
-      value = Expr(TernaryOps.WHERE, base.dtype, (Expr(VALID, dtypes.bool, arg=view), value, Expr(CONST, base.dtype, arg=0)))
+      valid = Expr(VALID, dtypes.bool, arg=view.conditions_only())
+      value = Expr(TernaryOps.WHERE, base.dtype, (valid, value, Expr(CONST, base.dtype, arg=0)))
     return value
 
 
@@ -249,7 +251,7 @@ class _Scheduler:
       builder.loop_shape, builder.axes = base.shape, ()
       src = base.srcs[0]
       built = Kernel("compute", base, builder.inputs, base.shape, (), (), builder.expr(src.base, src.view),
-                     View.contiguous(base.shape), True)
+                     View.contiguous(base.shape).flattened(), True)
     else:
       built = builder.build()
     built = merge_loop_dims(built)

@@ -179,6 +179,19 @@ class View:
       return View((Affine.identity(shape),) + self.levels[1:])
     return View((Affine.identity(shape),) + self.levels)
 
+  def flattened(self) -> View:
+    """The same map into the flat buffer under the base: one row of strides. Kernels read buffers this
+    way, and neighbouring loop dims then merge whenever the strides line up."""
+    last = self.levels[-1]
+    strides, offset = last.strides_into(contiguous_strides(last.base_shape))
+    flat = Affine(last.shape, (prod(last.base_shape),), ((strides, offset),), last.conds)
+    return View(self.levels[:-1] + (flat,))
+
+  def conditions_only(self) -> View:
+    """The map with its coordinates dropped: what remains says only which elements are valid."""
+    last = self.levels[-1]
+    return View(self.levels[:-1] + (Affine(last.shape, (), (), last.conds),))
+
   def then(self, other: View) -> View:
     """This view followed by other: other maps this view's base index space to its own base."""
     joined = self.levels[-1].then(other.levels[0])

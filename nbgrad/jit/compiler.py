@@ -96,9 +96,7 @@ class CompiledKernel:
         raise RuntimeError(f"kernel {self.name} failed to compile (source: {self.path}; DEBUG=4 prints it):\n{e}") from None
       except Exception as e:   # unreadable source or cache file: rebuild
         last_error = e
-        _purge(self.path)
-        try: os.remove(self.path)
-        except OSError: pass
+        _purge(self.path)   # the source itself is checked and rewritten by _write_source
         continue
       hits = sum(fn.stats.cache_hits.values())
       if hits: GlobalCounters.disk_cache_hits += 1

@@ -150,9 +150,10 @@ def imod(a, b):
   return a - idiv(a, b) * b
 
 
+# `|` rather than `or`: no branch, so LLVM turns it into a vector select
 @njit(**JIT)
-def fmax(a, b): return a if (a > b or a != a) else b
+def fmax(a, b): return a if ((a > b) | (a != a)) else b
 
 
 @njit(**JIT)
-def fmin(a, b): return a if (a < b or a != a) else b
+def fmin(a, b): return a if ((a < b) | (a != a)) else b
