@@ -224,6 +224,41 @@ class Tensor:
   def int(self) -> Tensor: return self.cast(dtypes.int32)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
 
+  # ---- autograd
+  def _toposort(self) -> list[Tensor]:
+    order, seen, stack = [], set(), [(self, False)]
+    while stack:
+      node, expanded = stack.pop()
+      if expanded:
+        order.append(node)
+        continue
+      if id(node) in seen: continue
+      seen.add(id(node))
+      stack.append((node, True))
+      if node._ctx is not None:
+        stack.extend((parent, False) for parent in node._ctx.parents if id(parent) not in seen)
+    return order
+
+  def backward(self) -> Tensor:
+    """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls."""
+    if self.shape != () and self.numel() != 1:
+      raise RuntimeError(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
+    if self._ctx is None and not self.requires_grad:
+      raise RuntimeError("backward() on a tensor that does not require grad")
+    self.grad = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
+    for node in reversed(self._toposort()):
+      if node._ctx is None or node.grad is None: continue
+      grads = node._ctx.backward(node.grad.lazydata)
+      grads = grads if isinstance(grads, tuple) else (grads,)
+      for parent, grad in zip(node._ctx.parents, grads):
+        if grad is None or not parent.requires_grad: continue
+        if grad.shape != parent.shape: raise RuntimeError(f"internal: grad shape {grad.shape} for {parent.shape}")
+        grad_tensor = Tensor(grad, device=self.device, requires_grad=False)
+        parent.grad = grad_tensor if parent.grad is None else (parent.grad + grad_tensor)
+      if node is not self: node._ctx = None   # the graph is freed as it is used, as in PyTorch
+    self._ctx = None
+    return self
+
   # ---- creation
   @staticmethod
   def empty(*shape, dtype=None, device=None, **kwargs) -> Tensor:
