@@ -97,6 +97,7 @@ BINARY = {
   BinaryOps.SHR: lambda dt, a, b: _wrap(dt, f"({a} >> {b})"),
 }
 REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
+FLOAT_ACCUMULATE = {ReduceOps.SUM: "radd", ReduceOps.MAX: "rmax", ReduceOps.MIN: "rmin"}
 
 
 def reduce_identity(op: ReduceOps, dt: DType) -> str:
@@ -266,9 +267,28 @@ class Renderer:
     for line in lines: self.emit(depth, line)
     self.emit(depth, f"out[{offset}] = {store_to_storage(self.kernel.output.dtype, value)}")
 
-  def accumulate(self, depth: int, number: int, op, expr: Expr, target: str):
+  def _tracks_nan(self, op, dt: DType) -> bool:
+    """A float max/min along a loop accumulates with a NaN-blind max and a separate NaN flag. Across
+    columns (an array of accumulators) the NaN-aware select is used as it is."""
+    return op is not ReduceOps.SUM and dt.kind == "f" and not self.column
+
+  def init_accumulator(self, depth: int, op, dt: DType, target: str):
+    self.emit(depth, f"{target} = {reduce_identity(op, dt)}")
+    if self._tracks_nan(op, dt): self.emit(depth, f"nan_{target} = False")
+
+  def accumulate(self, depth: int, op, expr: Expr, target: str):
+    """One step; float sums along a loop go through runtime.radd, the one place reassociation is allowed,
+    so the loop vectorizes while the expressions around it keep their order."""
+    dt = expr.dtype
     value = self.emit_body(depth, expr)
-    self.emit(depth, f"{target} = {BINARY[REDUCE_COMBINE[op]](expr.dtype, target, value)}")
+    if dt.kind == "f" and not self.column and (op is ReduceOps.SUM or self._tracks_nan(op, dt)):
+      self.emit(depth, f"{target} = {_wrap(dt, f'{FLOAT_ACCUMULATE[op]}({target}, {value})')}")
+      if self._tracks_nan(op, dt): self.emit(depth, f"nan_{target} = nan_{target} | ({value} != {value})")
+    else:
+      self.emit(depth, f"{target} = {BINARY[REDUCE_COMBINE[op]](dt, target, value)}")
+
+  def finish_accumulator(self, depth: int, op, dt: DType, target: str):
+    if self._tracks_nan(op, dt): self.emit(depth, f"{target} = {compute_type(dt)}(np.nan) if nan_{target} else {target}")
 
   def open_outer(self, outer) -> int:
     """Loops over the kept dims; the outermost is parallel (in blocks when it is the only loop)."""
@@ -287,8 +307,9 @@ class Renderer:
     k = self.kernel
     depth = self.open_outer(outer)
     for number, (op, expr) in enumerate(k.stages):
-      self.emit(depth, f"acc{number} = {reduce_identity(op, expr.dtype)}")
-      self.accumulate(self.loops(depth, reduce), number, op, expr, f"acc{number}")
+      self.init_accumulator(depth, op, expr.dtype, f"acc{number}")
+      self.accumulate(self.loops(depth, reduce), op, expr, f"acc{number}")
+      self.finish_accumulator(depth, op, expr.dtype, f"acc{number}")
     if k.full: self.store(self.loops(depth, reduce))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
@@ -310,7 +331,7 @@ class Renderer:
       self.emit(depth + 1, f"acc{number}[xi] = {reduce_identity(op, expr.dtype)}")
       body = self.loops(depth, reduce)
       self.emit(body, f"for x{inner} in range(xstart, xend):")
-      self.accumulate(body + 1, number, op, expr, f"acc{number}[x{inner} - xstart]")
+      self.accumulate(body + 1, op, expr, f"acc{number}[x{inner} - xstart]")
     if k.full:
       body = self.loops(depth, reduce)
     else:
@@ -328,12 +349,13 @@ class Renderer:
       dt = expr.dtype
       self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
       self.emit(depth, f"for xchunk in prange({SPLIT_CHUNKS}):")
-      self.emit(depth + 1, f"chunk_acc = {reduce_identity(op, dt)}")
+      self.init_accumulator(depth + 1, op, dt, "chunk_acc")
       self.emit(depth + 1, f"for x{first} in range(xchunk * {size} // {SPLIT_CHUNKS}, (xchunk + 1) * {size} // {SPLIT_CHUNKS}):")
-      self.accumulate(self.loops(depth + 2, rest), number, op, expr, "chunk_acc")
+      self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
+      self.finish_accumulator(depth + 1, op, dt, "chunk_acc")
       self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
       self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
-      self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")
+      self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")   # NaN-aware combine of the partials
       self.emit(depth + 1, f"acc{number} = {BINARY[REDUCE_COMBINE[op]](dt, f'acc{number}', f'part{number}[xchunk]')}")
     if k.full: self.store(self.loops(depth, reduce, parallel_first=True))
     else:

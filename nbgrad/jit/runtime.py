@@ -8,7 +8,12 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-JIT = dict(cache=True, fastmath={"nsz", "arcp", "contract", "afn", "reassoc"}, error_model="numpy")
+JIT = dict(cache=True, fastmath={"contract"}, error_model="numpy")
+# Reassociation is allowed only inside the accumulate helpers below, so LLVM can vectorize a reduction
+# loop without being free to reorder the arithmetic of the expressions around it ((x-m) - log(s) must
+# not become x - (m + log(s))).
+REDUCE_JIT = dict(cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
+MINMAX_JIT = dict(cache=True, fastmath={"reassoc", "nsz", "nnan"}, error_model="numpy")
 
 
 @intrinsic
@@ -157,3 +162,16 @@ def fmax(a, b): return a if ((a > b) | (a != a)) else b
 
 @njit(**JIT)
 def fmin(a, b): return a if ((a < b) | (a != a)) else b
+
+
+# ---- accumulate steps of reductions (see REDUCE_JIT); a float max/min reduction tracks NaN separately
+@njit(**REDUCE_JIT)
+def radd(acc, value): return acc + value
+
+
+@njit(**MINMAX_JIT)
+def rmax(acc, value): return acc if acc > value else value
+
+
+@njit(**MINMAX_JIT)
+def rmin(acc, value): return acc if acc < value else value
