@@ -12,7 +12,7 @@ def _normalize(indices, ndim: int) -> list:
   for i in indices:
     if i is Ellipsis: out.extend([slice(None)] * (ndim - consumed))
     else: out.append(i)
-  if Ellipsis not in indices: out.extend([slice(None)] * (ndim - consumed))
+  if not any(i is Ellipsis for i in indices): out.extend([slice(None)] * (ndim - consumed))
   return out
 
 
@@ -20,12 +20,10 @@ def basic_index(tensor, indices):
   from nbgrad.tensor import Tensor
   items = _normalize(indices, tensor.ndim)
   for i in items:
-    if isinstance(i, (Tensor, list, np.ndarray)) or (isinstance(i, tuple)):
-      from nbgrad.advanced_indexing import advanced_index
-      return advanced_index(tensor, items)
+    if isinstance(i, (Tensor, list, tuple, np.ndarray)): return advanced_index(tensor, items)
     if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
       raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
-  x, dim, out_shape_ops = tensor, 0, []
+  x, dim = tensor, 0
   shrink, flips, strides, final_shape = [], [], [], []
   for i in items:
     if i is None:
@@ -56,6 +54,53 @@ def basic_index(tensor, indices):
     kept = split.shrink(tuple(r for n, s in zip(padded.shape, strides) for r in ((0, n // s), (0, 1))))
     x = kept.reshape(tuple(n // s for n, s in zip(padded.shape, strides)))
   return x.reshape(tuple(final_shape))
+
+
+def _index_tensor(index, size: int):
+  from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes
+  if not isinstance(index, Tensor):
+    array = np.asarray(index)
+    if array.dtype.kind not in "iu" and array.size: raise IndexError(f"index {index!r} must hold integers, not {array.dtype}")
+    index = Tensor(array.astype(np.int32))
+  if not dtypes.is_int(index.dtype): raise IndexError(f"index tensors must be integer, got {index.dtype}")
+  return (index < 0).where(index + size, index)
+
+
+def advanced_index(tensor, items: list):
+  """Integer tensor / list indices mixed with basic ones, with numpy's placement rules. Each indexed dim
+  becomes a one-hot comparison against arange, so an out-of-range index selects nothing and reads 0."""
+  from nbgrad.tensor import Tensor, broadcast_shape
+  basic, positions, index_items, dim = [], [], [], 0
+  for i in items:
+    is_tensor = isinstance(i, (Tensor, list, tuple, np.ndarray))
+    basic.append(slice(None) if is_tensor else i)
+    if is_tensor:
+      positions.append(dim)
+      index_items.append(i)
+    if is_tensor or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
+  x = basic_index(tensor, tuple(basic))
+  indices = [_index_tensor(i, x.shape[d]) for d, i in zip(positions, index_items)]
+  batch = broadcast_shape(*[i.shape for i in indices])
+  rest = [d for d in range(x.ndim) if d not in positions]
+  moved = x.permute(rest + positions)
+  rest_shape, sizes = tuple(x.shape[d] for d in rest), tuple(x.shape[d] for d in positions)
+  mask = None
+  for k, (index, size) in enumerate(zip(indices, sizes)):
+    spread = [1] * len(sizes)
+    spread[k] = size
+    hit = index.reshape(index.shape + (1,) * len(sizes))._broadcast_to(batch + (1,) * len(sizes)) == \
+      Tensor.arange(size, device=x.device).reshape(tuple(spread))
+    mask = hit if mask is None else mask & hit
+  picked = mask.reshape((1,) * len(rest_shape) + mask.shape).where(
+    moved.reshape(rest_shape + (1,) * len(batch) + sizes), 0)
+  axes = tuple(range(len(rest_shape) + len(batch), picked.ndim))
+  out = picked.max(axes) if picked.dtype.kind == "b" else picked.sum(axes).cast(x.dtype)
+  adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+  front = sum(1 for d in rest if d < positions[0]) if adjacent else 0
+  order = list(range(len(rest_shape)))
+  order = order[:front] + list(range(len(rest_shape), len(rest_shape) + len(batch))) + order[front:]
+  return out.permute(order)
 
 
 def set_basic_index(tensor, indices, value):
