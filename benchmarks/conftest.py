@@ -1,0 +1,65 @@
+"""Shared set-up for the benchmarks: thread counts, input data, machine facts for the JSON report."""
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+# Every library gets the whole machine: numba's parallel kernels use all cores by default
+# (NUMBA_NUM_THREADS), so torch must too or the comparison measures thread counts.
+torch.set_num_threads(os.cpu_count())
+
+VECTOR_SIZE = 1 << 24   # 16M float32 = 64 MiB per array
+MATRIX_SHAPE = (4096, 4096)
+
+
+@pytest.fixture(scope="session")
+def vectors():
+    """Three 16M-element float32 arrays drawn from a standard normal."""
+    rng = np.random.default_rng(0)
+    return tuple(rng.standard_normal(VECTOR_SIZE, dtype=np.float32) for _ in range(3))
+
+
+@pytest.fixture(scope="session")
+def matrix():
+    """One 4096x4096 float32 array drawn from a standard normal (as a 1-tuple, like `vectors`)."""
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal(MATRIX_SHAPE, dtype=np.float32),)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
+
+
+def library_versions():
+    import numba
+    versions = {"numpy": np.__version__, "torch": torch.__version__, "numba": numba.__version__}
+    try:
+        import nbgrad
+        versions["nbgrad"] = getattr(nbgrad, "__version__", "unversioned")
+    except ImportError as e:
+        versions["nbgrad"] = f"not importable ({e})"
+    return versions
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    import numba
+    machine_info["cpu_model"] = cpu_model()
+    machine_info["cores"] = os.cpu_count()
+    machine_info["torch_threads"] = torch.get_num_threads()
+    machine_info["numba_threads"] = numba.config.NUMBA_NUM_THREADS
+    machine_info["libraries"] = library_versions()

@@ -1,0 +1,147 @@
+"""Turn a pytest-benchmark JSON file into benchmarks/RESULTS.md.
+
+Usage: python benchmarks/report.py /tmp/bench.json [output.md]
+
+For each workload it lists the median time of nbgrad, numpy and torch and the ratios
+nbgrad/numpy and nbgrad/torch (below 1.0: nbgrad is faster).
+"""
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+LIBS = ["nbgrad", "numpy", "torch"]
+GROUP_TITLES = {
+    "elementwise": "Elementwise, 16M float32 (after warm-up)",
+    "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
+    "compile": "First call in a fresh process, relu(x*y+z) on 1M float32 (import excluded)",
+}
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
+
+
+def installed_versions():
+    versions = {}
+    for name in ("nbgrad", "numpy", "torch", "numba"):
+        try:
+            module = __import__(name)
+            versions[name] = getattr(module, "__version__", "unversioned")
+        except ImportError:
+            versions[name] = "not installed"
+    return versions
+
+
+def workload_name(bench):
+    """`test_reduce_sum_axis1[torch]` -> `reduce_sum_axis1`."""
+    name = bench["name"].split("[", 1)[0]
+    return name[len("test_"):] if name.startswith("test_") else name
+
+
+def library_name(bench):
+    params = bench.get("params") or {}
+    if "lib" in params:
+        return params["lib"]
+    return bench["name"].rsplit("[", 1)[-1].rstrip("]")
+
+
+def format_seconds(seconds):
+    if seconds is None:
+        return "-"
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def format_ratio(numerator, denominator):
+    if numerator is None or not denominator:
+        return "-"
+    return f"{numerator / denominator:.2f}x"
+
+
+def collect(benchmarks):
+    """{group: {workload: {lib: bench}}}, in the order the benchmarks ran."""
+    groups = {}
+    for bench in benchmarks:
+        group = bench.get("group") or "ungrouped"
+        groups.setdefault(group, {}).setdefault(workload_name(bench), {})[library_name(bench)] = bench
+    return groups
+
+
+def nbgrad_notes(bench):
+    info = bench.get("extra_info") or {}
+    notes = []
+    if "kernels_per_call" in info:
+        notes.append(f"{info['kernels_per_call']} kernel(s)")
+    if "compiles" in info:
+        notes.append(f"{info['compiles']} compile(s)")
+    if "disk_cache_hits" in info:
+        notes.append(f"{info['disk_cache_hits']} disk-cache hit(s)")
+    if "second_call_s" in info:
+        notes.append(f"second call {format_seconds(info['second_call_s'])}")
+    return ", ".join(notes)
+
+
+def render(data):
+    machine = data.get("machine_info") or {}
+    versions = dict(installed_versions(), **(machine.get("libraries") or {}))
+    when = data.get("datetime")
+    try:
+        when = datetime.fromisoformat(when).strftime("%Y-%m-%d %H:%M %Z").strip()
+    except (TypeError, ValueError):
+        when = when or datetime.now().strftime("%Y-%m-%d %H:%M")
+    cores = machine.get("cores") or os.cpu_count()
+    lines = [
+        "# nbgrad benchmark results",
+        "",
+        f"- Date: {when}",
+        f"- Machine: {machine.get('cpu_model') or cpu_model()}, {cores} cores"
+        + (f" ({machine['system']} {machine.get('release', '')})" if machine.get("system") else ""),
+        f"- Threads: torch {machine.get('torch_threads', '?')}, numba {machine.get('numba_threads', '?')}",
+        "- Versions: " + ", ".join(f"{name} {versions.get(name, '?')}" for name in ("nbgrad", "numpy", "torch", "numba")),
+        f"- Python: {machine.get('python_version', sys.version.split()[0])}",
+        "",
+        "Medians. Ratios are nbgrad time / peer time: below 1.00x nbgrad is faster.",
+        "Regenerate: `python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && "
+        "python benchmarks/report.py /tmp/bench.json`",
+    ]
+    for group, workloads in collect(data.get("benchmarks", [])).items():
+        lines += ["", f"## {GROUP_TITLES.get(group, group)}", "",
+                  "| workload | nbgrad | numpy | torch | nbgrad/numpy | nbgrad/torch | nbgrad notes |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for workload, by_lib in workloads.items():
+            medians = {lib: by_lib[lib]["stats"]["median"] if lib in by_lib else None for lib in LIBS}
+            row = [workload] + [format_seconds(medians[lib]) for lib in LIBS]
+            row += [format_ratio(medians["nbgrad"], medians["numpy"]),
+                    format_ratio(medians["nbgrad"], medians["torch"]),
+                    nbgrad_notes(by_lib["nbgrad"]) if "nbgrad" in by_lib else ""]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        sys.exit(f"usage: {argv[0]} BENCHMARK_JSON [OUTPUT_MD]")
+    with open(argv[1]) as f:
+        data = json.load(f)
+    output = Path(argv[2]) if len(argv) == 3 else Path(__file__).resolve().parent / "RESULTS.md"
+    text = render(data)
+    output.write_text(text)
+    print(text)
+    print(f"written to {output}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,298 @@
+"""Core engine benchmarks: nbgrad against numpy and torch (CPU) on the same workloads, in one run.
+
+Steady-state groups (`elementwise`, `reduce`) call each library once before timing, so nbgrad's
+compile is excluded; each timed call builds a fresh lazy expression from realized inputs and
+realizes it, so the work is really done every time. The `compile` group times the first call
+in a fresh process, with an empty and with a warm nbgrad kernel cache.
+
+Run: python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && python benchmarks/report.py /tmp/bench.json
+"""
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+LIBS = ["nbgrad", "numpy", "torch"]
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Steady-state workloads: one row per workload, one implementation per library.
+# Inputs are float32; `inputs` names the session fixture (conftest.py) they come from.
+# ---------------------------------------------------------------------------------------------
+
+def numpy_gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def numpy_softmax(m):
+    e = np.exp(m - m.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Workload:
+    inputs: str
+    numpy: Callable
+    torch: Callable
+    nbgrad: Callable
+    rtol: float
+    atol: float
+
+
+WORKLOADS = {
+    "fma_relu": Workload(
+        "vectors",
+        numpy=lambda x, y, z: np.maximum(x * y + z, 0),
+        torch=lambda x, y, z: torch.relu(x * y + z),
+        nbgrad=lambda x, y, z: (x * y + z).relu(),
+        rtol=1e-5, atol=1e-5),  # a fused multiply-add may round once where numpy rounds twice
+    "gelu_tanh": Workload(
+        "vectors",
+        numpy=lambda x, y, z: numpy_gelu_tanh(x),
+        torch=lambda x, y, z: F.gelu(x, approximate="tanh"),
+        nbgrad=lambda x, y, z: x.gelu(),
+        rtol=1e-4, atol=1e-5),
+    "sum_all": Workload(
+        "vectors",
+        numpy=lambda x, y, z: x.sum(),
+        torch=lambda x, y, z: x.sum(),
+        nbgrad=lambda x, y, z: x.sum(),
+        # sum(|x|) is about 13.4M for 16M standard normals; allow 1e-5 of it for float32 accumulation
+        rtol=0.0, atol=135.0),
+    "sum_axis1": Workload(
+        "matrix",
+        numpy=lambda m: m.sum(axis=1),
+        torch=lambda m: m.sum(dim=1),
+        nbgrad=lambda m: m.sum(axis=1),
+        rtol=1e-4, atol=1e-3),
+    "max_axis0": Workload(
+        "matrix",
+        numpy=lambda m: m.max(axis=0),
+        torch=lambda m: m.amax(dim=0),
+        nbgrad=lambda m: m.max(axis=0),
+        rtol=0.0, atol=0.0),
+    "softmax_lastaxis": Workload(
+        "matrix",
+        numpy=numpy_softmax,
+        torch=lambda m: torch.softmax(m, dim=-1),
+        nbgrad=lambda m: m.softmax(axis=-1),
+        rtol=1e-4, atol=1e-7),
+}
+
+
+def to_library(lib, array):
+    if lib == "numpy":
+        return array
+    if lib == "torch":
+        return torch.from_numpy(array)
+    from nbgrad import Tensor
+    return Tensor(array, device="CPU").realize()
+
+
+def to_numpy(lib, result):
+    if lib == "torch":
+        return result.numpy()
+    if lib == "nbgrad":
+        return result.numpy()
+    return np.asarray(result)
+
+
+_numpy_results = {}
+
+
+def numpy_result(name, arrays):
+    """The numpy implementation's output, the reference the other libraries are checked against."""
+    if name not in _numpy_results:
+        _numpy_results[name] = np.asarray(WORKLOADS[name].numpy(*arrays))
+    return _numpy_results[name]
+
+
+def bench_workload(benchmark, request, lib, name):
+    workload = WORKLOADS[name]
+    arrays = request.getfixturevalue(workload.inputs)
+    args = [to_library(lib, a) for a in arrays]
+    fn = getattr(workload, lib)
+    if lib == "nbgrad":
+        def call():
+            return fn(*args).realize()
+    else:
+        def call():
+            return fn(*args)
+
+    # warm-up: compiles nbgrad's kernels (or loads them from disk) and checks the answer
+    result = to_numpy(lib, call())
+    if lib != "numpy":
+        np.testing.assert_allclose(result, numpy_result(name, arrays), rtol=workload.rtol,
+                                   atol=workload.atol, err_msg=f"{lib} {name} differs from numpy")
+    if lib == "nbgrad":
+        benchmark.extra_info["kernels_per_call"] = nbgrad_kernels_per_call(call)
+    benchmark(call)
+
+
+def nbgrad_kernels_per_call(call):
+    from nbgrad.helpers import GlobalCounters
+    GlobalCounters.reset()
+    call()
+    return GlobalCounters.kernel_count
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise: 16M float32
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_fma_relu(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "fma_relu")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_gelu_tanh(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "gelu_tanh")
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce: 16M float32 to a scalar, and along each axis / softmax of 4096x4096 float32
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_sum_all(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sum_all")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_sum_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sum_axis1")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_max_axis0(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "max_axis0")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_softmax_lastaxis(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "softmax_lastaxis")
+
+
+# ---------------------------------------------------------------------------------------------
+# compile: first call in a fresh process.
+# The child makes its inputs, imports the library, then times from there to the first result
+# of relu(x*y+z) on 1M float32 and prints the seconds. The benchmark records the child's number
+# (not the process start-up or the imports) through a clock that advances by what the child
+# reported.
+# ---------------------------------------------------------------------------------------------
+
+FIRST_CALL_SIZE = 1 << 20
+FIRST_CALL_ROUNDS = 3
+
+FIRST_CALL_SCRIPT = r"""
+import json, os, sys, time
+lib, n = sys.argv[1], int(sys.argv[2])
+import numpy as np
+rng = np.random.default_rng(0)
+x, y, z = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+info = {}
+if lib == "nbgrad":
+    import nbgrad
+    from nbgrad import Tensor
+    def first_call():
+        a, b, c = (Tensor(v, device="CPU") for v in (x, y, z))
+        return (a * b + c).relu().numpy()
+elif lib == "torch":
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    def first_call():
+        a, b, c = (torch.from_numpy(v) for v in (x, y, z))
+        return torch.relu(a * b + c).numpy()
+else:
+    def first_call():
+        return np.maximum(x * y + z, 0)
+start = time.perf_counter()
+out = first_call()
+info["first_call_s"] = time.perf_counter() - start
+start = time.perf_counter()
+first_call()
+info["second_call_s"] = time.perf_counter() - start
+info["max_abs_err"] = float(np.max(np.abs(out - np.maximum(x * y + z, 0))))
+if lib == "nbgrad":
+    from nbgrad.helpers import GlobalCounters
+    info["compiles"] = GlobalCounters.compile_count
+    info["disk_cache_hits"] = GlobalCounters.disk_cache_hits
+print("FIRST_CALL " + json.dumps(info))
+"""
+
+_child_seconds = 0.0
+
+
+def child_reported_clock():
+    """A benchmark timer that moves only by the seconds the child process reported."""
+    return _child_seconds
+
+
+def run_first_call(lib, cache_dir):
+    global _child_seconds
+    env = dict(os.environ)
+    env["NBGRAD_CACHE_DIR"] = str(cache_dir)
+    env.pop("NUMBA_CACHE_DIR", None)  # numba keeps its cache beside the kernel files, inside cache_dir
+    env["CPU"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    proc = subprocess.run([sys.executable, "-c", FIRST_CALL_SCRIPT, lib, str(FIRST_CALL_SIZE)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{lib} first-call child failed:\n{proc.stdout}\n{proc.stderr}"
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("FIRST_CALL ")][-1]
+    info = json.loads(line[len("FIRST_CALL "):])
+    assert info["max_abs_err"] <= 1e-5, f"{lib} first call gave a wrong result: {info}"
+    _child_seconds += info["first_call_s"]
+    return info
+
+
+def bench_first_call(benchmark, lib, warm_cache):
+    with tempfile.TemporaryDirectory(prefix="nbgrad-bench-") as root:
+        fresh_dirs = itertools.count()
+
+        def setup():
+            # empty cache: a new folder each round; warm cache: the one folder filled beforehand
+            cache_dir = Path(root) / ("warm" if warm_cache else f"empty{next(fresh_dirs)}")
+            cache_dir.mkdir(exist_ok=True)
+            return (cache_dir,), {}
+
+        if warm_cache:
+            run_first_call(lib, setup()[0][0])  # fills the cache; not timed
+        infos = []
+        benchmark.pedantic(lambda d: infos.append(run_first_call(lib, d)), setup=setup,
+                           rounds=FIRST_CALL_ROUNDS)
+    benchmark.extra_info["size"] = FIRST_CALL_SIZE
+    for key in ("second_call_s", "compiles", "disk_cache_hits"):
+        if key in infos[-1]:
+            benchmark.extra_info[key] = infos[-1][key]
+
+
+@pytest.mark.benchmark(group="compile", timer=child_reported_clock)
+@pytest.mark.parametrize("lib", LIBS)
+def test_first_call_empty_cache(benchmark, lib):
+    bench_first_call(benchmark, lib, warm_cache=False)
+
+
+@pytest.mark.benchmark(group="compile", timer=child_reported_clock)
+@pytest.mark.parametrize("lib", LIBS)
+def test_first_call_warm_cache(benchmark, lib):
+    bench_first_call(benchmark, lib, warm_cache=True)

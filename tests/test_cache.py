@@ -1,0 +1,153 @@
+"""The compiled-kernel disk cache (NBGRAD_CACHE_DIR): reuse across processes, self-healing, concurrent writers,
+and one compile for kernels that differ only in size."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# A small program: three distinct kernels (fused elementwise+reduce, elementwise+max, a copy of a permuted view).
+PROGRAM = textwrap.dedent("""
+  import json
+  import numpy as np
+  from nbgrad import Tensor
+  from nbgrad.helpers import GlobalCounters
+  a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 4)
+  b = Tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+  values = [
+    (a * b + 1.5).relu().sum(1).numpy().tolist(),
+    (a.exp2() - b).max(0).numpy().tolist(),
+    (a.reshape(4, 3).T * 2).contiguous().numpy().tolist(),
+  ]
+  print(json.dumps({"values": values, "compile_count": GlobalCounters.compile_count,
+                    "disk_cache_hits": GlobalCounters.disk_cache_hits}))
+""")
+
+
+def expected_values():
+  a = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+  b = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+  return [np.maximum(a * b + 1.5, 0).sum(1), (np.exp2(a) - b).max(0), a.reshape(4, 3).T * 2]
+
+
+def env_for(cache_dir, **extra):
+  env = dict(os.environ)
+  env["NBGRAD_CACHE_DIR"] = str(cache_dir)
+  env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+  env.pop("NBGRAD_EAGER", None)
+  env.update(extra)
+  return env
+
+
+def start(script, cache_dir):
+  return subprocess.Popen([sys.executable, str(script)], env=env_for(cache_dir), cwd=str(script.parent),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout=240):
+  out, err = proc.communicate(timeout=timeout)
+  assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{out}\nstderr:\n{err[-4000:]}"
+  return json.loads(out.strip().splitlines()[-1])
+
+
+def run(script, cache_dir): return finish(start(script, cache_dir))
+
+
+def check_values(result):
+  for got, want in zip(result["values"], expected_values(), strict=True):
+    np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-6, atol=1e-6)
+
+
+def cache_files(cache_dir): return [p for p in Path(cache_dir).rglob("*") if p.is_file()]
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory):
+  """A cache filled by one run of PROGRAM, and the results of that run and of a second one."""
+  root = tmp_path_factory.mktemp("nbgrad_cache")
+  script = root / "program.py"
+  script.write_text(PROGRAM)
+  cache_dir = root / "cache"
+  first = run(script, cache_dir)
+  second = run(script, cache_dir)
+  return script, cache_dir, first, second
+
+
+def test_first_run_compiles_and_fills_the_cache(warm_cache):
+  script, cache_dir, first, _ = warm_cache
+  check_values(first)
+  assert first["compile_count"] > 0
+  assert len(cache_files(cache_dir)) > 0
+
+
+def test_second_process_compiles_nothing(warm_cache):
+  _, _, first, second = warm_cache
+  assert second["compile_count"] == 0
+  assert second["disk_cache_hits"] > 0
+  check_values(second)
+  assert second["values"] == first["values"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "garbage_compiled_only"])
+def test_corrupt_cache_is_rebuilt(warm_cache, tmp_path, damage):
+  script, warm_dir, _, _ = warm_cache
+  cache_dir = tmp_path / "cache"
+  shutil.copytree(warm_dir, cache_dir)
+  files = cache_files(cache_dir)
+  if damage == "garbage_compiled_only": files = [p for p in files if p.suffix == ".nbc"]  # the index still looks valid
+  assert files
+  for path in files: path.write_bytes(b"" if damage == "truncate" else b"garbage")
+  rebuilt = run(script, cache_dir)
+  check_values(rebuilt)
+  healed = run(script, cache_dir)  # the broken entries were replaced: nothing to compile again
+  check_values(healed)
+  assert healed["compile_count"] == 0
+
+
+def test_two_processes_fill_an_empty_cache_at_once(tmp_path):
+  script = tmp_path / "program.py"
+  script.write_text(PROGRAM)
+  cache_dir = tmp_path / "cache"
+  procs = [start(script, cache_dir), start(script, cache_dir)]
+  results = [finish(p) for p in procs]
+  for result in results: check_values(result)
+  after = run(script, cache_dir)
+  check_values(after)
+  assert after["compile_count"] == 0
+
+
+SIZES_PROGRAM = textwrap.dedent("""
+  import json
+  import numpy as np
+  from nbgrad import Tensor
+  from nbgrad.helpers import GlobalCounters
+  deltas, values = [], []
+  for shape in [(5, 3), (7, 4), (9, 2)]:
+    a = Tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 8).realize()
+    b = Tensor(np.full(shape, 0.25, dtype=np.float32)).realize()
+    before = GlobalCounters.compile_count
+    out = (a * 3 - b).exp2().realize()
+    deltas.append(GlobalCounters.compile_count - before)
+    values.append(out.numpy().tolist())
+  print(json.dumps({"deltas": deltas, "values": values}))
+""")
+
+
+def test_kernels_differing_only_in_size_compile_once(tmp_path):
+  script = tmp_path / "sizes.py"
+  script.write_text(SIZES_PROGRAM)
+  result = run(script, tmp_path / "cache")
+  first, second, third = result["deltas"]
+  assert first >= 1, "the first shape must compile in an empty cache"
+  assert second <= 1, f"second shape compiled {second} kernels"
+  assert third == 0, f"third shape compiled {third} kernels"
+  for shape, got in zip([(5, 3), (7, 4), (9, 2)], result["values"]):
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 8
+    np.testing.assert_allclose(np.array(got, dtype=np.float32), np.exp2(a * 3 - 0.25), rtol=1e-6)

@@ -1,0 +1,576 @@
+"""Tensor construction, properties, data out, in-place updates, casts and the creation functions, against numpy / torch."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Device, Tensor, dtypes
+
+NP_DTYPES = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
+             "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
+             "float16": dtypes.float16, "float32": dtypes.float32, "float64": dtypes.float64}
+NB_OF = {np.dtype(name): dt for name, dt in NP_DTYPES.items()}
+
+
+def make(shape, npdt=np.float32, seed=0):
+  """Deterministic data with distinct-ish values that every dtype can hold."""
+  rng = np.random.default_rng(seed)
+  npdt = np.dtype(npdt)
+  if npdt == np.bool_: return np.asarray(rng.random(shape) < 0.5)
+  if npdt.kind == "f": return np.asarray(rng.integers(-40, 40, shape) / 8, npdt)
+  if npdt.kind == "u": return np.asarray(rng.integers(0, 120, shape), npdt)
+  return np.asarray(rng.integers(-60, 60, shape), npdt)
+
+
+def check_same(out: Tensor, ref):
+  ref = np.asarray(ref)
+  assert isinstance(out.shape, tuple) and all(type(s) is int for s in out.shape), out.shape
+  assert out.shape == ref.shape, (out.shape, ref.shape)
+  assert out.dtype == NB_OF[ref.dtype], (out.dtype, ref.dtype)
+  got = out.numpy()
+  assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, got.dtype, ref.shape, ref.dtype)
+  np.testing.assert_array_equal(got, ref)
+
+
+# ---------- construction ----------
+
+SCALAR_ROWS = [("true", True, dtypes.bool, bool), ("false", False, dtypes.bool, bool), ("int", 7, dtypes.int32, int),
+               ("int_zero", 0, dtypes.int32, int), ("int_negative", -123456, dtypes.int32, int),
+               ("int32_max", 2**31 - 1, dtypes.int32, int), ("float", 2.5, dtypes.float32, float),
+               ("float_negative_zero", -0.0, dtypes.float32, float), ("float_inf", float("inf"), dtypes.float32, float),
+               ("float_whole", 3.0, dtypes.float32, float)]
+
+
+@pytest.mark.parametrize("name,value,dt,pytype", SCALAR_ROWS, ids=[r[0] for r in SCALAR_ROWS])
+def test_from_python_scalar(name, value, dt, pytype):
+  t = Tensor(value)
+  assert t.shape == () and t.ndim == 0 and t.dtype == dt
+  got = t.item()
+  assert type(got) is pytype and got == value
+  assert math.copysign(1, got) == math.copysign(1, value)
+  check_same(t, np.array(value, dt.np))
+
+
+LIST_ROWS = [
+  ("all_bool", [[True, False], [False, True]], dtypes.bool), ("all_int", [[1, 2], [3, -4]], dtypes.int32),
+  ("int_and_float", [[1, 2.5], [3, 4]], dtypes.float32), ("all_float", [0.5, -1.5, 2.0], dtypes.float32),
+  ("bool_and_int", [True, 2, 0], dtypes.int32), ("bool_and_float", [True, 0.5], dtypes.float32),
+  ("tuple_ints", (1, 2, 3), dtypes.int32), ("nested_tuple_list", ([1.0, 2.0], (3.0, 4.0)), dtypes.float32),
+  ("3d_ints", [[[1], [2]], [[3], [4]], [[5], [6]]], dtypes.int32), ("single", [5], dtypes.int32),
+  ("empty", [], dtypes.float32), ("empty_nested", [[], []], dtypes.float32),
+]
+
+
+@pytest.mark.parametrize("name,data,dt", LIST_ROWS, ids=[r[0] for r in LIST_ROWS])
+def test_from_nested_list(name, data, dt):
+  t = Tensor(data)
+  assert t.dtype == dt
+  check_same(t, np.array(data, dtype=dt.np))
+
+
+EXPLICIT_DTYPE_ROWS = [
+  ("ints_as_float32", [1, 2, 3], dtypes.float32), ("floats_as_float64", [[1.5, 2.25]], dtypes.float64),
+  ("ints_as_bool", [0, 1, 2], dtypes.bool), ("int_as_float16", 3, dtypes.float16), ("bool_as_int32", True, dtypes.int32),
+  ("ints_as_uint8", [0, 200, 255], dtypes.uint8), ("ints_as_int64", [[-5, 2**40]], dtypes.int64),
+  ("numpy_float32_as_float64", np.array([0.1, 2.5], np.float32), dtypes.float64),
+  ("numpy_int32_as_float32", np.array([[1, -2], [3, 4]], np.int32), dtypes.float32),
+]
+
+
+@pytest.mark.parametrize("name,data,dt", EXPLICIT_DTYPE_ROWS, ids=[r[0] for r in EXPLICIT_DTYPE_ROWS])
+def test_construction_with_dtype(name, data, dt):
+  t = Tensor(data, dtype=dt)
+  assert t.dtype == dt
+  check_same(t, np.asarray(data).astype(dt.np))
+
+
+def _numpy_inputs():
+  rows = []
+  for name in NP_DTYPES:
+    a = make((2, 3), name, seed=1)
+    rows.append(pytest.param(a, id=f"{name}-2x3"))
+    rows.append(pytest.param(np.array(a[0, 1]), id=f"{name}-0d"))
+    rows.append(pytest.param(np.zeros((0, 4), name), id=f"{name}-0size"))
+    rows.append(pytest.param(a.T[::-1], id=f"{name}-strided"))
+    info = np.iinfo(name) if np.dtype(name).kind in "iu" else None
+    if info is not None: rows.append(pytest.param(np.array([info.min, info.max, 0], name), id=f"{name}-limits"))
+  floats = [np.inf, -np.inf, np.nan, -0.0, 1e-3]
+  for name in ("float16", "float32", "float64"):
+    rows.append(pytest.param(np.array(floats + [np.finfo(name).max, np.finfo(name).tiny], name), id=f"{name}-specials"))
+  rows.append(pytest.param(np.asfortranarray(make((3, 4), np.float32)), id="float32-fortran"))
+  return rows
+
+
+@pytest.mark.parametrize("a", _numpy_inputs())
+def test_from_numpy_keeps_dtype_and_values(a):
+  t = Tensor(a)
+  assert t.dtype == NB_OF[a.dtype]
+  check_same(t, a)
+
+
+def test_from_numpy_does_not_alias_later_writes_to_the_source():
+  a = make((3, 4))
+  t = Tensor(a).realize()
+  expected = a.copy()
+  a[...] = 99
+  np.testing.assert_array_equal(t.numpy(), expected)
+
+
+BYTES_ROWS = [("three", b"\x00\x01\xff"), ("text", b"nbgrad"), ("empty", b"")]
+
+
+@pytest.mark.parametrize("name,data", BYTES_ROWS, ids=[r[0] for r in BYTES_ROWS])
+def test_from_bytes_is_uint8(name, data):
+  t = Tensor(data)
+  assert t.dtype == dtypes.uint8
+  check_same(t, np.frombuffer(data, np.uint8))
+
+
+def test_from_none_is_empty():
+  t = Tensor(None)
+  assert t.shape == (0,) and t.numel() == 0
+  assert t.dtype == dtypes.default_float
+  check_same(t, np.zeros((0,), np.float32))
+
+
+RAGGED_ROWS = [("short_row", [[1, 2], [3]]), ("scalar_and_list", [1, [2, 3]]), ("deep", [[[1], [2]], [[3]]]),
+               ("empty_row", [[1, 2], []]), ("float_rows", [[1.5], [2.5, 3.5]])]
+
+
+@pytest.mark.parametrize("name,data", RAGGED_ROWS, ids=[r[0] for r in RAGGED_ROWS])
+def test_ragged_list_raises_value_error(name, data):
+  with pytest.raises(ValueError):
+    Tensor(data)
+
+
+UNSUPPORTED_ROWS = [("object", object()), ("dict", {"a": 1}), ("set", {1, 2}), ("str", "abc"), ("complex", 1j),
+                    ("complex_list", [1j, 2]), ("numpy_complex", np.array([1 + 2j])), ("numpy_str", np.array(["a", "b"])),
+                    ("numpy_object", np.array([object(), 1], dtype=object)), ("list_with_none", [None, 1])]
+
+
+@pytest.mark.parametrize("name,data", UNSUPPORTED_ROWS, ids=[r[0] for r in UNSUPPORTED_ROWS])
+def test_unsupported_data_raises(name, data):
+  with pytest.raises((TypeError, ValueError)):
+    Tensor(data)
+
+
+# ---------- properties ----------
+
+PROPERTY_ROWS = [((2, 3, 4), np.float32), ((), np.int32), ((0, 5), np.bool_), ((3,), np.uint8), ((2, 2), np.float64),
+                 ((4, 1), np.float16), ((1, 1, 1), np.int64), ((5, 0, 2), np.int16)]
+
+
+@pytest.mark.parametrize("shape,npdt", PROPERTY_ROWS, ids=[f"{s}-{np.dtype(d).name}" for s, d in PROPERTY_ROWS])
+def test_properties(shape, npdt):
+  a = make(shape, npdt)
+  t = Tensor(a)
+  ref = torch.from_numpy(a)
+  assert isinstance(t.shape, tuple) and t.shape == shape
+  assert t.dtype == NB_OF[a.dtype]
+  assert t.ndim == a.ndim
+  assert t.numel() == a.size and type(t.numel()) is int
+  assert t.element_size() == a.itemsize
+  assert t.nbytes() == a.nbytes
+  assert tuple(t.size()) == tuple(ref.size())
+  for d in range(-a.ndim, a.ndim): assert t.size(d) == ref.size(d)
+  assert t.is_floating_point() == ref.is_floating_point()
+  if a.ndim: assert len(t) == len(a)
+  with pytest.raises(TypeError):
+    bool(t)
+
+
+@pytest.mark.parametrize("data", [1, [1.0], [], [[True]]], ids=["0d", "one_float", "empty", "one_bool"])
+def test_bool_of_tensor_raises_type_error(data):
+  with pytest.raises(TypeError):
+    bool(Tensor(data))
+
+
+def test_device_is_a_string():
+  assert isinstance(Device.DEFAULT, str)
+  t = Tensor([1, 2])
+  assert isinstance(t.device, str) and t.device == Device.DEFAULT
+  assert Tensor([1, 2], device="CPU").device == "CPU"
+  assert Tensor([1, 2], device="cpu").device == "CPU"
+  assert Tensor.zeros(2, 3, device="CPU").device == "CPU"
+
+
+def test_repr_shows_shape_dtype_device():
+  t = Tensor(make((2, 3), np.int16), device="CPU")
+  text = repr(t)
+  assert "(2, 3)" in text, text
+  assert "int16" in text, text
+  assert "CPU" in text, text
+
+
+# ---------- data out ----------
+
+DATA_OUT_ROWS = [((2, 3), np.float32), ((), np.float32), ((4,), np.int32), ((), np.int32), ((2, 2), np.bool_), ((), np.bool_),
+                 ((3,), np.uint8), ((2, 1), np.float64), ((3,), np.float16), ((2,), np.int64), ((2,), np.uint32),
+                 ((0, 3), np.float32)]
+DATA_OUT_IDS = [f"{s}-{np.dtype(d).name}" for s, d in DATA_OUT_ROWS]
+
+
+@pytest.mark.parametrize("shape,npdt", DATA_OUT_ROWS, ids=DATA_OUT_IDS)
+def test_numpy_and_tolist(shape, npdt):
+  a = make(shape, npdt, seed=4)
+  t = Tensor(a)
+  got = t.numpy()
+  assert isinstance(got, np.ndarray)
+  check_same(t, a)
+  assert t.tolist() == a.tolist()
+  assert repr(t.tolist()) == repr(a.tolist())
+
+
+ITEM_ROWS = [((), np.float32), ((), np.int32), ((), np.bool_), ((), np.float16), ((), np.uint8), ((1, 1), np.float32), ((1,), np.int32),
+             ((1, 1, 1), np.float64)]
+
+
+@pytest.mark.parametrize("shape,npdt", ITEM_ROWS, ids=[f"{s}-{np.dtype(d).name}" for s, d in ITEM_ROWS])
+def test_item(shape, npdt):
+  a = make(shape, npdt, seed=5)
+  got = Tensor(a).item()
+  assert got == a.item() and type(got) is type(a.item())
+
+
+def test_item_of_many_elements_raises():
+  with pytest.raises((ValueError, RuntimeError)):
+    Tensor([1, 2]).item()
+
+
+@pytest.mark.parametrize("shape,npdt", [r for r in DATA_OUT_ROWS if 0 not in r[0] and r[1] != np.float16],
+                         ids=[i for r, i in zip(DATA_OUT_ROWS, DATA_OUT_IDS) if 0 not in r[0] and r[1] != np.float16])
+def test_data_is_memoryview(shape, npdt):
+  a = make(shape, npdt, seed=6)
+  m = Tensor(a).data()
+  assert isinstance(m, memoryview)
+  assert m.shape == shape
+  got = np.array(m)
+  assert got.dtype == a.dtype
+  np.testing.assert_array_equal(got, a)
+
+
+def test_data_of_view_and_computation():
+  a = make((3, 4))
+  np.testing.assert_array_equal(np.array(Tensor(a).T[::-1].data()), a.T[::-1])
+  np.testing.assert_array_equal(np.array((Tensor(a) * 2).data()), a * 2)
+
+
+def test_asarray_of_realized_contiguous_tensor_does_not_copy():
+  a = make((3, 4))
+  t = Tensor(a).realize()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    x, y = np.asarray(t), np.asarray(t)
+    z = np.asarray(t, copy=False)
+    same_dtype = np.asarray(t, dtype=np.float32, copy=False)
+  assert np.shares_memory(x, y) and np.shares_memory(x, z) and np.shares_memory(x, same_dtype)
+  np.testing.assert_array_equal(x, a)
+  assert x.dtype == np.float32 and x.shape == (3, 4)
+
+
+def test_asarray_copy_true_copies():
+  a = make((3, 4))
+  t = Tensor(a).realize()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    copied = np.asarray(t, copy=True)
+    copied_too = np.array(t)
+  assert not np.shares_memory(copied, np.asarray(t))
+  assert not np.shares_memory(copied_too, np.asarray(t))
+  np.testing.assert_array_equal(copied, a)
+  copied[...] = -1
+  np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_asarray_copy_false_that_needs_a_copy_raises_value_error():
+  t = Tensor(make((3, 4))).realize()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    with pytest.raises(ValueError):
+      np.asarray(t, dtype=np.float64, copy=False)
+    converted = np.asarray(t, dtype=np.float64)
+  assert converted.dtype == np.float64
+
+
+@pytest.mark.parametrize("make_tensor,ref", [
+  (lambda a: Tensor(a) + 1, lambda a: a + 1),
+  (lambda a: Tensor(a).T[::-1], lambda a: a.T[::-1]),
+  (lambda a: Tensor(a).realize().permute(1, 0).reshape(2, 6), lambda a: a.T.reshape(2, 6)),
+], ids=["lazy_computation", "lazy_view", "view_of_realized"])
+def test_asarray_values_of_lazy_and_view_tensors(make_tensor, ref):
+  a = make((3, 4))
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    got = np.asarray(make_tensor(a))
+  expected = ref(a)
+  assert got.shape == expected.shape and got.dtype == expected.dtype
+  np.testing.assert_array_equal(got, expected)
+
+
+def test_realize_returns_self_and_keeps_values():
+  a = make((2, 3))
+  t = Tensor(a) * 3
+  assert t.realize() is t
+  assert len(t.schedule()) == 0
+  np.testing.assert_array_equal(t.numpy(), a * 3)
+
+
+def test_detach():
+  a = make((2, 3))
+  t = Tensor(a, requires_grad=True)
+  d = t.detach()
+  assert d is not t and not d.requires_grad
+  check_same(d, a)
+
+
+@pytest.mark.parametrize("view,ref", [(lambda t: t, lambda a: a), (lambda t: t.T, lambda a: a.T),
+                                      (lambda t: t[::-1, 1::2], lambda a: a[::-1, 1::2]),
+                                      (lambda t: t.reshape(3, 1, 4).expand(3, 2, 4), lambda a: np.broadcast_to(a[:, None], (3, 2, 4)))],
+                         ids=["contiguous", "transposed", "sliced", "expanded"])
+def test_contiguous(view, ref):
+  a = make((3, 4))
+  c = view(Tensor(a)).contiguous()
+  check_same(c, ref(a))
+
+
+# ---------- assign / replace ----------
+
+ASSIGN_ROWS = [
+  # (id, start array, value builder from the target tensor, expected from the start array)
+  ("tensor", make((2, 3)), lambda t: Tensor(make((2, 3), seed=9)), lambda a: make((2, 3), seed=9)),
+  ("list", make((2, 2)), lambda t: [[1.5, 2.5], [3.5, 4.5]], lambda a: np.array([[1.5, 2.5], [3.5, 4.5]], np.float32)),
+  ("self_reference", make((2, 3)), lambda t: t * 2 + 1, lambda a: a * 2 + 1),
+  ("transposed_value", make((3, 2)), lambda t: Tensor(make((2, 3), seed=8)).T, lambda a: make((2, 3), seed=8).T),
+  ("int32", make((4,), np.int32), lambda t: Tensor(make((4,), np.int32, seed=3)), lambda a: make((4,), np.int32, seed=3)),
+  ("bool", make((4,), np.bool_), lambda t: Tensor(make((4,), np.bool_, seed=3)), lambda a: make((4,), np.bool_, seed=3)),
+  ("0d", np.array(1.5, np.float32), lambda t: Tensor(-2.0), lambda a: np.array(-2.0, np.float32)),
+]
+
+
+@pytest.mark.parametrize("name,start,value,expected", ASSIGN_ROWS, ids=[r[0] for r in ASSIGN_ROWS])
+@pytest.mark.parametrize("realized_first", [True, False], ids=["realized", "lazy"])
+def test_assign_updates_in_place(name, start, value, expected, realized_first):
+  want = expected(start.copy())
+  t = Tensor(start.copy())
+  if realized_first: t.realize()
+  out = t.assign(value(t))
+  assert out is t
+  check_same(t, want)
+  check_same(t.reshape(-1), want.reshape(-1))
+
+
+def test_inplace_operator_goes_through_assign():
+  a = make((2, 3))
+  t = Tensor(a).realize()
+  same = t
+  t += 1
+  assert t is same
+  check_same(t, a + 1)
+  t *= 2
+  assert t is same
+  check_same(t, (a + 1) * 2)
+
+
+@pytest.mark.parametrize("value,exc", [(lambda: Tensor(make((3, 2))), ValueError), (lambda: Tensor(make((2, 3, 1))), ValueError),
+                                       (lambda: Tensor(make((2, 3), np.int32)), (ValueError, TypeError)),
+                                       (lambda: Tensor(make((2, 3), np.float64)), (ValueError, TypeError))],
+                         ids=["shape_transposed", "shape_extra_dim", "dtype_int32", "dtype_float64"])
+def test_assign_mismatch_raises_and_keeps_tensor(value, exc):
+  a = make((2, 3))
+  t = Tensor(a).realize()
+  with pytest.raises(exc):
+    t.assign(value())
+  check_same(t, a)
+
+
+def test_replace():
+  a, b = make((2, 3)), make((2, 3), seed=7)
+  t = Tensor(a).realize()
+  assert t.replace(Tensor(b)) is t
+  check_same(t, b)
+  with pytest.raises(ValueError):
+    t.replace(Tensor(make((3, 2))))
+  check_same(t, b)
+
+
+# ---------- cast / bitcast / float / half / to ----------
+
+CAST_ROWS = [
+  ("f32_to_i32_truncates", np.array([-2.75, -0.5, 0.0, 0.5, 2.75, 100.9], np.float32), dtypes.int32),
+  ("f32_to_bool", np.array([0.0, -0.0, 0.5, -3.0, np.inf], np.float32), dtypes.bool),
+  ("f32_to_u8", np.array([0.0, 1.9, 127.5, 255.0], np.float32), dtypes.uint8),
+  ("f32_to_f16", np.array([0.1, -2.5, 1000.0, 65504.0], np.float32), dtypes.float16),
+  ("f32_to_f64", np.array([0.1, -2.5, 1e30], np.float32), dtypes.float64),
+  ("f64_to_f32", np.array([0.1, -2.5, 1e-30, 3e38], np.float64), dtypes.float32),
+  ("i32_to_f32", np.array([-7, 0, 16777216, 123], np.int32), dtypes.float32),
+  ("i32_to_bool", np.array([-7, 0, 1, 2], np.int32), dtypes.bool),
+  ("i32_to_u8_wraps", np.array([-1, 0, 255, 256, 300], np.int32), dtypes.uint8),
+  ("i64_to_i32_wraps", np.array([2**33 + 5, -(2**33) - 5, 7], np.int64), dtypes.int32),
+  ("u8_to_i32", np.array([0, 128, 255], np.uint8), dtypes.int32),
+  ("bool_to_i32", np.array([True, False, True]), dtypes.int32),
+  ("bool_to_f32", np.array([True, False]), dtypes.float32),
+  ("same_dtype", np.array([1.5, 2.5], np.float32), dtypes.float32),
+  ("2d_f32_to_i32", make((3, 4)), dtypes.int32),
+  ("0d", np.array(2.5, np.float32), dtypes.int32),
+  ("0size", np.zeros((0, 2), np.float32), dtypes.int32),
+]
+
+
+@pytest.mark.parametrize("name,a,dt", CAST_ROWS, ids=[r[0] for r in CAST_ROWS])
+def test_cast(name, a, dt):
+  check_same(Tensor(a).cast(dt), a.astype(dt.np))
+
+
+def test_cast_of_view():
+  a = make((3, 4))
+  check_same(Tensor(a).T[::-1].cast(dtypes.int32), a.T[::-1].astype(np.int32))
+
+
+BITCAST_ROWS = [
+  ("f32_to_i32", make((2, 3)), dtypes.int32), ("i32_to_f32", np.array([0, 1065353216, -1082130432], np.int32), dtypes.float32),
+  ("u32_to_i32", np.array([0, 2**31, 2**32 - 1], np.uint32), dtypes.int32), ("f32_to_u32", make((4,)), dtypes.uint32),
+  ("f16_to_i16", make((3,), np.float16), dtypes.int16), ("i16_to_f16", np.array([15360, -17408, 0], np.int16), dtypes.float16),
+  ("u8_to_i8", np.array([0, 127, 128, 255], np.uint8), dtypes.int8), ("f64_to_i64", make((2, 2), np.float64), dtypes.int64),
+  ("i64_to_f64", np.array([4607182418800017408, 0], np.int64), dtypes.float64), ("0d", np.array(1.0, np.float32), dtypes.int32),
+]
+
+
+@pytest.mark.parametrize("name,a,dt", BITCAST_ROWS, ids=[r[0] for r in BITCAST_ROWS])
+def test_bitcast(name, a, dt):
+  check_same(Tensor(a).bitcast(dt), a.view(dt.np))
+
+
+def test_bitcast_of_view_and_computation():
+  a = make((3, 4))
+  check_same(Tensor(a).T.bitcast(dtypes.int32), np.ascontiguousarray(a.T).view(np.int32))
+  check_same((Tensor(a) + 1).bitcast(dtypes.uint32), (a + 1).view(np.uint32))
+
+
+def test_bitcast_of_different_itemsize_raises():
+  with pytest.raises((ValueError, TypeError)):
+    Tensor(make((4,))).bitcast(dtypes.int16)
+
+
+@pytest.mark.parametrize("npdt", [np.int32, np.float64, np.bool_, np.uint8, np.float16], ids=lambda d: np.dtype(d).name)
+def test_float_and_half(npdt):
+  a = make((2, 3), npdt)
+  check_same(Tensor(a).float(), a.astype(np.float32))
+  check_same(Tensor(a).half(), a.astype(np.float16))
+
+
+def test_to_and_to_inplace():
+  a = make((2, 3))
+  t = Tensor(a)
+  moved = t.to("CPU")
+  assert moved.device == "CPU"
+  check_same(moved, a)
+  t.to_("CPU")
+  assert t.device == "CPU"
+  check_same(t, a)
+
+
+# ---------- creation functions ----------
+
+CREATE_ROWS = [
+  # (id, nbgrad call, numpy reference)
+  ("zeros_args", lambda: Tensor.zeros(2, 3), np.zeros((2, 3), np.float32)),
+  ("zeros_tuple", lambda: Tensor.zeros((2, 3)), np.zeros((2, 3), np.float32)),
+  ("zeros_list", lambda: Tensor.zeros([3, 1]), np.zeros((3, 1), np.float32)),
+  ("zeros_0d", lambda: Tensor.zeros(()), np.zeros((), np.float32)),
+  ("zeros_0size", lambda: Tensor.zeros(0), np.zeros((0,), np.float32)),
+  ("zeros_int32", lambda: Tensor.zeros(4, dtype=dtypes.int32), np.zeros(4, np.int32)),
+  ("zeros_bool", lambda: Tensor.zeros(2, 2, dtype=dtypes.bool), np.zeros((2, 2), np.bool_)),
+  ("ones_args", lambda: Tensor.ones(2, 3), np.ones((2, 3), np.float32)),
+  ("ones_uint8", lambda: Tensor.ones(3, dtype=dtypes.uint8), np.ones(3, np.uint8)),
+  ("ones_0size", lambda: Tensor.ones((2, 0)), np.ones((2, 0), np.float32)),
+  ("ones_float64", lambda: Tensor.ones(2, 3, dtype=dtypes.float64), np.ones((2, 3), np.float64)),
+  ("ones_no_shape", lambda: Tensor.ones(), np.ones((), np.float32)),
+  ("full_int", lambda: Tensor.full((2, 3), 7), np.full((2, 3), 7, np.int32)),
+  ("full_float", lambda: Tensor.full((2, 3), 2.5), np.full((2, 3), 2.5, np.float32)),
+  ("full_bool", lambda: Tensor.full((2,), True), np.full((2,), True)),
+  ("full_int_shape", lambda: Tensor.full(3, 1), np.full((3,), 1, np.int32)),
+  ("full_list_shape", lambda: Tensor.full([2, 2], -1), np.full((2, 2), -1, np.int32)),
+  ("full_dtype", lambda: Tensor.full((2, 3), 7, dtype=dtypes.float64), np.full((2, 3), 7, np.float64)),
+  ("full_0d", lambda: Tensor.full((), 3.0), np.full((), 3.0, np.float32)),
+  ("full_0size", lambda: Tensor.full((0, 3), 1), np.full((0, 3), 1, np.int32)),
+  ("full_int8", lambda: Tensor.full((2,), -5, dtype=dtypes.int8), np.full((2,), -5, np.int8)),
+  ("arange_stop", lambda: Tensor.arange(5), np.arange(5, dtype=np.int32)),
+  ("arange_start_stop", lambda: Tensor.arange(2, 8), np.arange(2, 8, dtype=np.int32)),
+  ("arange_step", lambda: Tensor.arange(2, 8, 3), np.arange(2, 8, 3, dtype=np.int32)),
+  ("arange_negative_step", lambda: Tensor.arange(10, 2, -2), np.arange(10, 2, -2, dtype=np.int32)),
+  ("arange_negative_step_uneven", lambda: Tensor.arange(10, 0, -3), np.arange(10, 0, -3, dtype=np.int32)),
+  ("arange_through_zero", lambda: Tensor.arange(3, -3, -1), np.arange(3, -3, -1, dtype=np.int32)),
+  ("arange_negative_start", lambda: Tensor.arange(-3, 3), np.arange(-3, 3, dtype=np.int32)),
+  ("arange_empty_backwards", lambda: Tensor.arange(5, 2), np.arange(5, 2, dtype=np.int32)),
+  ("arange_empty_zero", lambda: Tensor.arange(0), np.arange(0, dtype=np.int32)),
+  ("arange_empty_equal", lambda: Tensor.arange(2, 2), np.arange(2, 2, dtype=np.int32)),
+  ("arange_empty_wrong_sign_step", lambda: Tensor.arange(0, 5, -1), np.arange(0, 5, -1, dtype=np.int32)),
+  ("arange_float_step", lambda: Tensor.arange(0.0, 1.0, 0.25), np.arange(0.0, 1.0, 0.25, dtype=np.float32)),
+  ("arange_float_stop", lambda: Tensor.arange(1, 5.5), np.arange(1, 5.5, dtype=np.float32)),
+  ("arange_float_only_arg", lambda: Tensor.arange(2.5), np.arange(2.5, dtype=np.float32)),
+  ("arange_float_negative_step", lambda: Tensor.arange(5, 0, -1.5), np.arange(5, 0, -1.5, dtype=np.float32)),
+  ("arange_dtype_float32", lambda: Tensor.arange(5, dtype=dtypes.float32), np.arange(5, dtype=np.float32)),
+  ("arange_dtype_int64", lambda: Tensor.arange(1, 7, 2, dtype=dtypes.int64), np.arange(1, 7, 2, dtype=np.int64)),
+  ("eye_3", lambda: Tensor.eye(3), np.eye(3, dtype=np.float32)),
+  ("eye_1", lambda: Tensor.eye(1), np.eye(1, dtype=np.float32)),
+  ("eye_0", lambda: Tensor.eye(0), np.eye(0, dtype=np.float32)),
+  ("eye_int32", lambda: Tensor.eye(4, dtype=dtypes.int32), np.eye(4, dtype=np.int32)),
+  ("eye_bool", lambda: Tensor.eye(3, dtype=dtypes.bool), np.eye(3, dtype=np.bool_)),
+]
+
+
+@pytest.mark.parametrize("name,call,ref", CREATE_ROWS, ids=[r[0] for r in CREATE_ROWS])
+def test_creation_functions(name, call, ref):
+  check_same(call(), ref)
+
+
+def test_arange_fractional_step_matches_numpy_length_and_values():
+  for args in [(0, 1, 0.1), (-1.0, 1.0, 0.3), (2.0, -1.0, -0.7)]:
+    t, ref = Tensor.arange(*args), np.arange(*args)
+    assert t.dtype == dtypes.float32 and t.shape == ref.shape, (args, t.shape, ref.shape)
+    np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+EMPTY_ROWS = [("args", lambda: Tensor.empty(2, 3), (2, 3), dtypes.float32), ("tuple_int32", lambda: Tensor.empty((2, 3), dtype=dtypes.int32), (2, 3), dtypes.int32),
+              ("0size", lambda: Tensor.empty(0), (0,), dtypes.float32), ("0d_uint8", lambda: Tensor.empty((), dtype=dtypes.uint8), (), dtypes.uint8)]
+
+
+@pytest.mark.parametrize("name,call,shape,dt", EMPTY_ROWS, ids=[r[0] for r in EMPTY_ROWS])
+def test_empty(name, call, shape, dt):
+  t = call()
+  assert t.shape == shape and t.dtype == dt
+  got = t.numpy()
+  assert got.shape == shape and got.dtype == dt.np
+
+
+LIKE_INPUTS = [("int32", lambda: make((2, 3), np.int32)), ("uint8", lambda: make((4,), np.uint8)), ("bool", lambda: make((2, 2), np.bool_)),
+               ("float64", lambda: make((3, 1), np.float64)), ("float32_0d", lambda: make((), np.float32)),
+               ("float32_0size", lambda: make((0, 3), np.float32)), ("int32_transposed", lambda: make((2, 3), np.int32).T)]
+LIKE_CALLS = [
+  ("full_like", lambda t: t.full_like(3), lambda a: np.full_like(a, 3)),
+  ("zeros_like", lambda t: t.zeros_like(), lambda a: np.zeros_like(a)),
+  ("ones_like", lambda t: t.ones_like(), lambda a: np.ones_like(a)),
+  ("full_like_dtype", lambda t: t.full_like(2.5, dtype=dtypes.float64), lambda a: np.full(a.shape, 2.5, np.float64)),
+  ("zeros_like_dtype", lambda t: t.zeros_like(dtype=dtypes.float32), lambda a: np.zeros(a.shape, np.float32)),
+  ("ones_like_dtype", lambda t: t.ones_like(dtype=dtypes.int32), lambda a: np.ones(a.shape, np.int32)),
+]
+
+
+@pytest.mark.parametrize("cname,call,ref", LIKE_CALLS, ids=[r[0] for r in LIKE_CALLS])
+@pytest.mark.parametrize("iname,data", LIKE_INPUTS, ids=[r[0] for r in LIKE_INPUTS])
+def test_like_functions(iname, data, cname, call, ref):
+  a = data()
+  check_same(call(Tensor(a)), ref(a))
+
+
+NEGATIVE_SIZE_ROWS = [("zeros", lambda: Tensor.zeros(-1)), ("zeros_tuple", lambda: Tensor.zeros((2, -1))),
+                      ("ones", lambda: Tensor.ones(2, -3)), ("full", lambda: Tensor.full((-1,), 1)), ("empty", lambda: Tensor.empty(-2)),
+                      ("eye", lambda: Tensor.eye(-1)), ("full_with_dtype", lambda: Tensor.full((3, -2), 1.5, dtype=dtypes.float64))]
+
+
+@pytest.mark.parametrize("name,call", NEGATIVE_SIZE_ROWS, ids=[r[0] for r in NEGATIVE_SIZE_ROWS])
+def test_negative_sizes_raise_value_error(name, call):
+  with pytest.raises(ValueError):
+    call()

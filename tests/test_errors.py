@@ -1,0 +1,133 @@
+"""Bad input raises a clear error at the call that builds the op, and leaves every existing tensor as it was."""
+import numpy as np
+import pytest
+
+from nbgrad import Tensor, dtypes
+
+A = np.arange(6, dtype=np.float32).reshape(2, 3)
+B = np.arange(4, dtype=np.float32)
+I = np.arange(6, dtype=np.int32).reshape(2, 3) - 2
+
+AXIS = (IndexError, ValueError)
+SHAPE = (ValueError, RuntimeError)
+BAD_TYPE = (TypeError, ValueError)
+
+
+@pytest.fixture
+def env():
+  """Realized tensors a (2, 3) float32, b (4,) float32, i (2, 3) int32, and an unrealized one built on a."""
+  tensors = {"a": Tensor(A.copy()).realize(), "b": Tensor(B.copy()).realize(), "i": Tensor(I.copy()).realize()}
+  tensors["lazy"] = tensors["a"] * 2 + 1
+  return tensors
+
+
+def expected_state():
+  return {"a": (A, dtypes.float32), "b": (B, dtypes.float32), "i": (I, dtypes.int32), "lazy": (A * 2 + 1, dtypes.float32)}
+
+
+def setitem(t, index, value): t[index] = value
+
+
+def iadd(t, other):
+  t += other
+
+
+def call_bool(t): return bool(t)
+def call_if(t): return 1 if t else 0
+
+
+# id, fn(env), accepted exception types, substrings the message must contain (each a tuple of alternatives)
+BAD = [
+  # broadcasting
+  ("broadcast_add", lambda e: e["a"] + e["b"], ValueError, [("(2, 3)", "[2, 3]"), ("(4,)", "[4]")]),
+  ("broadcast_mul_reflected", lambda e: e["b"] * e["a"], ValueError, [("(2, 3)", "[2, 3]"), ("(4,)", "[4]")]),
+  ("broadcast_maximum", lambda e: e["a"].maximum(e["b"]), ValueError, [("(2, 3)", "[2, 3]"), ("(4,)", "[4]")]),
+  ("broadcast_where", lambda e: (e["a"] > 1).where(e["a"], e["b"]), ValueError, [("(4,)", "[4]")]),
+  ("broadcast_int_float", lambda e: e["i"] - e["b"], ValueError, [("(2, 3)", "[2, 3]"), ("(4,)", "[4]")]),
+  ("broadcast_inplace_add", lambda e: iadd(e["a"], e["b"]), ValueError, [("(4,)", "[4]")]),
+  ("expand_incompatible", lambda e: e["a"].expand(4, 3), ValueError, []),
+  ("matmul_inner_mismatch", lambda e: e["a"] @ e["a"], SHAPE, []),
+  ("cat_shape_mismatch", lambda e: e["a"].cat(Tensor.ones(2, 4), dim=0), SHAPE, []),
+  # reshape
+  ("reshape_count", lambda e: e["a"].reshape(4, 2), ValueError, []),
+  ("reshape_count_minus_one", lambda e: e["a"].reshape(-1, 4), ValueError, []),
+  ("reshape_two_minus_one", lambda e: e["a"].reshape(-1, -1), SHAPE, []),
+  # axes
+  ("sum_axis_2", lambda e: e["a"].sum(2), AXIS, []),
+  ("max_axis_minus_3", lambda e: e["a"].max(-3), AXIS, []),
+  ("mean_axis_tuple", lambda e: e["a"].mean((0, 5)), AXIS, []),
+  ("argmax_axis", lambda e: e["a"].argmax(2), AXIS, []),
+  ("softmax_axis", lambda e: e["a"].softmax(2), AXIS, []),
+  ("scalar_sum_axis_1", lambda e: Tensor(1.0).sum(1), AXIS, []),
+  ("flip_axis", lambda e: e["a"].flip(3), AXIS, []),
+  ("transpose_axis", lambda e: e["a"].transpose(0, 2), AXIS, []),
+  ("unsqueeze_axis", lambda e: e["a"].unsqueeze(4), AXIS, []),
+  ("cat_axis", lambda e: e["a"].cat(e["a"], dim=2), AXIS, []),
+  ("permute_axis", lambda e: e["a"].permute(0, 2), AXIS + (RuntimeError,), []),
+  ("permute_repeat", lambda e: e["a"].permute(0, 0), AXIS + (RuntimeError,), []),
+  # dtypes
+  ("tensor_unknown_dtype", lambda e: Tensor([1, 2], dtype="float7"), BAD_TYPE, []),
+  ("cast_unknown_dtype", lambda e: e["a"].cast("float7"), BAD_TYPE, []),
+  ("cast_not_a_dtype", lambda e: e["a"].cast(42), BAD_TYPE, []),
+  ("zeros_unknown_dtype", lambda e: Tensor.zeros(2, dtype="complex64"), BAD_TYPE, []),
+  ("bitcast_smaller_item", lambda e: e["a"].bitcast(dtypes.float16), (ValueError, TypeError, RuntimeError), []),
+  ("bitcast_larger_item", lambda e: e["i"].bitcast(dtypes.int64), (ValueError, TypeError, RuntimeError), []),
+  ("randint_float_dtype", lambda e: Tensor.randint(3, dtype=dtypes.float32), TypeError, []),
+  # indexing
+  ("too_many_indices", lambda e: e["a"][0, 0, 0], IndexError, []),
+  ("too_many_indices_ellipsis", lambda e: e["a"][..., 0, 0, 0], IndexError, []),
+  ("two_ellipses", lambda e: e["a"][..., ...], IndexError, []),
+  ("index_out_of_range", lambda e: e["a"][2], IndexError, []),
+  ("negative_index_out_of_range", lambda e: e["a"][-3], IndexError, []),
+  ("second_index_out_of_range", lambda e: e["a"][0, 3], IndexError, []),
+  ("slice_then_index_out_of_range", lambda e: e["a"][:, -4], IndexError, []),
+  ("scalar_index", lambda e: Tensor(3.0)[0], IndexError, []),
+  ("float_index_tensor", lambda e: e["a"][Tensor([0.5])], IndexError, []),
+  ("slice_step_zero", lambda e: e["a"][::0], ValueError, []),
+  ("slice_step_zero_second_axis", lambda e: e["a"][:, 0:3:0], ValueError, []),
+  # construction
+  ("ragged_list", lambda e: Tensor([[1, 2], [3]]), ValueError, []),
+  ("ragged_float_list", lambda e: Tensor([[1.0], [2.0, 3.0]]), ValueError, []),
+  ("ragged_depth", lambda e: Tensor([1, [2, 3]]), ValueError, []),
+  ("object", lambda e: Tensor(object()), BAD_TYPE, []),
+  ("dict", lambda e: Tensor({"x": 1}), BAD_TYPE, []),
+  ("string_in_list", lambda e: Tensor([1, "x"]), BAD_TYPE, []),
+  ("complex_numpy", lambda e: Tensor(np.array([1 + 2j])), BAD_TYPE, []),
+  # truth value
+  ("bool_of_tensor", lambda e: call_bool(e["a"]), TypeError, []),
+  ("bool_of_one_element", lambda e: call_bool(Tensor([1.0])), TypeError, []),
+  ("if_on_tensor", lambda e: call_if(e["a"] > 2), TypeError, []),
+  # in-place writes
+  ("assign_shape", lambda e: e["a"].assign(Tensor.ones(3, 2)), SHAPE, []),
+  ("assign_broadcastable_shape", lambda e: e["a"].assign(Tensor.ones(3)), SHAPE, []),
+  ("assign_lazy_shape", lambda e: e["a"].assign(e["b"] + 1), SHAPE, []),
+  ("assign_dtype", lambda e: e["a"].assign(e["i"]), (TypeError, ValueError, RuntimeError), []),
+  ("setitem_shape", lambda e: setitem(e["a"], 0, Tensor.ones(4)), ValueError, []),
+  ("setitem_index_out_of_range", lambda e: setitem(e["a"], 5, 1.0), IndexError, []),
+  ("setitem_advanced", lambda e: setitem(e["a"], Tensor([0, 1]), 1.0), NotImplementedError, []),
+]
+
+
+@pytest.mark.parametrize("name,fn,errors,message_parts", BAD, ids=[row[0] for row in BAD])
+def test_bad_input_raises_and_changes_nothing(env, name, fn, errors, message_parts):
+  with pytest.raises(errors) as info:
+    fn(env)
+  message = str(info.value)
+  for alternatives in message_parts:
+    assert any(part in message for part in alternatives), f"{name}: message {message!r} lacks {alternatives}"
+  for key, (values, dtype) in expected_state().items():
+    t = env[key]
+    assert t.shape == values.shape, f"{key} changed shape to {t.shape}"
+    assert t.dtype == dtype, f"{key} changed dtype to {t.dtype}"
+    np.testing.assert_array_equal(t.numpy(), values, err_msg=f"{key} changed after {name}")
+  np.testing.assert_array_equal((env["a"] + env["i"]).numpy(), A + I)  # the tensors still work
+
+
+def test_backward_of_non_scalar_raises_and_keeps_grad_empty():
+  w = Tensor(A.copy(), requires_grad=True)
+  with pytest.raises(RuntimeError):
+    (w * 2).backward()
+  assert w.grad is None
+  np.testing.assert_array_equal(w.numpy(), A)
+  (w * 2).sum().backward()
+  np.testing.assert_array_equal(w.grad.numpy(), np.full_like(A, 2))

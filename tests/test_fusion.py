@@ -1,0 +1,134 @@
+"""Fusion rules, stated as kernel counts of Tensor.schedule() on realized inputs, and schedule() leaving no trace."""
+import numpy as np
+import pytest
+
+from nbgrad import Tensor
+from nbgrad.helpers import GlobalCounters
+
+
+def inputs(*shapes, seed=0):
+  """Realized float32 tensors and the numpy arrays they hold (positive, so sqrt/log stay real)."""
+  rng = np.random.default_rng(seed)
+  arrays = [(rng.random(shape) + 0.5).astype(np.float32) for shape in shapes]
+  tensors = [Tensor(a).realize() for a in arrays]
+  for t in tensors: assert len(t.schedule()) == 0
+  return tensors, arrays
+
+
+def np_softmax(x, axis=-1):
+  e = np.exp(x - x.max(axis=axis, keepdims=True))
+  return e / e.sum(axis=axis, keepdims=True)
+
+
+def chain10(x, y, relu, sqrt, exp):
+  """Ten elementwise ops."""
+  z = x + y
+  z = z * 2
+  z = z - 1.5
+  z = relu(z)
+  z = z + x
+  z = sqrt(z)
+  z = z * y
+  z = -z
+  z = exp(z)
+  return z / x
+
+
+def np_chain10(x, y): return chain10(x, y, lambda a: np.maximum(a, 0), np.sqrt, np.exp)
+def nb_chain10(x, y): return chain10(x, y, lambda t: t.relu(), lambda t: t.sqrt(), lambda t: t.exp())
+
+
+# name, input shapes, nbgrad fn, numpy fn, kernel bound, exact (True: == bound, False: <= bound)
+FUSION = [
+  ("mul_add_relu_sum", [(4, 5), (4, 5), (4, 5)],
+   lambda a, b, c: (a * b + c).relu().sum(1), lambda a, b, c: np.maximum(a * b + c, 0).sum(1), 1, True),
+  ("mul_add_relu_sum_broadcast", [(4, 5), (4, 5), (5,)],
+   lambda a, b, c: (a * b + c).relu().sum(1), lambda a, b, c: np.maximum(a * b + c, 0).sum(1), 1, True),
+  ("elementwise_chain_10", [(3, 7), (3, 7)], nb_chain10, np_chain10, 1, True),
+  ("elementwise_chain_10_broadcast", [(3, 7), (7,)], nb_chain10, np_chain10, 1, True),
+  ("reduce_then_elementwise", [(4, 6)],
+   lambda a: (a.sum(1) * 2).relu(), lambda a: np.maximum(a.sum(1) * 2, 0), 1, True),
+  ("softmax", [(4, 6)], lambda a: a.softmax(-1), np_softmax, 3, False),
+  ("softmax_axis0", [(4, 6)], lambda a: a.softmax(0), lambda a: np_softmax(a, 0), 3, False),
+  ("center_by_mean", [(4, 6)], lambda a: a - a.mean(1, keepdim=True), lambda a: a - a.mean(1, keepdims=True), 2, False),
+  ("normalize_by_sum", [(4, 6)], lambda a: a / a.sum(1, keepdim=True), lambda a: a / a.sum(1, keepdims=True), 2, False),
+]
+FUSION_IDS = [row[0] for row in FUSION]
+
+
+@pytest.mark.parametrize("name,shapes,nb_fn,np_fn,bound,exact", FUSION, ids=FUSION_IDS)
+def test_kernel_count(name, shapes, nb_fn, np_fn, bound, exact):
+  tensors, arrays = inputs(*shapes)
+  out = nb_fn(*tensors)
+  n = len(out.schedule())
+  if exact: assert n == bound, f"{name}: {n} kernels, expected {bound}"
+  else: assert 1 <= n <= bound, f"{name}: {n} kernels, expected at most {bound}"
+  np.testing.assert_allclose(out.numpy(), np_fn(*arrays), rtol=1e-5, atol=1e-6)
+
+
+MOVEMENT = [
+  ("reshape", lambda t: t.reshape(6, 4), lambda a: a.reshape(6, 4)),
+  ("reshape_flat", lambda t: t.reshape(-1), lambda a: a.reshape(-1)),
+  ("permute", lambda t: t.permute(1, 0), lambda a: a.transpose(1, 0)),
+  ("transpose_T", lambda t: t.T, lambda a: a.T),
+  ("expand", lambda t: t.reshape(1, 4, 6).expand(3, 4, 6), lambda a: np.broadcast_to(a[None], (3, 4, 6))),
+  ("shrink", lambda t: t.shrink(((1, 3), (2, 5))), lambda a: a[1:3, 2:5]),
+  ("pad", lambda t: t.pad(((1, 0), (2, 1))), lambda a: np.pad(a, ((1, 0), (2, 1)))),
+  ("flip", lambda t: t.flip(0), lambda a: a[::-1]),
+  ("slice_step", lambda t: t[::2, ::-3], lambda a: a[::2, ::-3]),
+  ("unsqueeze_squeeze", lambda t: t.unsqueeze(0).squeeze(0), lambda a: a),
+  ("combined", lambda t: t.permute(1, 0).flip(1).reshape(2, 3, 4)[:, 1:, ::2],
+   lambda a: a.transpose(1, 0)[:, ::-1].reshape(2, 3, 4)[:, 1:, ::2]),
+]
+
+
+@pytest.mark.parametrize("name,nb_fn,np_fn", MOVEMENT, ids=[row[0] for row in MOVEMENT])
+def test_movement_after_realize_is_free(name, nb_fn, np_fn):
+  (t,), (a,) = inputs((4, 6), seed=1)
+  out = nb_fn(t)
+  assert len(out.schedule()) == 0, f"{name} scheduled {len(out.schedule())} kernels"
+  np.testing.assert_array_equal(out.numpy(), np_fn(a))
+
+
+@pytest.mark.parametrize("name,shapes,nb_fn,np_fn,bound,exact", FUSION, ids=FUSION_IDS)
+def test_schedule_then_realize_matches(name, shapes, nb_fn, np_fn, bound, exact):
+  tensors, arrays = inputs(*shapes, seed=2)
+  expected = np_fn(*arrays)
+  scheduled = nb_fn(*tensors)
+  count_before = GlobalCounters.kernel_count
+  first = scheduled.schedule()
+  second = scheduled.schedule()
+  assert len(first) == len(second) >= 1
+  assert GlobalCounters.kernel_count == count_before, "schedule() ran kernels"
+  scheduled.realize()
+  np.testing.assert_allclose(scheduled.numpy(), expected, rtol=1e-5, atol=1e-6)
+  direct = nb_fn(*tensors).realize()
+  np.testing.assert_allclose(direct.numpy(), expected, rtol=1e-5, atol=1e-6)
+  for t, a in zip(tensors, arrays): np.testing.assert_array_equal(t.numpy(), a)
+
+
+@pytest.mark.parametrize("name,shapes,nb_fn,np_fn,bound,exact", FUSION, ids=FUSION_IDS)
+def test_kernel_count_counter_matches_schedule(name, shapes, nb_fn, np_fn, bound, exact):
+  tensors, arrays = inputs(*shapes, seed=3)
+  out = nb_fn(*tensors)
+  n = len(out.schedule())
+  before = GlobalCounters.kernel_count
+  out.realize()
+  assert GlobalCounters.kernel_count - before == n
+  assert len(out.schedule()) == 0
+  before = GlobalCounters.kernel_count
+  out.realize()  # already realized: nothing runs
+  assert GlobalCounters.kernel_count == before
+  np.testing.assert_allclose(out.numpy(), np_fn(*arrays), rtol=1e-5, atol=1e-6)
+
+
+def test_schedule_of_several_outputs():
+  (a, b), (x, y) = inputs((3, 5), (3, 5), seed=4)
+  s, m = (a * b).sum(1), (a - b).max(0)
+  n = len(s.schedule(m))
+  assert 1 <= n <= len(s.schedule()) + len(m.schedule())
+  before = GlobalCounters.kernel_count
+  s.realize(m)
+  assert GlobalCounters.kernel_count - before == n
+  np.testing.assert_allclose(s.numpy(), (x * y).sum(1), rtol=1e-5)
+  np.testing.assert_allclose(m.numpy(), (x - y).max(0), rtol=1e-6)

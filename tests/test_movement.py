@@ -1,0 +1,448 @@
+"""Movement ops and basic indexing: shapes and values against numpy / torch, views that never copy, bad input."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nbgrad import Tensor, dtypes
+
+# (name, nbgrad dtype, numpy dtype)
+DTYPES = [("float32", dtypes.float32, np.float32), ("int32", dtypes.int32, np.int32), ("bool", dtypes.bool, np.bool_),
+          ("float64", dtypes.float64, np.float64), ("uint8", dtypes.uint8, np.uint8)]
+NB_OF = {np.dtype(npdt): dt for _, dt, npdt in DTYPES}
+
+
+def make(shape, npdt=np.float32, seed=0):
+  """Deterministic data with (mostly) distinct values, so a wrong index shows up as a wrong value."""
+  rng = np.random.default_rng(seed)
+  n = int(np.prod(shape, dtype=np.int64))
+  npdt = np.dtype(npdt)
+  if npdt == np.bool_: return (rng.random(n) < 0.5).reshape(shape)
+  if npdt.kind == "f": return np.asarray((rng.permutation(n) - n // 2).astype(npdt).reshape(shape) / 4 + npdt.type(0.125), npdt)
+  if npdt == np.uint8: return (rng.permutation(n) % 256).astype(npdt).reshape(shape)
+  return (rng.permutation(n) - n // 2).astype(npdt).reshape(shape)
+
+
+def via_torch(fn):
+  """A reference computed by torch on a numpy array, returned as numpy."""
+  return lambda a: fn(torch.from_numpy(np.array(a, order="C", copy=True))).numpy()
+
+
+def check_same(out: Tensor, ref: np.ndarray):
+  ref = np.asarray(ref)
+  assert isinstance(out.shape, tuple) and all(type(s) is int for s in out.shape), out.shape
+  assert out.shape == ref.shape, (out.shape, ref.shape)
+  assert out.dtype == NB_OF[ref.dtype], (out.dtype, ref.dtype)
+  got = out.numpy()
+  assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, got.dtype, ref.shape, ref.dtype)
+  np.testing.assert_array_equal(got, ref)
+
+
+def _chain_nb(t):
+  return t.permute(2, 0, 1).reshape(4, 6).pad(((1, 0), (2, 1))).flip(1).shrink(((1, 5), (3, 8))).reshape(4, 1, 5).expand(4, 3, 5)
+
+
+def _chain_np(a):
+  x = np.pad(a.transpose(2, 0, 1).reshape(4, 6), ((1, 0), (2, 1)))[:, ::-1][1:5, 3:8]
+  return np.broadcast_to(x.reshape(4, 1, 5), (4, 3, 5))
+
+
+# (id, input shape, nbgrad fn, numpy reference, pure view: True when the result needs no kernel on a realized input)
+MOVE_ROWS = [
+  # reshape / view
+  ("reshape_args", (2, 3, 4), lambda t: t.reshape(6, 4), lambda a: a.reshape(6, 4), True),
+  ("reshape_tuple", (2, 3, 4), lambda t: t.reshape((4, 6)), lambda a: a.reshape(4, 6), True),
+  ("reshape_list", (2, 3, 4), lambda t: t.reshape([3, 8]), lambda a: a.reshape(3, 8), True),
+  ("reshape_minus1_first", (2, 3, 4), lambda t: t.reshape(-1, 4), lambda a: a.reshape(-1, 4), True),
+  ("reshape_minus1_last", (2, 3, 4), lambda t: t.reshape(2, -1), lambda a: a.reshape(2, -1), True),
+  ("reshape_minus1_flat", (2, 3, 4), lambda t: t.reshape(-1), lambda a: a.reshape(-1), True),
+  ("reshape_none_keeps", (2, 3, 4), lambda t: t.reshape(None, 12), lambda a: a.reshape(2, 12), True),
+  ("reshape_none_middle", (2, 3, 4), lambda t: t.reshape(2, None, 2, 2), lambda a: a.reshape(2, 3, 2, 2), True),
+  ("reshape_same", (2, 3), lambda t: t.reshape(2, 3), lambda a: a.reshape(2, 3), True),
+  ("reshape_size1_axes", (6,), lambda t: t.reshape(1, 6, 1, 1), lambda a: a.reshape(1, 6, 1, 1), True),
+  ("reshape_to_0d", (1, 1), lambda t: t.reshape(()), lambda a: a.reshape(()), True),
+  ("reshape_from_0d", (), lambda t: t.reshape(1, 1, 1), lambda a: a.reshape(1, 1, 1), True),
+  ("reshape_0size", (0, 6), lambda t: t.reshape(3, 0, 2), lambda a: a.reshape(3, 0, 2), True),
+  ("reshape_0size_minus1", (0, 6), lambda t: t.reshape(2, -1), lambda a: a.reshape(2, -1), True),
+  ("view_args", (2, 3, 4), lambda t: t.view(4, 6), lambda a: a.reshape(4, 6), True),
+  ("view_minus1", (2, 3, 4), lambda t: t.view(-1), lambda a: a.reshape(-1), True),
+  # expand
+  ("expand_col", (3, 1), lambda t: t.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4)), True),
+  ("expand_tuple_new_dims", (1, 3), lambda t: t.expand((2, 4, 3)), lambda a: np.broadcast_to(a, (2, 4, 3)), True),
+  ("expand_minus1_keeps", (3, 1), lambda t: t.expand(-1, 5), lambda a: np.broadcast_to(a, (3, 5)), True),
+  ("expand_none_keeps", (3, 1, 2), lambda t: t.expand(None, 4, None), lambda a: np.broadcast_to(a, (3, 4, 2)), True),
+  ("expand_same", (2, 3), lambda t: t.expand(2, 3), lambda a: a, True),
+  ("expand_0d", (), lambda t: t.expand(2, 3), lambda a: np.broadcast_to(a, (2, 3)), True),
+  ("expand_to_0size", (1, 3), lambda t: t.expand(0, 3), lambda a: np.broadcast_to(a, (0, 3)), True),
+  ("expand_middle", (2, 1, 3), lambda t: t.expand(2, 4, 3), lambda a: np.broadcast_to(a, (2, 4, 3)), True),
+  # permute
+  ("permute_args", (2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1), True),
+  ("permute_tuple", (2, 3, 4), lambda t: t.permute((1, 2, 0)), lambda a: a.transpose(1, 2, 0), True),
+  ("permute_negative", (2, 3, 4), lambda t: t.permute(-1, 0, -2), lambda a: a.transpose(2, 0, 1), True),
+  ("permute_identity", (2, 3, 4), lambda t: t.permute(0, 1, 2), lambda a: a, True),
+  ("permute_4d", (2, 1, 3, 2), lambda t: t.permute(3, 1, 0, 2), lambda a: a.transpose(3, 1, 0, 2), True),
+  ("permute_0size", (2, 0, 3), lambda t: t.permute(2, 1, 0), lambda a: a.transpose(2, 1, 0), True),
+  ("permute_0d", (), lambda t: t.permute(()), lambda a: a.transpose(()), True),
+  # flip
+  ("flip_int", (3, 4), lambda t: t.flip(0), lambda a: a[::-1], True),
+  ("flip_negative", (3, 4), lambda t: t.flip(-1), lambda a: a[:, ::-1], True),
+  ("flip_tuple", (2, 3, 4), lambda t: t.flip((0, 2)), lambda a: a[::-1, :, ::-1], True),
+  ("flip_args", (2, 3, 4), lambda t: t.flip(1, 2), lambda a: a[:, ::-1, ::-1], True),
+  ("flip_all", (2, 3, 4), lambda t: t.flip((0, 1, 2)), lambda a: a[::-1, ::-1, ::-1], True),
+  ("flip_size1", (1, 5), lambda t: t.flip(0), lambda a: a[::-1], True),
+  ("flip_0size", (0, 3), lambda t: t.flip(1), lambda a: a[:, ::-1], True),
+  # shrink
+  ("shrink_both", (4, 5), lambda t: t.shrink(((1, 3), (0, 5))), lambda a: a[1:3, 0:5], True),
+  ("shrink_none", (4, 5), lambda t: t.shrink((None, (2, 4))), lambda a: a[:, 2:4], True),
+  ("shrink_3d", (3, 4, 5), lambda t: t.shrink(((0, 1), (1, 4), (3, 5))), lambda a: a[0:1, 1:4, 3:5], True),
+  ("shrink_to_empty", (4, 5), lambda t: t.shrink(((2, 2), None)), lambda a: a[2:2], True),
+  ("shrink_full", (4, 5), lambda t: t.shrink(((0, 4), (0, 5))), lambda a: a, True),
+  # pad
+  ("pad_both", (2, 3), lambda t: t.pad(((1, 2), (0, 1))), lambda a: np.pad(a, ((1, 2), (0, 1))), True),
+  ("pad_none", (2, 3), lambda t: t.pad((None, (2, 0))), lambda a: np.pad(a, ((0, 0), (2, 0))), True),
+  ("pad_3d", (2, 2, 2), lambda t: t.pad(((0, 1), (1, 1), (2, 0))), lambda a: np.pad(a, ((0, 1), (1, 1), (2, 0))), True),
+  ("pad_0size", (0, 3), lambda t: t.pad(((1, 1), None)), lambda a: np.pad(a, ((1, 1), (0, 0))), True),
+  ("pad_nothing", (2, 3), lambda t: t.pad(((0, 0), None)), lambda a: a, True),
+  ("pad_value", (2, 3), lambda t: t.pad(((1, 0), (1, 2)), value=1.5), lambda a: np.pad(a, ((1, 0), (1, 2)), constant_values=1.5), False),
+  ("pad_value_neg_inf", (2, 3), lambda t: t.pad((None, (1, 1)), value=float("-inf")),
+   lambda a: np.pad(a, ((0, 0), (1, 1)), constant_values=-np.inf), False),
+  # pad2d (torch F.pad order: last dim first, negative crops)
+  ("pad2d_last", (2, 3, 4), lambda t: t.pad2d((1, 2)), via_torch(lambda x: F.pad(x, (1, 2))), True),
+  ("pad2d_two", (2, 3, 4), lambda t: t.pad2d((1, 0, 2, 1)), via_torch(lambda x: F.pad(x, (1, 0, 2, 1))), True),
+  ("pad2d_negative", (2, 3, 4), lambda t: t.pad2d((-1, 1, 0, -1)), via_torch(lambda x: F.pad(x, (-1, 1, 0, -1))), True),
+  ("pad2d_value", (3, 4), lambda t: t.pad2d((1, 1, 1, 0), value=-2.0), via_torch(lambda x: F.pad(x, (1, 1, 1, 0), value=-2.0)), False),
+  # transpose / T
+  ("transpose_default", (2, 3), lambda t: t.transpose(), lambda a: a.T, True),
+  ("transpose_0_2", (2, 3, 4), lambda t: t.transpose(0, 2), lambda a: a.swapaxes(0, 2), True),
+  ("transpose_negative", (2, 3, 4), lambda t: t.transpose(-1, -2), lambda a: a.swapaxes(-1, -2), True),
+  ("transpose_default_3d", (2, 3, 4), lambda t: t.transpose(), lambda a: a.swapaxes(0, 1), True),
+  ("T_2d", (3, 4), lambda t: t.T, lambda a: a.T, True),
+  ("T_size1", (1, 4), lambda t: t.T, lambda a: a.T, True),
+  # flatten / unflatten
+  ("flatten_all", (2, 3, 4), lambda t: t.flatten(), via_torch(lambda x: x.flatten()), True),
+  ("flatten_start1", (2, 3, 4), lambda t: t.flatten(1), via_torch(lambda x: x.flatten(1)), True),
+  ("flatten_0_1", (2, 3, 4), lambda t: t.flatten(0, 1), via_torch(lambda x: x.flatten(0, 1)), True),
+  ("flatten_negative", (2, 3, 4, 2), lambda t: t.flatten(-3, -2), via_torch(lambda x: x.flatten(-3, -2)), True),
+  ("flatten_same_dim", (2, 3, 4), lambda t: t.flatten(1, 1), via_torch(lambda x: x.flatten(1, 1)), True),
+  ("flatten_0d", (), lambda t: t.flatten(), via_torch(lambda x: x.flatten()), True),
+  ("flatten_0size", (2, 0, 3), lambda t: t.flatten(1), via_torch(lambda x: x.flatten(1)), True),
+  ("unflatten_last", (2, 12), lambda t: t.unflatten(1, (3, 4)), via_torch(lambda x: x.unflatten(1, (3, 4))), True),
+  ("unflatten_negative_dim", (2, 12), lambda t: t.unflatten(-1, (2, -1, 3)), via_torch(lambda x: x.unflatten(-1, (2, -1, 3))), True),
+  ("unflatten_first_size1", (2, 12), lambda t: t.unflatten(0, (1, 2)), via_torch(lambda x: x.unflatten(0, (1, 2))), True),
+  # squeeze / unsqueeze
+  ("squeeze_all", (1, 3, 1, 2), lambda t: t.squeeze(), via_torch(lambda x: x.squeeze()), True),
+  ("squeeze_dim0", (1, 3, 1, 2), lambda t: t.squeeze(0), via_torch(lambda x: x.squeeze(0)), True),
+  ("squeeze_negative", (1, 3, 1, 2), lambda t: t.squeeze(-2), via_torch(lambda x: x.squeeze(-2)), True),
+  ("squeeze_not1_noop", (1, 3, 1, 2), lambda t: t.squeeze(1), via_torch(lambda x: x.squeeze(1)), True),
+  ("squeeze_to_0d", (1, 1), lambda t: t.squeeze(), via_torch(lambda x: x.squeeze()), True),
+  ("squeeze_0d", (), lambda t: t.squeeze(), via_torch(lambda x: x.squeeze()), True),
+  ("squeeze_0size", (1, 0, 1), lambda t: t.squeeze(), via_torch(lambda x: x.squeeze()), True),
+  ("unsqueeze_0", (2, 3), lambda t: t.unsqueeze(0), via_torch(lambda x: x.unsqueeze(0)), True),
+  ("unsqueeze_end", (2, 3), lambda t: t.unsqueeze(2), via_torch(lambda x: x.unsqueeze(2)), True),
+  ("unsqueeze_minus1", (2, 3), lambda t: t.unsqueeze(-1), via_torch(lambda x: x.unsqueeze(-1)), True),
+  ("unsqueeze_minus2", (2, 3), lambda t: t.unsqueeze(-2), via_torch(lambda x: x.unsqueeze(-2)), True),
+  ("unsqueeze_minus3", (2, 3), lambda t: t.unsqueeze(-3), via_torch(lambda x: x.unsqueeze(-3)), True),
+  ("unsqueeze_0d", (), lambda t: t.unsqueeze(0), via_torch(lambda x: x.unsqueeze(0)), True),
+  ("unsqueeze_0d_minus1", (), lambda t: t.unsqueeze(-1), via_torch(lambda x: x.unsqueeze(-1)), True),
+  # repeat
+  ("repeat_rows", (2, 3), lambda t: t.repeat(2, 1), via_torch(lambda x: x.repeat(2, 1)), True),
+  ("repeat_tuple_new_dim", (2, 3), lambda t: t.repeat((2, 1, 3)), via_torch(lambda x: x.repeat(2, 1, 3)), True),
+  ("repeat_zero", (2, 3), lambda t: t.repeat(0, 2), via_torch(lambda x: x.repeat(0, 2)), True),
+  ("repeat_0d", (), lambda t: t.repeat(3), via_torch(lambda x: x.repeat(3)), True),
+  ("repeat_ones", (2, 3), lambda t: t.repeat(1, 1), via_torch(lambda x: x.repeat(1, 1)), True),
+  # chains of views (several of them are not expressible as one strided view)
+  ("chain_permute_reshape_pad_flip_shrink_expand", (2, 3, 4), _chain_nb, _chain_np, True),
+  ("chain_T_reshape", (3, 4), lambda t: t.T.reshape(12), lambda a: a.T.reshape(12), True),
+  ("chain_T_reshape_2d", (3, 4), lambda t: t.T.reshape(2, 6), lambda a: a.T.reshape(2, 6), True),
+  ("chain_permute_reshape_permute_reshape", (2, 3, 4),
+   lambda t: t.permute(2, 0, 1).reshape(4, 6).permute(1, 0).reshape(2, 3, 4),
+   lambda a: a.transpose(2, 0, 1).reshape(4, 6).transpose(1, 0).reshape(2, 3, 4), True),
+  ("chain_expand_reshape", (3, 1), lambda t: t.expand(3, 4).reshape(12), lambda a: np.broadcast_to(a, (3, 4)).reshape(12), True),
+  ("chain_expand_reshape_split_axis", (1, 4), lambda t: t.expand(3, 4).reshape(2, 6),
+   lambda a: np.broadcast_to(a, (3, 4)).reshape(2, 6), True),
+  ("chain_flip_reshape", (4, 6), lambda t: t.flip(1).reshape(8, 3), lambda a: a[:, ::-1].reshape(8, 3), True),
+  ("chain_stepslice_reshape", (4, 6), lambda t: t[1:3, ::2].reshape(6), lambda a: a[1:3, ::2].reshape(6), True),
+  ("chain_pad_reshape", (2, 3), lambda t: t.pad(((1, 1), (1, 1))).reshape(-1), lambda a: np.pad(a, 1).reshape(-1), True),
+  ("chain_pad_reshape_shrink", (2, 3), lambda t: t.pad(((1, 1), (0, 1))).reshape(2, 8)[:, 1:7],
+   lambda a: np.pad(a, ((1, 1), (0, 1))).reshape(2, 8)[:, 1:7], True),
+  ("chain_shrink_pad_shrink", (5, 5), lambda t: t.shrink(((1, 4), (2, 5))).pad(((2, 1), (1, 2))).shrink(((1, 5), (0, 5))),
+   lambda a: np.pad(a[1:4, 2:5], ((2, 1), (1, 2)))[1:5, 0:5], True),
+  ("chain_pad_T_reshape_T", (2, 3), lambda t: t.pad(((0, 1), (1, 0))).T.reshape(3, 4).T,
+   lambda a: np.pad(a, ((0, 1), (1, 0))).T.reshape(3, 4).T, True),
+  ("chain_getitem_of_getitem", (4, 5, 6), lambda t: t[::-1][1:][:, ::2][..., None, 1::2],
+   lambda a: a[::-1][1:][:, ::2][..., None, 1::2], True),
+  ("chain_repeat_of_T", (2, 3), lambda t: t.T.repeat(2, 2), via_torch(lambda x: x.T.repeat(2, 2)), True),
+  ("chain_flip_pad_flip", (3, 4), lambda t: t.flip(0).pad(((2, 0), (0, 1))).flip((0, 1)),
+   lambda a: np.pad(a[::-1], ((2, 0), (0, 1)))[::-1, ::-1], True),
+  ("chain_reshape_expand_reshape_permute", (2, 3), lambda t: t.reshape(2, 1, 3).expand(2, 2, 3).reshape(4, 3).permute(1, 0),
+   lambda a: np.broadcast_to(a.reshape(2, 1, 3), (2, 2, 3)).reshape(4, 3).T, True),
+  ("chain_flatten_unflatten_of_permute", (2, 3, 4), lambda t: t.permute(1, 2, 0).flatten(1).unflatten(1, (2, 4)),
+   lambda a: a.transpose(1, 2, 0).reshape(3, 8).reshape(3, 2, 4), True),
+  ("chain_0size", (0, 4), lambda t: t.T.reshape(2, 0, 2).flip(0).pad(((1, 0), None, None)),
+   lambda a: np.pad(a.T.reshape(2, 0, 2)[::-1], ((1, 0), (0, 0), (0, 0))), True),
+]
+ROW_BY_ID = {row[0]: row for row in MOVE_ROWS}
+
+
+@pytest.mark.parametrize("name,shape,fn,ref,_pure", MOVE_ROWS, ids=[r[0] for r in MOVE_ROWS])
+def test_movement_float32(name, shape, fn, ref, _pure):
+  a = make(shape, np.float32)
+  check_same(fn(Tensor(a)), ref(a))
+
+
+DTYPE_SWEEP_IDS = ["reshape_minus1_first", "reshape_0size", "expand_minus1_keeps", "expand_0d", "permute_negative", "flip_tuple",
+                   "shrink_3d", "pad_3d", "pad2d_negative", "transpose_default", "flatten_start1", "squeeze_all", "unsqueeze_minus2",
+                   "repeat_tuple_new_dim", "chain_permute_reshape_pad_flip_shrink_expand", "chain_T_reshape_2d",
+                   "chain_pad_reshape_shrink", "chain_getitem_of_getitem"]
+
+
+@pytest.mark.parametrize("dname,dt,npdt", DTYPES[1:], ids=[d[0] for d in DTYPES[1:]])
+@pytest.mark.parametrize("row_id", DTYPE_SWEEP_IDS)
+def test_movement_dtypes(row_id, dname, dt, npdt):
+  _, shape, fn, ref, _ = ROW_BY_ID[row_id]
+  a = make(shape, npdt, seed=1)
+  out = fn(Tensor(a))
+  assert out.dtype == dt
+  check_same(out, ref(a))
+
+
+PAD_VALUE_ROWS = [("float32", np.float32, 2.5), ("float64", np.float64, -0.75), ("int32", np.int32, 7), ("uint8", np.uint8, 200),
+                  ("float32_0size", np.float32, 3.0)]
+
+
+@pytest.mark.parametrize("name,npdt,value", PAD_VALUE_ROWS, ids=[r[0] for r in PAD_VALUE_ROWS])
+def test_pad_value_dtypes(name, npdt, value):
+  a = make((0, 2) if "0size" in name else (2, 3), npdt)
+  check_same(Tensor(a).pad(((1, 1), (2, 0)), value=value), np.pad(a, ((1, 1), (2, 0)), constant_values=value))
+
+
+@pytest.mark.parametrize("name,shape,fn,ref,pure", [r for r in MOVE_ROWS if r[4]], ids=[r[0] for r in MOVE_ROWS if r[4]])
+def test_movement_of_realized_tensor_schedules_nothing(name, shape, fn, ref, pure):
+  a = make(shape, np.float32)
+  t = Tensor(a).realize()
+  assert len(t.schedule()) == 0
+  view = fn(t)
+  kernels = view.schedule()
+  assert len(kernels) == 0, [k.name for k in kernels]
+  check_same(view, ref(a))
+  np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_split_chunk_getitem_of_realized_tensor_schedule_nothing():
+  t = Tensor(make((6, 4))).realize()
+  views = [*t.split(2), *t.split([1, 5], dim=0), *t.chunk(3, dim=1), t[1], t[::-2, 1:3], t[None, ..., -1], t.T[2:, None]]
+  for v in views: assert len(v.schedule()) == 0, (v.shape, [k.name for k in v.schedule()])
+
+
+def test_movement_chain_on_lazy_computation():
+  a, b = make((2, 3, 4)), make((2, 3, 4), seed=3)
+  out = _chain_nb(Tensor(a) * 2 + Tensor(b))
+  np.testing.assert_allclose(out.numpy(), _chain_np(a * 2 + b), rtol=1e-6, atol=1e-6)
+  assert out.shape == (4, 3, 5)
+
+
+# ---------- basic indexing ----------
+
+INDEX_ROWS = [
+  ("int", 1), ("int_negative", -1), ("int_last", 3), ("ints", (1, 2)), ("ints_negative", (-1, -2, -3)), ("ints_all", (3, 4, 5)),
+  ("slice_all", slice(None)), ("slice_range", slice(1, 3)), ("slice_step2", slice(None, None, 2)),
+  ("slice_reverse", slice(None, None, -1)), ("slice_neg_step2", slice(3, 0, -2)), ("slice_neg_start", slice(-2, None)),
+  ("slice_neg_start_neg_step", slice(-1, -4, -1)), ("slice_out_of_bounds", slice(-100, 100)), ("slice_empty", slice(10, 20)),
+  ("slice_empty_backward", slice(3, 1)), ("slice_step_bigger_than_dim", slice(None, None, 7)),
+  ("slice_neg_step3_each_axis", (slice(None, None, -3), slice(None, None, -2), slice(4, None, -3))),
+  ("slice_then_int", (slice(None), 2)), ("int_slice_int", (0, slice(1, 4, 2), -1)),
+  ("ellipsis", Ellipsis), ("ellipsis_int", (Ellipsis, 1)), ("int_ellipsis_int", (0, Ellipsis, 0)),
+  ("ellipsis_slice", (Ellipsis, slice(None, None, -2))), ("none", None), ("none_int", (None, 0)),
+  ("int_none_slice", (1, None, slice(None, None, -2))), ("ellipsis_none", (Ellipsis, None)),
+  ("none_ellipsis_none", (None, Ellipsis, None)), ("slice_ellipsis_slice", (slice(1, None), Ellipsis, slice(None, None, -3))),
+  ("empty_tuple", ()), ("many_none", (None, None, 1, None, slice(None, 2))), ("slice_empty_then_int", (slice(2, 2), 1)),
+]
+
+
+@pytest.mark.parametrize("idx", [r[1] for r in INDEX_ROWS], ids=[r[0] for r in INDEX_ROWS])
+def test_basic_indexing_float32(idx):
+  a = make((4, 5, 6))
+  check_same(Tensor(a)[idx], a[idx])
+
+
+INDEX_DTYPE_IDS = ["int_negative", "slice_neg_step3_each_axis", "int_slice_int", "none_ellipsis_none", "slice_empty"]
+
+
+@pytest.mark.parametrize("dname,dt,npdt", DTYPES[1:], ids=[d[0] for d in DTYPES[1:]])
+@pytest.mark.parametrize("idx_id", INDEX_DTYPE_IDS)
+def test_basic_indexing_dtypes(idx_id, dname, dt, npdt):
+  idx = dict(INDEX_ROWS)[idx_id]
+  a = make((4, 5, 6), npdt, seed=2)
+  check_same(Tensor(a)[idx], a[idx])
+
+
+SPECIAL_INDEX_ROWS = [
+  # (id, shape, view applied first (nbgrad, numpy), index)
+  ("0d_empty_tuple", (), None, ()), ("0d_ellipsis", (), None, Ellipsis), ("0d_none", (), None, None),
+  ("0d_none_ellipsis", (), None, (None, Ellipsis, None)),
+  ("0size_int_last_axis", (0, 3), None, (Ellipsis, 1)), ("0size_slice", (0, 3), None, (slice(1, None), slice(None, None, -1))),
+  ("size1_int", (1, 4), None, 0), ("size1_neg_step", (1, 4), None, (slice(None, None, -1), slice(None, None, -3))),
+  ("of_permute", (2, 3, 4), (lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)), (slice(None, None, -2), 1)),
+  ("of_flip", (4, 5), (lambda t: t.flip(0), lambda a: a[::-1]), (slice(1, None), slice(None, None, -2))),
+  ("of_expand", (3, 1), (lambda t: t.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4))), (slice(None, None, -1), slice(1, 3))),
+  ("of_pad", (3, 3), (lambda t: t.pad(((1, 1), (2, 0))), lambda a: np.pad(a, ((1, 1), (2, 0)))), (slice(None, None, -2), -1)),
+  ("of_T_reshape", (3, 4), (lambda t: t.T.reshape(2, 6), lambda a: a.T.reshape(2, 6)), (1, slice(None, None, -1))),
+]
+
+
+@pytest.mark.parametrize("name,shape,pre,idx", SPECIAL_INDEX_ROWS, ids=[r[0] for r in SPECIAL_INDEX_ROWS])
+def test_basic_indexing_edge_inputs(name, shape, pre, idx):
+  a = make(shape)
+  t = Tensor(a)
+  if pre is not None: t, a = pre[0](t), pre[1](a)
+  check_same(t[idx], a[idx])
+
+
+# ---------- cat / stack / split / chunk ----------
+
+CAT_ROWS = [
+  # (id, shapes, call on nbgrad tensors, torch reference on torch tensors)
+  ("cat_dim0", [(2, 3), (4, 3)], lambda ts: ts[0].cat(ts[1]), lambda xs: torch.cat(xs, 0)),
+  ("cat_dim1_three", [(2, 3), (2, 1), (2, 2)], lambda ts: ts[0].cat(ts[1], ts[2], dim=1), lambda xs: torch.cat(xs, 1)),
+  ("cat_dim_negative", [(2, 2, 1), (2, 2, 3)], lambda ts: ts[0].cat(ts[1], dim=-1), lambda xs: torch.cat(xs, -1)),
+  ("cat_static", [(1, 3), (2, 3)], lambda ts: Tensor.cat(ts[0], ts[1]), lambda xs: torch.cat(xs, 0)),
+  ("cat_single", [(2, 3)], lambda ts: ts[0].cat(), lambda xs: torch.cat(xs, 0)),
+  ("cat_0size_piece", [(2, 3), (0, 3), (1, 3)], lambda ts: ts[0].cat(ts[1], ts[2]), lambda xs: torch.cat(xs, 0)),
+  ("cat_all_0size", [(0, 2), (0, 2)], lambda ts: ts[0].cat(ts[1]), lambda xs: torch.cat(xs, 0)),
+  ("cat_1d", [(3,), (2,)], lambda ts: ts[0].cat(ts[1]), lambda xs: torch.cat(xs, 0)),
+  ("cat_views", [(3, 2), (2, 2)], lambda ts: ts[0].T.cat(ts[1].flip(0), dim=1), lambda xs: torch.cat([xs[0].T, xs[1].flip(0)], 1)),
+  ("stack_dim0", [(2, 3)] * 3, lambda ts: ts[0].stack(ts[1], ts[2]), lambda xs: torch.stack(xs, 0)),
+  ("stack_dim1", [(2, 3)] * 2, lambda ts: ts[0].stack(ts[1], dim=1), lambda xs: torch.stack(xs, 1)),
+  ("stack_dim_last", [(2, 3)] * 2, lambda ts: Tensor.stack(ts[0], ts[1], dim=2), lambda xs: torch.stack(xs, 2)),
+  ("stack_dim_negative", [(2, 3)] * 2, lambda ts: ts[0].stack(ts[1], dim=-1), lambda xs: torch.stack(xs, -1)),
+  ("stack_0d", [()] * 3, lambda ts: ts[0].stack(ts[1], ts[2]), lambda xs: torch.stack(xs, 0)),
+  ("stack_0size", [(0, 2)] * 2, lambda ts: ts[0].stack(ts[1], dim=1), lambda xs: torch.stack(xs, 1)),
+  ("stack_views", [(2, 3), (3, 2)], lambda ts: ts[0][:, ::-1].stack(ts[1].T), lambda xs: torch.stack([xs[0].flip(1), xs[1].T])),
+]
+
+
+def dtype_params(rows, sweep_ids):
+  """Every row on float32; the rows named in sweep_ids on every dtype."""
+  return [pytest.param(*row, npdt, id=f"{row[0]}-{dname}") for row in rows for dname, _, npdt in DTYPES
+          if dname == "float32" or row[0] in sweep_ids]
+
+
+@pytest.mark.parametrize("name,shapes,fn,ref,npdt", dtype_params(CAT_ROWS, ("cat_dim1_three", "stack_dim1", "cat_views")))
+def test_cat_stack(name, shapes, fn, ref, npdt):
+  arrays = [make(s, npdt, seed=i) for i, s in enumerate(shapes)]
+  out = fn([Tensor(a) for a in arrays])
+  check_same(out, ref([torch.from_numpy(a) for a in arrays]).numpy())
+
+
+SPLIT_ROWS = [
+  # (id, shape, nbgrad call, torch call)
+  ("split_int_uneven", (7, 3), lambda t: t.split(3), lambda x: x.split(3)),
+  ("split_int_even", (6, 3), lambda t: t.split(2), lambda x: x.split(2)),
+  ("split_int_bigger", (7, 3), lambda t: t.split(10), lambda x: x.split(10)),
+  ("split_list", (7, 3), lambda t: t.split([2, 5]), lambda x: x.split([2, 5])),
+  ("split_list_zero_piece", (7, 3), lambda t: t.split([0, 3, 4]), lambda x: x.split([0, 3, 4])),
+  ("split_dim1", (2, 5), lambda t: t.split(2, dim=1), lambda x: x.split(2, dim=1)),
+  ("split_dim_negative", (2, 5), lambda t: t.split([1, 4], dim=-1), lambda x: x.split([1, 4], dim=-1)),
+  ("split_0size", (0, 3), lambda t: t.split(2), lambda x: x.split(2)),
+  ("split_of_view", (4, 6), lambda t: t.T.split([2, 4]), lambda x: x.T.split([2, 4])),
+  ("chunk_uneven", (7, 3), lambda t: t.chunk(3), lambda x: x.chunk(3)),
+  ("chunk_even", (6, 3), lambda t: t.chunk(2), lambda x: x.chunk(2)),
+  ("chunk_more_than_size", (7, 3), lambda t: t.chunk(10), lambda x: x.chunk(10)),
+  ("chunk_dim1", (2, 5), lambda t: t.chunk(2, dim=1), lambda x: x.chunk(2, dim=1)),
+  ("chunk_one", (2, 5), lambda t: t.chunk(1, dim=-1), lambda x: x.chunk(1, dim=-1)),
+  ("chunk_0size", (0, 3), lambda t: t.chunk(3), lambda x: x.chunk(3)),
+  ("chunk_of_view", (4, 6), lambda t: t.flip(1).chunk(4, dim=1), lambda x: x.flip(1).chunk(4, dim=1)),
+]
+
+
+@pytest.mark.parametrize("name,shape,fn,ref,npdt", dtype_params(SPLIT_ROWS, ("split_list", "chunk_uneven", "chunk_of_view")))
+def test_split_chunk(name, shape, fn, ref, npdt):
+  a = make(shape, npdt)
+  outs, refs = fn(Tensor(a)), ref(torch.from_numpy(a))
+  assert len(outs) == len(refs), ([o.shape for o in outs], [r.shape for r in refs])
+  for o, r in zip(outs, refs): check_same(o, r.numpy())
+
+
+# ---------- elementwise ops on views of views ----------
+
+ELEMENTWISE_ON_VIEW_ROWS = [
+  # (id, shapes, nbgrad fn, numpy fn)
+  ("T_flip_slice_plus_slice", [(3, 4), (4, 3)], lambda a, b: a.T.flip(0)[1:] + b[1:, ::-1], lambda a, b: a.T[::-1][1:] + b[1:, ::-1]),
+  ("permute_reshape_slice_affine", [(2, 3, 4)], lambda a: a.permute(2, 0, 1).reshape(4, 6)[:, ::2] * 2 - 1,
+   lambda a: a.transpose(2, 0, 1).reshape(4, 6)[:, ::2] * 2 - 1),
+  ("pad_flip_times_expand", [(3, 4), (4,)], lambda a, b: a.pad(((1, 0), None))[::-1] * b.reshape(1, 4).expand(4, 4),
+   lambda a, b: np.pad(a, ((1, 0), (0, 0)))[::-1] * np.broadcast_to(b.reshape(1, 4), (4, 4))),
+  ("reshape_T_reshape_plus_T", [(6,), (2, 3)], lambda a, b: a.reshape(2, 3).T.reshape(6).reshape(3, 2) + b.T,
+   lambda a, b: a.reshape(2, 3).T.reshape(6).reshape(3, 2) + b.T),
+  ("strided_slices_maximum", [(4, 4)], lambda a: (a[::2, ::-2] + a[1::2, ::2]).maximum(a.T[:2, :2]),
+   lambda a: np.maximum(a[::2, ::-2] + a[1::2, ::2], a.T[:2, :2])),
+  ("expand_T_reshape_times_repeat", [(3, 1)], lambda a: a.expand(3, 4).T.reshape(2, 6) * a.reshape(3).repeat(4).reshape(2, 6),
+   lambda a: np.broadcast_to(a, (3, 4)).T.reshape(2, 6) * np.tile(a.reshape(3), 4).reshape(2, 6)),
+  ("computed_then_views_then_op", [(3, 4), (4, 3)], lambda a, b: ((a + 1).T[::-1] * b).reshape(-1)[::3],
+   lambda a, b: ((a + 1).T[::-1] * b).reshape(-1)[::3]),
+  ("views_broadcast_against_each_other", [(2, 3), (3,)], lambda a, b: a.flip(1)[:, None, :] - b[::-1].reshape(3, 1),
+   lambda a, b: a[:, ::-1][:, None, :] - b[::-1].reshape(3, 1)),
+  ("0size_views", [(0, 3), (3,)], lambda a, b: a.T.flip(0) + b.reshape(3, 1), lambda a, b: a.T[::-1] + b.reshape(3, 1)),
+]
+
+
+@pytest.mark.parametrize("npdt", [np.float32, np.int32], ids=["float32", "int32"])
+@pytest.mark.parametrize("name,shapes,fn,ref", ELEMENTWISE_ON_VIEW_ROWS, ids=[r[0] for r in ELEMENTWISE_ON_VIEW_ROWS])
+def test_elementwise_on_views_of_views(name, shapes, fn, ref, npdt):
+  arrays = [make(s, npdt, seed=i + 5) for i, s in enumerate(shapes)]
+  out, expected = fn(*[Tensor(a) for a in arrays]), ref(*arrays)
+  assert out.shape == expected.shape and out.dtype == NB_OF[expected.dtype], (out.shape, out.dtype, expected.shape, expected.dtype)
+  np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+# ---------- bad input ----------
+
+BAD_ROWS = [
+  # (id, shape, call, exception)
+  ("reshape_wrong_count", (2, 3), lambda t: t.reshape(4, 2), ValueError),
+  ("reshape_minus1_not_divisible", (2, 3), lambda t: t.reshape(-1, 4), ValueError),
+  ("reshape_two_minus1", (2, 3), lambda t: t.reshape(-1, -1), ValueError),
+  ("reshape_negative_size", (2, 3), lambda t: t.reshape(-2, -3), ValueError),
+  ("view_wrong_count", (2, 3), lambda t: t.view(5), ValueError),
+  ("expand_non1_dim", (2, 3), lambda t: t.expand(4, 3), ValueError),
+  ("expand_fewer_dims", (2, 3), lambda t: t.expand(3), ValueError),
+  ("permute_too_short", (2, 3, 4), lambda t: t.permute(0, 1), ValueError),
+  ("permute_repeated_axis", (2, 3, 4), lambda t: t.permute(0, 1, 1), ValueError),
+  ("permute_axis_out_of_range", (2, 3, 4), lambda t: t.permute(0, 1, 3), IndexError),
+  ("flip_axis_out_of_range", (2, 3, 4), lambda t: t.flip(3), IndexError),
+  ("flip_negative_out_of_range", (2, 3), lambda t: t.flip(-3), IndexError),
+  ("flip_repeated_axis", (2, 3), lambda t: t.flip((0, 0)), ValueError),
+  ("shrink_past_end", (2, 3), lambda t: t.shrink(((0, 3), None)), ValueError),
+  ("shrink_start_after_end", (2, 3), lambda t: t.shrink((None, (2, 1))), ValueError),
+  ("transpose_axis_out_of_range", (2, 3), lambda t: t.transpose(0, 2), IndexError),
+  ("flatten_axis_out_of_range", (2, 3), lambda t: t.flatten(2), IndexError),
+  ("unflatten_wrong_sizes", (2, 12), lambda t: t.unflatten(1, (5, 2)), ValueError),
+  ("squeeze_axis_out_of_range", (1, 3), lambda t: t.squeeze(2), IndexError),
+  ("unsqueeze_axis_out_of_range", (2, 3), lambda t: t.unsqueeze(3), IndexError),
+  ("unsqueeze_negative_out_of_range", (2, 3), lambda t: t.unsqueeze(-4), IndexError),
+  ("repeat_fewer_than_dims", (2, 3), lambda t: t.repeat(2), ValueError),
+  ("too_many_indices", (2, 3), lambda t: t[0, 0, 0], IndexError),
+  ("too_many_indices_0d", (), lambda t: t[0], IndexError),
+  ("index_out_of_range", (2, 3), lambda t: t[2], IndexError),
+  ("index_negative_out_of_range", (2, 3), lambda t: t[-3], IndexError),
+  ("index_out_of_range_axis1", (2, 3), lambda t: t[:, 3], IndexError),
+  ("two_ellipsis", (2, 3), lambda t: t[..., 0, ...], IndexError),
+  ("slice_step_zero", (2, 3), lambda t: t[::0], ValueError),
+  ("slice_step_zero_axis1", (2, 3), lambda t: t[:, 1:2:0], ValueError),
+  ("cat_mismatched_shape", (2, 3), lambda t: t.cat(Tensor.zeros(2, 4)), ValueError),
+  ("cat_mismatched_ndim", (2, 3), lambda t: t.cat(Tensor.zeros(3)), ValueError),
+  ("cat_axis_out_of_range", (2, 3), lambda t: t.cat(t, dim=2), IndexError),
+  ("stack_mismatched_shape", (2, 3), lambda t: t.stack(Tensor.zeros(3, 2)), ValueError),
+  ("split_sizes_wrong_sum", (5, 3), lambda t: t.split([2, 2]), ValueError),
+  ("chunk_zero", (5, 3), lambda t: t.chunk(0), ValueError),
+]
+
+
+@pytest.mark.parametrize("name,shape,call,exc", BAD_ROWS, ids=[r[0] for r in BAD_ROWS])
+def test_bad_input_raises_and_leaves_tensor_intact(name, shape, call, exc):
+  a = make(shape)
+  t = Tensor(a)
+  with pytest.raises(exc):
+    call(t)
+  assert t.shape == shape
+  np.testing.assert_array_equal(t.numpy(), a)

@@ -1,0 +1,402 @@
+"""Reductions (sum, max, min, mean, var, std, argmax, argmin, softmax, log_softmax, logsumexp) against numpy / torch."""
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes
+
+DTYPE_NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+               "float16", "bfloat16", "float32", "float64"]
+FLOAT_NAMES = {"float16", "bfloat16", "float32", "float64"}
+
+# sum results: ints accumulate in at least int32 (unsigned: uint32), bool -> int32, half types come back as themselves
+SUM_DTYPE = {"bool": "int32", "int8": "int32", "uint8": "uint32", "int16": "int32", "uint16": "uint32",
+             "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float16": "float16",
+             "bfloat16": "bfloat16", "float32": "float32", "float64": "float64"}
+MEAN_DTYPE = {name: (name if name in FLOAT_NAMES else "float32") for name in DTYPE_NAMES}
+
+TOL = {"float16": dict(rtol=2e-3, atol=2e-3), "bfloat16": dict(rtol=1.6e-2, atol=1.6e-2),
+       "float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+def make_values(shape, name, seed=0):
+  """Values exactly representable in dtype `name`, as float64 (floats) or int64 (ints) numpy arrays."""
+  rng = np.random.default_rng(seed)
+  if name == "bool": return np.asarray(rng.random(shape) < 0.5)
+  if name in FLOAT_NAMES: return np.asarray(rng.integers(-16, 16, size=shape) / 4, dtype=np.float64)
+  if name.startswith("uint"): return np.asarray(rng.integers(0, 10, size=shape), dtype=np.int64)
+  return np.asarray(rng.integers(-10, 10, size=shape), dtype=np.int64)
+
+
+def to_nb(values, name):
+  if name == "bfloat16": return Tensor(np.asarray(values, dtype=np.float32)).cast(dtypes.bfloat16)
+  return Tensor(np.asarray(values).astype(np.dtype(name)))
+
+
+def to_np(t):
+  if t.dtype == dtypes.bfloat16: return t.cast(dtypes.float32).numpy()
+  return t.numpy()
+
+
+def check(out, expected, name):
+  """Compare an nbgrad result with a float64/int64 numpy reference computed on the same values."""
+  got = to_np(out)
+  expected = np.asarray(expected)
+  assert out.shape == expected.shape, (out.shape, expected.shape)
+  assert got.shape == expected.shape
+  if name in TOL:
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), **TOL[name])
+  else:
+    np.testing.assert_array_equal(got, expected.astype(got.dtype))
+
+
+def np_axis(x, axis):
+  """numpy refuses axis=0 on a 0-d array; torch and tinygrad allow it."""
+  return None if np.ndim(x) == 0 else axis
+
+
+# ---------------------------------------------------------------- non-contiguous inputs
+# name -> (base shape, nbgrad view, numpy view)
+VIEWS = {
+  "transposed": ((4, 3), lambda t: t.T, lambda a: a.T),
+  "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+  "stepped": ((6, 8), lambda t: t[::2, 1::3], lambda a: a[::2, 1::3]),
+  "negstep": ((5, 4), lambda t: t[::-2, :], lambda a: a[::-2, :]),
+  "flipped": ((3, 4), lambda t: t.flip(1), lambda a: a[:, ::-1]),
+  "expanded": ((3, 1), lambda t: t.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4))),
+  "shrunk": ((5, 6), lambda t: t.shrink(((1, 4), (2, 6))), lambda a: a[1:4, 2:6]),
+  "padded": ((2, 3), lambda t: t.pad(((1, 1), (0, 2))), lambda a: np.pad(a, ((1, 1), (0, 2)))),
+}
+
+
+def view_inputs(view, name, seed=0):
+  base_shape, nb_fn, np_fn = VIEWS[view]
+  values = make_values(base_shape, name, seed)
+  return nb_fn(to_nb(values, name)), np.ascontiguousarray(np_fn(values))
+
+
+# ---------------------------------------------------------------- sum
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+@pytest.mark.parametrize("axis", [None, 1])
+def test_sum_result_dtype_and_values(name, axis):
+  values = make_values((3, 4), name)
+  out = to_nb(values, name).sum(axis)
+  assert out.dtype == getattr(dtypes, SUM_DTYPE[name])
+  check(out, np.sum(values.astype(np.float64 if name in FLOAT_NAMES else np.int64), axis=axis), SUM_DTYPE[name])
+
+
+SUM_AXES = [
+  ((), None, False), ((), 0, False), ((), -1, True), ((), None, True),
+  ((5,), 0, False), ((5,), -1, True), ((5,), None, True),
+  ((3, 4), 0, False), ((3, 4), 1, True), ((3, 4), -1, False), ((3, 4), -2, True), ((3, 4), (0, 1), False),
+  ((3, 4), None, True), ((3, 4), (1, 0), True),
+  ((2, 3, 4), (0, 2), False), ((2, 3, 4), (0, 2), True), ((2, 3, 4), (0, 1), False), ((2, 3, 4), (1, 2), True),
+  ((2, 3, 4), -2, False), ((2, 3, 4), (-1, -3), False),
+  ((2, 3, 2, 5), (1, 3), False), ((2, 3, 2, 5), (0, 2, 3), True), ((2, 3, 2, 5), None, False),
+  ((1, 4), 0, False), ((3, 1, 2), 1, False), ((3, 1, 2), (0, 1), True), ((1, 1), None, False),
+  ((0,), 0, False), ((0,), None, True), ((0, 3), 0, False), ((0, 3), 1, False), ((0, 3), None, False),
+  ((2, 0, 3), 1, True), ((2, 0, 3), (0, 2), False),
+]
+
+
+@pytest.mark.parametrize("shape,axis,keepdim", SUM_AXES, ids=[f"{s}-{a}-{k}" for s, a, k in SUM_AXES])
+def test_sum_axes(shape, axis, keepdim):
+  values = make_values(shape, "float32", seed=1)
+  out = to_nb(values, "float32").sum(axis=axis, keepdim=keepdim)
+  expected = np.sum(values, axis=np_axis(values, axis), keepdims=keepdim)
+  if np.ndim(values) == 0 and keepdim: expected = np.asarray(expected).reshape(())
+  check(out, expected, "float32")
+  assert out.dtype == dtypes.float32
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_sum_noncontiguous(view, axis):
+  t, a = view_inputs(view, "float32", seed=2)
+  check(t.sum(axis), np.sum(a, axis=axis), "float32")
+
+
+def test_sum_of_empty_is_zero():
+  for name in ["float32", "int32", "bool"]:
+    out = to_nb(np.zeros((0,), dtype=np.float64), name).sum()
+    assert out.shape == ()
+    assert to_np(out).item() == 0
+
+
+# input values, input dtype, acc_dtype, result dtype, exact result
+SUM_ACC = [
+  (np.full(10, 100), "int8", None, "int32", 1000),
+  (np.full(10, 200), "uint8", None, "uint32", 2000),
+  (np.full(4, 30000), "int16", None, "int32", 120000),
+  (np.full(4, 60000), "uint16", None, "uint32", 240000),
+  (np.array([True] * 7 + [False] * 3), "bool", None, "int32", 7),
+  (np.ones(4096), "float16", None, "float16", 4096.0),      # float16 accumulation would stop at 2048
+  (np.ones(1024), "bfloat16", None, "bfloat16", 1024.0),    # bfloat16 accumulation would stop at 256
+  (np.full(4, 2 ** 30), "int32", "int64", "int64", 2 ** 32),
+  (np.full(3, 255), "uint8", "uint64", "uint64", 765),
+  (np.array([1e8, 1.0, -1e8]), "float32", "float64", "float64", 1.0),
+  (np.full(6, 100), "int8", "int16", "int16", 600),
+]
+
+
+@pytest.mark.parametrize("values,name,acc,out_name,expected", SUM_ACC,
+                         ids=[f"{n}-acc_{a}" for _, n, a, _, _ in SUM_ACC])
+def test_sum_accumulation(values, name, acc, out_name, expected):
+  t = to_nb(values, name)
+  out = t.sum() if acc is None else t.sum(acc_dtype=getattr(dtypes, acc))
+  assert out.dtype == getattr(dtypes, out_name)
+  assert to_np(out).item() == expected
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_sum_large_float32(seed):
+  rng = np.random.default_rng(seed)
+  values = rng.random(100_000).astype(np.float32)
+  ref = values.astype(np.float64).sum()
+  got = Tensor(values).sum().item()
+  assert abs(got - ref) <= 1e-5 * abs(ref), (got, ref)
+  rows = values.reshape(100, 1000)
+  np.testing.assert_allclose(Tensor(rows).sum(1).numpy(), rows.astype(np.float64).sum(1), rtol=1e-5)
+  np.testing.assert_allclose(Tensor(rows).sum(0).numpy(), rows.astype(np.float64).sum(0), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- max / min
+MAXMIN_DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("name", MAXMIN_DTYPES)
+@pytest.mark.parametrize("axis", [None, 1])
+def test_maxmin_dtypes(op, name, axis):
+  values = make_values((4, 5), name, seed=3)
+  if name.startswith("uint"): values[0, 0] = 0  # a zero must survive min on unsigned types
+  out = getattr(to_nb(values, name), op)(axis)
+  assert out.dtype == getattr(dtypes, name)
+  check(out, getattr(np, "max" if op == "max" else "min")(values, axis=axis), name)
+
+
+MAXMIN_AXES = [((), None, False), ((), 0, True), ((5,), 0, False), ((3, 4), -1, True), ((2, 3, 4), (0, 2), False),
+               ((2, 3, 4), (0, 1), True), ((2, 3, 2, 5), (1, 3), False), ((1, 4), 0, False), ((3, 1, 2), 1, True),
+               ((0, 3), 1, False), ((2, 0, 3), 2, True)]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("shape,axis,keepdim", MAXMIN_AXES, ids=[f"{s}-{a}-{k}" for s, a, k in MAXMIN_AXES])
+def test_maxmin_axes(op, shape, axis, keepdim):
+  values = make_values(shape, "float32", seed=4)
+  out = getattr(to_nb(values, "float32"), op)(axis=axis, keepdim=keepdim)
+  expected = getattr(np, "max" if op == "max" else "min")(values, axis=np_axis(values, axis), keepdims=keepdim)
+  if np.ndim(values) == 0 and keepdim: expected = np.asarray(expected).reshape(())
+  check(out, expected, "float32")
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_maxmin_noncontiguous(op, view, axis):
+  t, a = view_inputs(view, "float32", seed=5)
+  check(getattr(t, op)(axis), getattr(np, "max" if op == "max" else "min")(a, axis=axis), "float32")
+
+
+NAN = float("nan")
+INF = float("inf")
+# rows chosen so that an accumulator that drops NaN, or starts from a finite value, gives a wrong answer
+SPECIAL_ROWS = [
+  [NAN, 1.0, 3.0], [1.0, NAN, 3.0], [1.0, 3.0, NAN], [NAN, NAN, NAN],
+  [-INF, -INF, -INF], [INF, INF, INF], [-INF, 2.0, INF], [-3e38, -3e38, -3e38], [3e38, 1.0, 3e38],
+]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_maxmin_nan_and_inf_like_torch(op):
+  values = np.array(SPECIAL_ROWS, dtype=np.float32)
+  ref = getattr(torch, "amax" if op == "max" else "amin")
+  t = Tensor(values)
+  np.testing.assert_array_equal(getattr(t, op)(1).numpy(), ref(torch.from_numpy(values), dim=1).numpy())
+  np.testing.assert_array_equal(getattr(t, op)(0).numpy(), ref(torch.from_numpy(values), dim=0).numpy())
+  assert np.isnan(getattr(t, op)().item())
+  finite = np.array(SPECIAL_ROWS[4:], dtype=np.float32)
+  assert getattr(Tensor(finite), op)().item() == ref(torch.from_numpy(finite)).item()
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("name", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_maxmin_integer_extremes(op, name):
+  info = np.iinfo(np.dtype(name))
+  for values in ([info.min, info.min], [info.max, info.max], [info.min, info.max, 0]):
+    arr = np.array(values, dtype=name)
+    got = getattr(Tensor(arr), op)().item()
+    assert got == (arr.max() if op == "max" else arr.min()), (values, got)
+
+
+@pytest.mark.parametrize("op,fill", [("max", -INF), ("min", INF)])
+def test_maxmin_over_empty_axis(op, fill):
+  t = Tensor(np.zeros((3, 0), dtype=np.float32))
+  try:
+    out = getattr(t, op)(1)
+  except (ValueError, IndexError, RuntimeError):
+    return  # torch raises here
+  assert out.shape == (3,)
+  np.testing.assert_array_equal(out.numpy(), np.full(3, fill, dtype=np.float32))  # tinygrad 0.9.0's identity
+
+
+# ---------------------------------------------------------------- mean
+@pytest.mark.parametrize("name", ["bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("axis", [None, (0, 2)])
+def test_mean_dtypes(name, axis):
+  values = make_values((3, 4, 2), name, seed=6)
+  out = to_nb(values, name).mean(axis)
+  assert out.dtype == getattr(dtypes, MEAN_DTYPE[name])
+  check(out, np.mean(values.astype(np.float64), axis=axis), MEAN_DTYPE[name])
+
+
+MEAN_AXES = [((), None, False), ((), 0, True), ((5,), 0, True), ((3, 4), -1, False), ((2, 3, 4), (0, 2), True),
+             ((2, 3, 2, 5), (1, 3), False), ((1, 4), 0, False), ((3, 1, 2), 1, True), ((0, 3), 1, False),
+             ((0, 3), 0, False)]
+
+
+@pytest.mark.parametrize("shape,axis,keepdim", MEAN_AXES, ids=[f"{s}-{a}-{k}" for s, a, k in MEAN_AXES])
+def test_mean_axes(shape, axis, keepdim):
+  values = make_values(shape, "float32", seed=7)
+  out = to_nb(values, "float32").mean(axis=axis, keepdim=keepdim)
+  dim = 0 if np.ndim(values) == 0 else tuple(range(len(shape))) if axis is None else axis
+  expected = torch.from_numpy(values).mean(dim=dim, keepdim=keepdim).numpy()
+  assert out.shape == expected.shape
+  np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-7)  # the 0-size rows are NaN in both
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_mean_noncontiguous(view):
+  t, a = view_inputs(view, "float32", seed=8)
+  check(t.mean(0), np.mean(a, axis=0), "float32")
+  check(t.mean(), np.mean(a), "float32")
+
+
+# ---------------------------------------------------------------- var / std
+VAR_ROWS = [  # dtype, shape, axis, keepdim, correction
+  ("float32", (5,), None, False, 1), ("float32", (5,), 0, True, 0), ("float32", (3, 4), 1, False, 1),
+  ("float32", (3, 4), 0, True, 2), ("float32", (3, 4), None, False, 0), ("float32", (2, 3, 4), (0, 2), False, 1),
+  ("float32", (2, 3, 4), -1, True, 1), ("float32", (3, 1), 0, False, 1), ("float32", (1, 3), 1, False, 0),
+  ("float32", (3, 1), 1, False, 1),   # divides 0 by 0 -> nan, as torch does
+  ("float64", (3, 4), 1, False, 1), ("float64", (2, 3, 4), (0, 2), True, 0), ("float64", (5,), None, False, 1),
+]
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom")
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("name,shape,axis,keepdim,correction", VAR_ROWS,
+                         ids=[f"{n}-{s}-{a}-{k}-c{c}" for n, s, a, k, c in VAR_ROWS])
+def test_var_std(op, name, shape, axis, keepdim, correction):
+  values = np.random.default_rng(9).standard_normal(shape).astype(name)
+  out = getattr(Tensor(values), op)(axis=axis, keepdim=keepdim, correction=correction)
+  dim = tuple(range(len(shape))) if axis is None else axis
+  expected = getattr(torch, op)(torch.from_numpy(values), dim=dim, correction=correction, keepdim=keepdim).numpy()
+  assert out.dtype == getattr(dtypes, name)
+  assert out.shape == expected.shape
+  np.testing.assert_allclose(out.numpy(), expected, **TOL[name])
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("view", ["transposed", "stepped", "flipped", "expanded", "padded"])
+def test_var_std_noncontiguous(op, view):
+  t, a = view_inputs(view, "float32", seed=10)
+  expected = getattr(torch, op)(torch.from_numpy(a.astype(np.float32)), dim=0).numpy()
+  np.testing.assert_allclose(getattr(t, op)(0).numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- argmax / argmin
+def tie_values(shape, name, seed):
+  """Few distinct values, so ties are everywhere and the first occurrence matters."""
+  rng = np.random.default_rng(seed)
+  if name == "bool": return np.asarray(rng.random(shape) < 0.5)
+  return np.asarray(rng.integers(0, 3, size=shape), dtype=np.float64 if name in FLOAT_NAMES else np.int64)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("name", ["bool", "int8", "uint8", "int32", "float16", "float32"])
+@pytest.mark.parametrize("axis,keepdim", [(None, False), (0, False), (-1, True)])
+def test_arg_reduce_dtypes_and_ties(op, name, axis, keepdim):
+  values = tie_values((5, 6), name, seed=11)
+  out = getattr(to_nb(values, name), op)(axis=axis, keepdim=keepdim)
+  expected = getattr(np, op)(values, axis=axis, keepdims=keepdim)  # numpy returns the first occurrence
+  assert out.dtype == dtypes.int32
+  assert out.shape == np.shape(expected)
+  np.testing.assert_array_equal(out.numpy(), expected)
+
+
+ARG_SHAPES = [((), None), ((7,), 0), ((1,), 0), ((1, 4), 0), ((4, 1), 1), ((2, 3, 4), 1), ((2, 3, 4), None),
+              ((2, 3, 4), -1), ((3, 1, 2), 1)]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,axis", ARG_SHAPES, ids=[f"{s}-{a}" for s, a in ARG_SHAPES])
+def test_arg_reduce_shapes(op, shape, axis):
+  values = tie_values(shape, "float32", seed=12)
+  out = getattr(to_nb(values, "float32"), op)(axis)
+  expected = getattr(np, op)(values, axis=np_axis(values, axis))
+  assert out.shape == np.shape(expected)
+  np.testing.assert_array_equal(out.numpy(), expected)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_arg_reduce_noncontiguous(op, view, axis):
+  base_shape, nb_fn, np_fn = VIEWS[view]
+  values = tie_values(base_shape, "float32", seed=13)
+  out = getattr(nb_fn(Tensor(values.astype(np.float32))), op)(axis)
+  expected = getattr(np, op)(np.ascontiguousarray(np_fn(values)), axis=axis)
+  np.testing.assert_array_equal(out.numpy(), expected)
+
+
+# ---------------------------------------------------------------- softmax / log_softmax / logsumexp
+SOFTMAX_ROWS = [("float32", (5,), -1), ("float32", (3, 4), -1), ("float32", (3, 4), 0), ("float32", (2, 3, 4), 1),
+                ("float32", (2, 3, 4), -1), ("float32", (3, 1), -1), ("float32", (1, 4), 0), ("float32", (2, 1, 3), 1),
+                ("float32", (0, 4), -1), ("float64", (3, 4), -1), ("float64", (2, 3, 4), 1)]
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("name,shape,axis", SOFTMAX_ROWS, ids=[f"{n}-{s}-{a}" for n, s, a in SOFTMAX_ROWS])
+def test_softmax(op, name, shape, axis):
+  values = (np.random.default_rng(14).standard_normal(shape) * 3).astype(name)
+  out = getattr(Tensor(values), op)(axis)
+  expected = getattr(torch, op)(torch.from_numpy(values), dim=axis).numpy()
+  assert out.dtype == getattr(dtypes, name)
+  assert out.shape == expected.shape
+  np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_extreme_values(op):
+  values = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0], [-INF, 0.0, 1.0], [88.0, 89.0, -89.0]],
+                    dtype=np.float32)
+  expected = getattr(torch, op)(torch.from_numpy(values), dim=-1).numpy()
+  np.testing.assert_allclose(getattr(Tensor(values), op)().numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("view", ["transposed", "stepped", "flipped", "expanded", "padded", "permuted3d"])
+def test_softmax_noncontiguous(op, view):
+  t, a = view_inputs(view, "float32", seed=15)
+  expected = getattr(torch, op)(torch.from_numpy(a.astype(np.float32)), dim=-1).numpy()
+  np.testing.assert_allclose(getattr(t, op)(-1).numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+LSE_ROWS = [((5,), None, False), ((5,), 0, True), ((3, 4), 1, False), ((3, 4), 0, True), ((3, 4), None, False),
+            ((2, 3, 4), 1, False), ((2, 3, 4), -1, True), ((3, 1), 1, False), ((1, 3), 0, True)]
+
+
+@pytest.mark.parametrize("shape,axis,keepdim", LSE_ROWS, ids=[f"{s}-{a}-{k}" for s, a, k in LSE_ROWS])
+def test_logsumexp(shape, axis, keepdim):
+  values = (np.random.default_rng(16).standard_normal(shape) * 3).astype(np.float32)
+  out = Tensor(values).logsumexp(axis, keepdim=keepdim)
+  dim = tuple(range(len(shape))) if axis is None else axis
+  expected = torch.logsumexp(torch.from_numpy(values), dim=dim, keepdim=keepdim).numpy()
+  assert out.shape == expected.shape
+  np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_logsumexp_large_values():
+  values = np.array([[1000.0, 1000.0], [-1000.0, -1000.5], [-INF, 0.0]], dtype=np.float32)
+  expected = torch.logsumexp(torch.from_numpy(values), dim=1).numpy()
+  np.testing.assert_allclose(Tensor(values).logsumexp(1).numpy(), expected, rtol=1e-6)
