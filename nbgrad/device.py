@@ -86,7 +86,7 @@ def run_schedule(schedule: list[Kernel]):
     out = allocate(base.size, base.dtype)
     start = time.perf_counter()
     if kernel.kind == "custom":
-      base.arg.run(out, *[src.buffer for src in kernel.inputs])
+      base.arg.run(out, *[src.buffer for src in kernel.inputs])   # custom kernels fill their buffer themselves
     elif kernel.kind == "compute" and base.size > 0:
       run_kernel(kernel, out, [src.buffer for src in kernel.inputs])
     elapsed = time.perf_counter() - start

@@ -12,6 +12,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import eager_enabled
+from nbgrad.random.draw import GeneratorState, RandomDraw
 
 Scalar = Union[bool, int, float]
 
@@ -300,6 +301,109 @@ class Tensor:
     rows = Tensor.arange(n, device=device).reshape(n, 1)
     cols = Tensor.arange(m, device=device).reshape(1, m)
     return Tensor((rows == cols).cast(dtype or dtypes.default_float).lazydata, **kwargs)
+
+  # ---- random (threefry, bit-identical to tinygrad 0.9.0)
+  @staticmethod
+  def manual_seed(seed: int = 0):
+    """Seeds the generator and resets its counter."""
+    GeneratorState.manual_seed(seed)
+
+  @staticmethod
+  def _draw(kind: str, shape, a: float, b: float, device, **kwargs) -> Tensor:
+    """One fused threefry kernel: float32 values of a rand/randn draw, with the affine step fused in."""
+    shape = shape_arg(*shape) if shape else ()
+    n = math.prod(shape)
+    if n == 0: return Tensor.zeros(shape, device=device, **kwargs)
+    seed, counter = GeneratorState.take(2 * n if kind == "randn" else n)
+    lazy = LazyBuffer.load(LoadOps.CUSTOM, (n,), dtypes.float32, Device.canonicalize(device),
+                           arg=RandomDraw(kind, seed, counter, n, a, b))
+    return Tensor(lazy.reshape(shape), **kwargs)._after_op()
+
+  @staticmethod
+  def rand(*shape, dtype=None, device=None, **kwargs) -> Tensor:
+    out = Tensor._draw("rand", shape, 0.0, 1.0, device)
+    return Tensor(out.cast(dtype or dtypes.default_float).lazydata, **kwargs)
+
+  @staticmethod
+  def randn(*shape, dtype=None, device=None, **kwargs) -> Tensor:
+    out = Tensor._draw("randn", shape, 0.0, 1.0, device)
+    return Tensor(out.cast(dtype or dtypes.default_float).lazydata, **kwargs)
+
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
+    out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low
+    return Tensor(out.cast(dtype).lazydata, **kwargs)
+
+  @staticmethod
+  def randint(*shape, low=0, high=10, dtype=None, device=None, **kwargs) -> Tensor:
+    for bound in (low, high):
+      if not isinstance(bound, (int, np.integer)) or isinstance(bound, bool):
+        raise TypeError(f"randint bounds must be ints, got low={low!r} high={high!r}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
+    if not dtypes.is_int(dtype): raise TypeError(f"randint needs an int dtype, got {dtype}")
+    return Tensor.uniform(*shape, low=low, high=high, dtype=dtype, device=device, **kwargs)
+
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
+    return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).cast(dtype).lazydata, **kwargs)
+
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    dims = shape_arg(*shape) if shape else ()
+    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul(math.prod(dims) ** -0.5)
+
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    dims = shape_arg(*shape) if shape else ()
+    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul((6 / (dims[0] + math.prod(dims[1:]))) ** 0.5)
+
+  @staticmethod
+  def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    dims = shape_arg(*shape) if shape else ()
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(math.prod(dims[1:]))
+    return Tensor.uniform(*dims, low=-bound, high=bound, **kwargs)
+
+  @staticmethod
+  def kaiming_normal(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    dims = shape_arg(*shape) if shape else ()
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(math.prod(dims[1:]))
+    return Tensor.normal(*dims, mean=0.0, std=std, **kwargs)
+
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    """Samples category indices (int32) from 1-D or 2-D weights; without replacement each draw removes
+    the category it picked."""
+    if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs 1-D or 2-D weights, got shape {self.shape}")
+    if not isinstance(num_samples, int) or num_samples < 1: raise ValueError(f"num_samples must be a positive int, got {num_samples}")
+    categories = self.shape[-1]
+    if not replacement and num_samples > categories:
+      raise ValueError(f"cannot take {num_samples} samples without replacement from {categories} categories")
+    if (self < 0).max().item(): raise ValueError("multinomial weights must be non-negative")
+    weight = (self.unsqueeze(0) if self.ndim == 1 else self).float()
+    rows = weight.shape[0]
+    picks = []
+    for _ in range(1 if replacement else num_samples):
+      cdf = weight.cumsum(1)
+      cdf = cdf / cdf[:, -1:]
+      count = num_samples if replacement else 1
+      u = Tensor.rand(count, rows, 1, device=self.device)
+      pick = (u.expand(count, rows, categories) >= cdf).sum(2).permute(1, 0).minimum(categories - 1)
+      picks.append(pick)
+      if not replacement:
+        chosen = pick.reshape(rows, 1) == Tensor.arange(categories, device=self.device).reshape(1, categories)
+        weight = chosen.where(0.0, weight)
+    out = picks[0].cat(*picks[1:], dim=1) if len(picks) > 1 else picks[0]
+    return (out.squeeze(0) if self.ndim == 1 else out).cast(dtypes.int32)
+
+  def dropout(self, p: float = 0.5) -> Tensor:
+    """Zeroes each element with probability p and scales the rest by 1/(1-p), only when Tensor.training."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not Tensor.training or p == 0: return self
+    keep = Tensor.rand(*self.shape, device=self.device) >= p
+    return keep.where(self, 0) * (1 / (1 - p)) if p < 1 else self * 0
 
   def full_like(self, fill_value: Scalar, dtype=None, **kwargs) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device, **kwargs)
@@ -784,6 +888,28 @@ class Tensor:
     if keepdim: return out
     axes = self._reduce_axes(axis)
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+  # ---- scans and masks
+  def cumsum(self, axis: int = 0) -> Tensor:
+    """Running sum along axis: each output sums the inputs at or before it (one fused masked reduce)."""
+    if self.ndim == 0: return self.sum()
+    axis = resolve_axis(axis, self.ndim)
+    n = self.shape[axis]
+    x = self.transpose(axis, -1)
+    positions = Tensor.arange(n, device=self.device)
+    upto = positions.reshape(n, 1) >= positions.reshape(1, n)
+    summed = upto.where(x.unsqueeze(-2).expand(x.shape[:-1] + (n, n)), 0).sum(-1)
+    return summed.transpose(axis, -1)
+
+  def triu(self, k: int = 0) -> Tensor:
+    rows, cols = self.shape[-2], self.shape[-1]
+    keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
+    return keep.where(self, 0)
+
+  def tril(self, k: int = 0) -> Tensor:
+    rows, cols = self.shape[-2], self.shape[-1]
+    keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
+    return keep.where(self, 0)
 
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:

@@ -1,0 +1,43 @@
+"""The generator state shared by Tensor's random ops, and the custom kernel that fills a buffer with one
+draw. A draw takes its counter when the op is built, so lazy and eager mode give the same bits."""
+from __future__ import annotations
+import time
+from dataclasses import dataclass
+from nbgrad.random.threefry import uniform_float32, normal_float32
+
+_MASK32 = 0xFFFFFFFF
+
+
+class GeneratorState:
+  seed: int = int(time.time_ns()) & _MASK32   # without manual_seed, the clock seeds the generator
+  counter: int = 0
+
+  @classmethod
+  def manual_seed(cls, seed: int = 0):
+    cls.seed, cls.counter = int(seed) & _MASK32, 0
+
+  @classmethod
+  def take(cls, n: int) -> tuple[int, int]:
+    """(seed, first counter) of a draw of n words; advances the counter by n."""
+    start = cls.counter
+    cls.counter = (start + n) & _MASK32
+    return cls.seed, start
+
+
+@dataclass(frozen=True)
+class RandomDraw:
+  """A float32 uniform ("rand", optionally fused into low + (high-low)*u) or normal ("randn", fused into
+  mean + std*z) draw of n values."""
+  kind: str
+  seed: int
+  counter: int
+  n: int
+  low: float = 0.0
+  high: float = 1.0
+
+  @property
+  def name(self) -> str: return f"threefry_{self.kind}_{self.n}"
+
+  def run(self, out):
+    if self.kind == "rand": uniform_float32(self.seed, self.counter, self.n, out, low=self.low, high=self.high)
+    else: normal_float32(self.seed, self.counter, self.n, out, mean=self.low, std=self.high)
