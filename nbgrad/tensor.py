@@ -1,6 +1,7 @@
 """Tensor: the public API. Argument checking, dtype promotion and broadcasting happen here; every op is
 a composition of the differentiable primitives of nbgrad.autograd."""
 from __future__ import annotations
+import contextlib
 import math
 from typing import Optional, Sequence, Union
 import numpy as np
@@ -74,10 +75,27 @@ def _list_to_array(data) -> np.ndarray:
   raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
 
 
+class _ClassFlag(contextlib.ContextDecorator):
+  """Sets a class attribute of Tensor for a with-block or a decorated function, then restores it."""
+  attribute = ""
+
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self):
+    self.previous = getattr(Tensor, self.attribute)
+    setattr(Tensor, self.attribute, self.mode)
+  def __exit__(self, *exc): setattr(Tensor, self.attribute, self.previous)
+
+
+class _Train(_ClassFlag): attribute = "training"
+class _InferenceMode(_ClassFlag): attribute = "no_grad"
+
+
 class Tensor:
   """A lazily computed n-dimensional array with automatic differentiation."""
   training: bool = False
   no_grad: bool = False
+  train = _Train                    # with Tensor.train(): ... / @Tensor.train()
+  inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
