@@ -641,7 +641,7 @@ class Tensor:
   def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
   def swish(self) -> Tensor: return self * self.sigmoid()
   def silu(self) -> Tensor: return self.swish()
-  def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+  def relu6(self) -> Tensor: return self.relu().minimum(6)
   def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
   def tanh(self) -> Tensor: return 2.0 * (2.0 * self._float_input()).sigmoid() - 1.0
   def sinh(self) -> Tensor: return (self.exp() - self.neg().exp()) / 2
@@ -801,15 +801,15 @@ class Tensor:
   def __ror__(self, x) -> Tensor: return self.bitwise_or(x, True)
   def __lshift__(self, x) -> Tensor: return self.lshift(x)
   def __rshift__(self, x) -> Tensor: return self.rshift(x)
-  def __iadd__(self, x) -> Tensor: return self.assign(self.add(x).cast(self.dtype))
-  def __isub__(self, x) -> Tensor: return self.assign(self.sub(x).cast(self.dtype))
-  def __imul__(self, x) -> Tensor: return self.assign(self.mul(x).cast(self.dtype))
-  def __itruediv__(self, x) -> Tensor: return self.assign(self.div(x).cast(self.dtype))
-  def __ipow__(self, x) -> Tensor: return self.assign(self.pow(x).cast(self.dtype))
-  def __imatmul__(self, x) -> Tensor: return self.assign(self.matmul(x).cast(self.dtype))
-  def __ixor__(self, x) -> Tensor: return self.assign(self.xor(x).cast(self.dtype))
-  def __iand__(self, x) -> Tensor: return self.assign(self.bitwise_and(x).cast(self.dtype))
-  def __ior__(self, x) -> Tensor: return self.assign(self.bitwise_or(x).cast(self.dtype))
+  def __iadd__(self, x) -> Tensor: return self.assign(self.add(x))
+  def __isub__(self, x) -> Tensor: return self.assign(self.sub(x))
+  def __imul__(self, x) -> Tensor: return self.assign(self.mul(x))
+  def __itruediv__(self, x) -> Tensor: return self.assign(self.div(x))
+  def __ipow__(self, x) -> Tensor: return self.assign(self.pow(x))
+  def __imatmul__(self, x) -> Tensor: return self.assign(self.matmul(x))
+  def __ixor__(self, x) -> Tensor: return self.assign(self.xor(x))
+  def __iand__(self, x) -> Tensor: return self.assign(self.bitwise_and(x))
+  def __ior__(self, x) -> Tensor: return self.assign(self.bitwise_or(x))
   def __ilshift__(self, x) -> Tensor: return self.assign(self.lshift(x))
   def __irshift__(self, x) -> Tensor: return self.assign(self.rshift(x))
 
@@ -893,7 +893,7 @@ class Tensor:
 
   def softmax(self, axis=-1) -> Tensor:
     _, exps, total = self._softmax(axis)
-    return exps / total
+    return exps * total.reciprocal()   # one division per row, not per element
 
   def log_softmax(self, axis=-1) -> Tensor:
     shifted, _, total = self._softmax(axis)

@@ -25,9 +25,10 @@ def _runtime_version() -> str:
 
 
 RUNTIME_VERSION = _runtime_version()
-# contract: a*b+c may become one fused multiply-add; arcp: x/y may become x*(1/y) (hoisted out of loops).
-# Both keep NaN, infinity and signed-zero semantics. Reductions get reassociation through runtime.radd.
-FLAGS = 'cache=True, fastmath={"contract", "arcp"}, error_model="numpy", nogil=True'
+# contract: a*b+c may become one fused multiply-add, which keeps NaN, infinity and signed-zero semantics
+# (arcp does not: its approximate reciprocal turns 1/0 into NaN). Reductions get reassociation through
+# runtime.radd only.
+FLAGS = 'cache=True, fastmath={"contract"}, error_model="numpy", nogil=True'
 
 
 def module_source(body: str, parallel: bool) -> str:

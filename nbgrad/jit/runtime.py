@@ -52,7 +52,9 @@ def f32_to_f16(f):
   x = x & np.uint32(0x7FFFFFFF)
   normal = (x + np.uint32(0xFFF) + ((x >> np.uint32(13)) & np.uint32(1)) - np.uint32(112 << 23)) >> np.uint32(13)
   subnormal = np.uint32(np.rint(reinterpret(x, types.float32) * np.float32(16777216.0)))
-  nan = np.uint32(0x7E00) if x > np.uint32(0x7F800000) else np.uint32(0x7C00)
+  payload = (x >> np.uint32(13)) & np.uint32(0x3FF)   # a NaN keeps its payload (bitcasts round-trip)
+  nan = np.uint32(0x7C00) | (payload if payload != np.uint32(0) else np.uint32(0x200))
+  nan = nan if x > np.uint32(0x7F800000) else np.uint32(0x7C00)
   h = normal
   h = subnormal if x < np.uint32(0x38800000) else h
   h = np.uint32(0x7C00) if x >= np.uint32(0x477FF000) else h
@@ -69,7 +71,8 @@ def bf16_to_f32(h):
 def f32_to_bf16(f):
   x = reinterpret(np.float32(f), types.uint32)
   rounded = (x + np.uint32(0x7FFF) + ((x >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-  nan = ((x >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7FC0)
+  top = x >> np.uint32(16)
+  nan = top if (top & np.uint32(0x7F)) != np.uint32(0) else top | np.uint32(0x40)   # keeps the payload
   return np.uint16(nan if f != f else rounded)
 
 

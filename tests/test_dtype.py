@@ -1,0 +1,354 @@
+"""Dtypes: the promotion lattice, the numpy mapping, casts between every pair, bitcast, bad dtypes.
+
+Every expected value comes from API.md's text (re-implemented here), numpy or torch."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes
+from nbgrad.dtype import least_upper_dtype
+
+NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+         "float16", "bfloat16", "float32", "float64"]
+ALL = [getattr(dtypes, n) for n in NAMES]
+BY_NAME = dict(zip(NAMES, ALL))
+NP = {n: np.dtype(n) for n in NAMES if n != "bfloat16"}
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+
+# --- the lattice, transcribed from API.md's "Dtype promotion" paragraph --------------------------
+LATTICE_TEXT = """bool -> int8, uint8; int8 -> int16; int16 -> int32; int32 -> int64; int64 -> float16, bfloat16;
+uint8 -> int16, uint16; uint16 -> int32, uint32; uint32 -> int64, uint64; uint64 -> float16, bfloat16;
+float16 -> float32; bfloat16 -> float32; float32 -> float64"""
+PRIORITY = NAMES  # "ties go to the lower-priority type in the order bool, int8, ..., float64"
+
+
+def _parse_lattice(text):
+  up = {n: set() for n in NAMES}
+  for rule in text.replace("\n", " ").split(";"):
+    src, dsts = rule.split("->")
+    up[src.strip()] |= {d.strip() for d in dsts.split(",")}
+  return up
+
+
+UP = _parse_lattice(LATTICE_TEXT)
+
+
+def _upper_set(name):
+  """name and every type reachable from it along the arrows."""
+  seen, todo = set(), [name]
+  while todo:
+    n = todo.pop()
+    if n not in seen:
+      seen.add(n)
+      todo.extend(UP[n])
+  return seen
+
+
+def ref_lub(*names):
+  """Least upper bound: the minimal common upper bounds, ties broken by the priority order."""
+  common = set.intersection(*(_upper_set(n) for n in names))
+  minimal = [c for c in common if not any(d != c and c in _upper_set(d) for d in common)]
+  return min(minimal, key=PRIORITY.index)
+
+
+def test_reference_lattice_matches_hand_picked_pairs():
+  # guards the oracle itself: values read off the API.md text by hand
+  hand = {("int8", "uint8"): "int16", ("int64", "uint64"): "float16", ("float16", "bfloat16"): "float32",
+          ("bool", "bool"): "bool", ("uint32", "int8"): "int64", ("uint64", "int8"): "float16",
+          ("uint16", "int16"): "int32", ("bool", "float64"): "float64", ("uint8", "uint16"): "uint16",
+          ("int32", "uint32"): "int64", ("bfloat16", "int64"): "bfloat16", ("bool", "uint8"): "uint8"}
+  assert {k: ref_lub(*k) for k in hand} == hand
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)), ids=lambda n: n)
+def test_least_upper_dtype_every_pair(a, b):
+  assert least_upper_dtype(BY_NAME[a], BY_NAME[b]) == BY_NAME[ref_lub(a, b)]
+
+
+@pytest.mark.parametrize("names", [("int8",), ("bfloat16",), ("int8", "uint8", "bool"), ("uint8", "int8", "float16"),
+                                   ("uint16", "int8", "uint32"), ("float16", "int64", "bfloat16"),
+                                   ("bool", "bool", "bool"), ("uint64", "int64", "float64")], ids=str)
+def test_least_upper_dtype_many_args(names):
+  assert least_upper_dtype(*(BY_NAME[n] for n in names)) == BY_NAME[ref_lub(*names)]
+
+
+# pairs where torch.promote_types agrees with the lattice
+TORCH_PAIRS = [("bool", "int8"), ("bool", "uint8"), ("int8", "uint8"), ("uint8", "int16"), ("int16", "int32"),
+               ("int32", "int64"), ("int8", "float16"), ("int64", "float16"), ("int32", "bfloat16"),
+               ("float16", "bfloat16"), ("float16", "float32"), ("bfloat16", "float64"), ("uint8", "float32"),
+               ("bool", "float64"), ("int64", "float32"), ("uint8", "int64")]
+
+
+@pytest.mark.parametrize("a,b", TORCH_PAIRS, ids=lambda n: n)
+def test_least_upper_dtype_vs_torch(a, b):
+  expected = str(torch.promote_types(getattr(torch, a), getattr(torch, b))).replace("torch.", "")
+  assert ref_lub(a, b) == expected
+  assert least_upper_dtype(BY_NAME[a], BY_NAME[b]) == BY_NAME[expected]
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)), ids=lambda n: n)
+def test_binary_op_result_dtype_every_pair(a, b):
+  # the dtype is known when the op is built; nothing needs to run
+  x, y = Tensor.zeros(3, dtype=BY_NAME[a]), Tensor.zeros(3, dtype=BY_NAME[b])
+  assert (x + y).dtype == BY_NAME[ref_lub(a, b)]
+  assert (x < y).dtype == dtypes.bool
+
+
+# --- classification, aliases, numpy mapping ------------------------------------------------------
+ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
+            "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dtype_facts(name):
+  dt = BY_NAME[name]
+  assert dt.itemsize == ITEMSIZE[name]
+  assert dtypes.is_float(dt) == (name in FLOATS)
+  assert dtypes.is_int(dt) == (name in INTS)
+  assert dtypes.is_unsigned(dt) == (name in UNSIGNED)
+  assert hash(dt) == hash(BY_NAME[name]) and dt == BY_NAME[name]
+  assert len({d for d in ALL if d == dt}) == 1
+
+
+def test_aliases_and_defaults():
+  assert dtypes.half == dtypes.float16 and dtypes.float == dtypes.float32 and dtypes.double == dtypes.float64
+  assert dtypes.int == dtypes.int32 and dtypes.long == dtypes.int64
+  assert dtypes.default_float == dtypes.float32 and dtypes.default_int == dtypes.int32
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "bfloat16"])
+def test_numpy_mapping(name):
+  dt = BY_NAME[name]
+  assert np.dtype(dt.np) == NP[name]
+  vals = np.array([0, 1, 0, 1, 1], dtype=NP[name]) if name == "bool" else np.array([0, 1, 2, 100, 7], dtype=NP[name])
+  t = Tensor(vals)
+  assert t.dtype == dt
+  out = t.numpy()
+  assert out.dtype == NP[name]
+  np.testing.assert_array_equal(out, vals)
+  # dtype= on list data
+  t2 = Tensor(vals.tolist(), dtype=dt)
+  assert t2.dtype == dt
+  assert t2.numpy().dtype == NP[name]
+  np.testing.assert_array_equal(t2.numpy(), vals)
+
+
+def test_bfloat16_from_list():
+  t = Tensor([1.5, -2.0, 3.0], dtype=dtypes.bfloat16)
+  assert t.dtype == dtypes.bfloat16
+  np.testing.assert_array_equal(t.cast(dtypes.float32).numpy(), np.array([1.5, -2.0, 3.0], np.float32))
+
+
+@pytest.mark.parametrize("data,expected", [(1.5, "float32"), (1, "int32"), (True, "bool"), ([1, 2], "int32"),
+                                           ([1, 2.5], "float32"), ([True, False], "bool"), ([[1.0], [2.0]], "float32")],
+                         ids=str)
+def test_default_dtypes_from_python(data, expected):
+  assert Tensor(data).dtype == BY_NAME[expected]
+
+
+# --- casts between every pair --------------------------------------------------------------------
+SRC_VALUES = {
+  "bool": [True, False, True, True, False],
+  "int8": [0, 1, -1, 5, -7, 127, -128],
+  "uint8": [0, 1, 5, 127, 128, 200, 255],
+  "int16": [0, 1, -1, 5, -7, 127, -128, 300, -200, 32767, -32768],
+  "uint16": [0, 1, 5, 127, 200, 300, 65535],
+  "int32": [0, 1, -1, 5, -7, 127, -128, 300, -200, 70000, -70000, 2**31 - 1, -2**31],
+  "uint32": [0, 1, 5, 200, 300, 70000, 2**31, 2**32 - 1],
+  "int64": [0, 1, -1, 5, -7, 300, -200, 70000, -70000, 2**31 + 3, -(2**40)],
+  "uint64": [0, 1, 5, 200, 65535, 2**32 + 5],
+  "float16": [0.0, -0.0, 0.3, -1.5, 2.7, -2.7, 100.25, 255.5, 1000.5, 65504.0, float("nan"), float("inf"), -float("inf")],
+  "float32": [0.0, -0.0, 0.3, -0.3, 1.5, -1.5, 2.7, -2.7, 100.25, -100.9, 127.9, 255.5, 1000.5, 65504.0, 7e4, 1e10,
+              -1e10, float("nan"), float("inf"), -float("inf")],
+  "float64": [0.0, -0.0, 0.3, -0.3, 1.5, -1.5, 2.7, -2.7, 100.25, -100.9, 127.9, 255.5, 1000.5, 65504.0, 7e4, 1e10,
+              -1e10, 1e300, float("nan"), float("inf"), -float("inf")],
+}
+SRC_VALUES["bfloat16"] = SRC_VALUES["float32"]
+
+
+def _source_array(src):
+  """The values a `src` tensor holds, as a numpy array (bfloat16: float32 values rounded by torch)."""
+  if src == "bfloat16":
+    return torch.tensor(SRC_VALUES[src], dtype=torch.float32).to(torch.bfloat16).float().numpy()
+  return np.array(SRC_VALUES[src], dtype=NP[src])
+
+
+def _keep_for(vals, src, dst):
+  """float -> int casts are only defined when the truncated value fits the target."""
+  if src not in FLOATS or dst not in INTS: return vals
+  info = np.iinfo(NP[dst])
+  v = vals.astype(np.float64)
+  with np.errstate(invalid="ignore"):
+    ok = np.isfinite(v) & (np.trunc(v) >= int(info.min)) & (np.trunc(v) <= int(info.max))
+    if dst in UNSIGNED: ok &= v >= 0
+    if dst in ("int64", "uint64"): ok &= np.abs(v) < 2.0**62
+  return vals[ok]
+
+
+def _make(vals, name):
+  if name == "bfloat16": return Tensor(vals.astype(np.float32)).cast(dtypes.bfloat16)
+  return Tensor(vals)
+
+
+def _values(t):
+  return t.cast(dtypes.float32).numpy() if t.dtype == dtypes.bfloat16 else t.numpy()
+
+
+def _expected_cast(vals, src, dst):
+  with np.errstate(all="ignore"):
+    if dst == "bfloat16":
+      if src in INTS: vals = vals.astype(np.float64)  # exact for these values
+      if src == "bool": vals = vals.astype(np.float32)
+      return torch.from_numpy(np.ascontiguousarray(vals)).to(torch.bfloat16).float().numpy()
+    return vals.astype(NP[dst])
+
+
+@pytest.mark.parametrize("src,dst", list(itertools.product(NAMES, NAMES)), ids=lambda n: n)
+def test_cast_every_pair(src, dst):
+  vals = _keep_for(_source_array(src), src, dst)
+  assert len(vals) >= 3
+  out = _make(vals, src).cast(BY_NAME[dst])
+  assert out.dtype == BY_NAME[dst]
+  assert out.shape == (len(vals),)
+  got = _values(out)
+  if dst != "bfloat16": assert got.dtype == NP[dst]
+  expected = _expected_cast(vals, src, dst)
+  np.testing.assert_array_equal(got, expected)
+  if dst in FLOATS:  # sign of zero survives float casts
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(expected[expected == 0]))
+
+
+def test_float_to_int_truncates_toward_zero():
+  x = Tensor(np.array([2.9, -2.9, 0.5, -0.5, 7.0, -7.999], np.float32))
+  np.testing.assert_array_equal(x.cast(dtypes.int32).numpy(), np.array([2, -2, 0, 0, 7, -7], np.int32))
+  np.testing.assert_array_equal(x.cast(dtypes.int8).numpy(), np.array([2, -2, 0, 0, 7, -7], np.int8))
+
+
+def test_bool_casts():
+  x = Tensor(np.array([0.0, -0.0, 0.1, -3.0, np.nan, np.inf], np.float32))
+  np.testing.assert_array_equal(x.cast(dtypes.bool).numpy(), np.array([False, False, True, True, True, True]))
+  y = Tensor(np.array([0, 2, -1, 256], np.int32))
+  np.testing.assert_array_equal(y.cast(dtypes.bool).numpy(), np.array([False, True, True, True]))
+  b = Tensor(np.array([True, False]))
+  np.testing.assert_array_equal(b.cast(dtypes.float32).numpy(), np.array([1.0, 0.0], np.float32))
+  np.testing.assert_array_equal(b.cast(dtypes.uint8).numpy(), np.array([1, 0], np.uint8))
+
+
+BF16_ROUNDING = np.array([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20, 1 - 2**-9, -(1 + 2**-8), -(1 + 3 * 2**-8),
+                          3.0, 0.1, 1e-40, 3.4028234e38, 65504.0, -1e-3, 2**-126], np.float32)
+
+
+def test_bfloat16_round_to_nearest_even():
+  ref = torch.from_numpy(BF16_ROUNDING).to(torch.bfloat16)
+  out = Tensor(BF16_ROUNDING).cast(dtypes.bfloat16)
+  np.testing.assert_array_equal(out.cast(dtypes.float32).numpy(), ref.float().numpy())
+  ref_bits = ref.view(torch.int16).numpy().view(np.uint16)
+  np.testing.assert_array_equal(out.bitcast(dtypes.uint16).numpy(), ref_bits)
+
+
+def test_bfloat16_nan_inf():
+  out = Tensor(np.array([np.nan, np.inf, -np.inf, -0.0], np.float32)).cast(dtypes.bfloat16).cast(dtypes.float32).numpy()
+  assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf and out[3] == 0 and np.signbit(out[3])
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "flipped", "expanded", "0d", "empty"])
+def test_cast_non_contiguous_and_edge_shapes(layout):
+  base = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5) * 1.25
+  t = Tensor(base)
+  nb, ref = {"transposed": (lambda: t.T, lambda: base.T), "sliced": (lambda: t[::2, 1:], lambda: base[::2, 1:]),
+             "flipped": (lambda: t.flip(1), lambda: base[:, ::-1]),
+             "expanded": (lambda: t[1:2].expand(4, 4), lambda: np.broadcast_to(base[1:2], (4, 4))),
+             "0d": (lambda: Tensor(np.array(-2.75, np.float32)), lambda: np.array(-2.75, np.float32)),
+             "empty": (lambda: Tensor(np.zeros((0, 3), np.float32)), lambda: np.zeros((0, 3), np.float32))}[layout]
+  for dst in ("int32", "float16", "float64", "uint8" if layout == "empty" else "int8"):
+    out = nb().cast(BY_NAME[dst])
+    expected = ref().astype(NP[dst])
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_float_and_half_shorthands():
+  t = Tensor(np.array([1, -2, 300], np.int32))
+  assert t.float().dtype == dtypes.float32 and t.half().dtype == dtypes.float16
+  np.testing.assert_array_equal(t.float().numpy(), np.array([1, -2, 300], np.float32))
+  np.testing.assert_array_equal(t.half().numpy(), np.array([1, -2, 300], np.float16))
+
+
+# --- bitcast -------------------------------------------------------------------------------------
+BIT_PATTERNS = {
+  "float32": np.array([0.0, -0.0, 1.0, -2.5, 3.4e38, 1e-40, np.inf, -np.inf], np.float32),
+  "int32": np.array([0, 1, -1, 0x3F800000, -2**31, 2**31 - 1, 0x00800001], np.int32),
+  "uint32": np.array([0, 1, 0x3F800000, 0xBF800000, 0x7F7FFFFF, 0x00000001], np.uint32),
+  "float16": np.array([0.0, -0.0, 1.0, -2.5, 65504.0, 6e-8, np.inf], np.float16),
+  "int16": np.array([0, 1, -1025, 0x3C00, -0x4000, 0x7BFF], np.int16),
+  "uint16": np.array([0, 1, 0x3C00, 0xC000, 0x7BFF, 0x8001], np.uint16),
+  "float64": np.array([0.0, -0.0, 1.0, -2.5, 1e300, 5e-324, np.inf], np.float64),
+  "int64": np.array([0, 1, -1, 0x3FF0000000000000, -2**63, 2**63 - 1], np.int64),
+  "uint64": np.array([0, 1, 0x3FF0000000000000, 0xBFF0000000000000, 2**64 - 1], np.uint64),
+  "int8": np.array([0, 1, -1, 127, -128], np.int8),
+  "uint8": np.array([0, 1, 127, 128, 255], np.uint8),
+  "bool": np.array([True, False, True]),
+}
+BITCAST_PAIRS = [("float32", "int32"), ("float32", "uint32"), ("int32", "float32"), ("uint32", "float32"),
+                 ("int32", "uint32"), ("uint32", "int32"), ("float16", "int16"), ("float16", "uint16"),
+                 ("int16", "float16"), ("uint16", "float16"), ("int16", "uint16"), ("uint16", "int16"),
+                 ("float64", "int64"), ("float64", "uint64"), ("int64", "float64"), ("uint64", "float64"),
+                 ("int64", "uint64"), ("uint64", "int64"), ("int8", "uint8"), ("uint8", "int8"),
+                 ("bool", "uint8"), ("bool", "int8"), ("float32", "float32")]
+
+
+@pytest.mark.parametrize("src,dst", BITCAST_PAIRS, ids=lambda n: n)
+def test_bitcast_same_itemsize(src, dst):
+  vals = BIT_PATTERNS[src]
+  out = Tensor(vals).bitcast(BY_NAME[dst])
+  assert out.dtype == BY_NAME[dst]
+  got = out.numpy()
+  assert got.dtype == NP[dst]
+  np.testing.assert_array_equal(got.view(np.uint8), vals.view(NP[dst]).view(np.uint8))
+
+
+def test_bitcast_non_contiguous_input():
+  base = np.arange(12, dtype=np.float32).reshape(3, 4) * -1.5
+  out = Tensor(base).T.bitcast(dtypes.int32)
+  assert out.shape == (4, 3)
+  np.testing.assert_array_equal(out.numpy(), np.ascontiguousarray(base.T).view(np.int32))
+
+
+def test_bitcast_bfloat16():
+  bits = np.array([0x3F80, 0xC020, 0x0000, 0x8000, 0x7F80, 0x4049, 0x0001], np.uint16)
+  as_f32 = (bits.astype(np.uint32) << 16).view(np.float32)
+  bf = Tensor(bits).bitcast(dtypes.bfloat16)
+  assert bf.dtype == dtypes.bfloat16
+  np.testing.assert_array_equal(bf.cast(dtypes.float32).numpy(), as_f32)
+  back = Tensor(as_f32).cast(dtypes.bfloat16).bitcast(dtypes.uint16)
+  assert back.dtype == dtypes.uint16
+  np.testing.assert_array_equal(back.numpy(), bits)
+  np.testing.assert_array_equal(Tensor(bits.view(np.int16)).bitcast(dtypes.bfloat16).bitcast(dtypes.int16).numpy(),
+                                bits.view(np.int16))
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "float16"), ("int32", "int64"), ("uint8", "uint16"),
+                                     ("float64", "float32"), ("bfloat16", "float32"), ("bool", "int32"),
+                                     ("float16", "float32"), ("int64", "int32")], ids=lambda n: n)
+def test_bitcast_different_itemsize_raises(src, dst):
+  t = Tensor.zeros(4, dtype=BY_NAME[src])
+  with pytest.raises((ValueError, TypeError, RuntimeError)):
+    t.bitcast(BY_NAME[dst])
+
+
+# --- unknown dtypes ------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["not_a_dtype", "complex64", object(), 3.5, np.complex64], ids=repr)
+def test_unknown_dtype_raises(bad):
+  with pytest.raises((TypeError, ValueError)):
+    Tensor([1.0, 2.0], dtype=bad)
+  with pytest.raises((TypeError, ValueError)):
+    Tensor([1.0, 2.0]).cast(bad)
+
+
+def test_unsupported_numpy_dtype_raises():
+  with pytest.raises((TypeError, ValueError)):
+    Tensor(np.array([1 + 2j, 3j], dtype=np.complex64))

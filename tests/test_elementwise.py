@@ -1,0 +1,784 @@
+"""Elementwise ops: unary, activations, binary, comparisons, where / masked_fill / clip / lerp.
+
+Forward values against torch (CPU, float64) or numpy; result dtypes per API.md's promotion rules;
+broadcasting, Python scalars on either side, in-place operators, special values, edge shapes."""
+import math
+import operator
+import zlib
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nbgrad import Tensor, dtypes
+
+NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+         "float16", "bfloat16", "float32", "float64"]
+DT = {n: getattr(dtypes, n) for n in NAMES}
+NP = {n: np.dtype(n) for n in NAMES if n != "bfloat16"}
+UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
+INTS = ["int8", "int16", "int32", "int64"] + UNSIGNED
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+NAN, INF = float("nan"), float("inf")
+
+# (rtol, atol) by kind of op and dtype of the result
+TOL = {
+  "exact": {"float32": (0, 0), "float64": (0, 0), "float16": (2e-3, 1e-3), "bfloat16": (1e-2, 1e-2)},
+  "near": {"float32": (3e-7, 0), "float64": (1e-15, 0), "float16": (2e-3, 1e-3), "bfloat16": (1e-2, 1e-2)},
+  "trans": {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-2), "bfloat16": (4e-2, 4e-2)},
+}
+
+
+# --- helpers -------------------------------------------------------------------------------------
+def rng_for(*key):
+  return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def round_bf16(x):
+  return torch.from_numpy(np.array(x, dtype=np.float64, order="C")).to(torch.bfloat16).double().numpy()
+
+
+def stored(vals, name):
+  """The values a tensor of dtype `name` holds: ints/bool in their numpy dtype, floats as float64."""
+  vals = np.asarray(vals)
+  with np.errstate(all="ignore"):
+    if name == "bfloat16": return round_bf16(vals.astype(np.float64))
+    if name in FLOATS: return vals.astype(NP[name]).astype(np.float64)
+    return vals.astype(NP[name])
+
+
+def make(vals, name):
+  """A tensor of dtype `name` holding vals (0-d stays 0-d)."""
+  vals = np.asarray(vals)
+  if name == "bfloat16": return Tensor(np.array(vals, dtype=np.float32, order="C")).cast(dtypes.bfloat16)
+  return Tensor(np.array(vals, dtype=NP[name], order="C"))
+
+
+def values(t):
+  return t.cast(dtypes.float32).numpy() if t.dtype == dtypes.bfloat16 else t.numpy()
+
+
+def check(out, expected, name, kind="exact"):
+  """out must have dtype `name`, expected's shape, and expected's values (floats: rounded to `name`, then tolerance)."""
+  assert out.dtype == DT[name], f"dtype {out.dtype}, expected {name}"
+  expected = np.asarray(expected)
+  assert tuple(out.shape) == expected.shape, f"shape {out.shape}, expected {expected.shape}"
+  got = values(out)
+  assert got.shape == expected.shape
+  if name not in FLOATS:
+    assert got.dtype == NP[name]
+    np.testing.assert_array_equal(got, expected.astype(NP[name]))
+    return
+  if name != "bfloat16": assert got.dtype == NP[name]
+  rtol, atol = TOL[kind][name]
+  np.testing.assert_allclose(got.astype(np.float64), stored(expected.astype(np.float64), name), rtol=rtol, atol=atol,
+                             equal_nan=True)
+
+
+def torch_ref(fn, *xs):
+  """fn applied in float64 by torch to numpy inputs."""
+  ts = [torch.from_numpy(np.array(x, dtype=np.float64, order="C")) for x in xs]
+  with torch.no_grad():
+    return fn(*ts).numpy()
+
+
+# movement ops applied identically to the nbgrad tensor and the numpy array
+MOVES = {
+  "id": (lambda t: t, lambda a: a),
+  "T": (lambda t: t.T, lambda a: a.T),
+  "slice": (lambda t: t[::2, 1:4], lambda a: a[::2, 1:4]),
+  "step2": (lambda t: t[:, ::2], lambda a: a[:, ::2]),
+  "flip0": (lambda t: t.flip(0), lambda a: a[::-1]),
+  "flip1": (lambda t: t.flip(1), lambda a: a[:, ::-1]),
+  "expand34": (lambda t: t.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4))),
+  "permute": (lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+}
+# layout name -> (base shape, move)
+LAYOUTS = {"contig": ((3, 4), "id"), "0d": ((), "id"), "empty": ((0, 4), "id"), "size1": ((1, 4, 1), "id"),
+           "transposed": ((4, 3), "T"), "sliced": ((6, 5), "slice"), "flipped": ((3, 4), "flip1"),
+           "expanded": ((1, 4), "expand34"), "permuted": ((2, 3, 4), "permute")}
+
+
+def laid_out(raw, name, layout_move):
+  x = stored(raw, name)
+  nb_move, np_move = MOVES[layout_move]
+  return nb_move(make(x, name)), np_move(x)
+
+
+# --- domains -------------------------------------------------------------------------------------
+def U(lo, hi): return lambda rng, shape: rng.uniform(lo, hi, shape)
+def I(lo, hi): return lambda rng, shape: rng.integers(lo, hi + 1, shape)
+def HALVES(rng, shape): return rng.integers(-20, 21, shape) * 0.25        # exact .25/.5/.75 fractions and ties
+def NONZERO(rng, shape): return rng.uniform(0.2, 3, shape) * rng.choice([-1.0, 1.0], shape)
+def INZ(rng, shape): return rng.choice([-5, -3, -2, -1, 1, 2, 4, 5], shape)
+def ZEROS(rng, shape): return rng.integers(-2, 3, shape) * 1.5             # many exact zeros
+
+
+# --- unary ops -----------------------------------------------------------------------------------
+# name: (nbgrad fn, torch reference (float64), float domain, int domain, numpy int reference or None, kind)
+# kind "trans": int/bool inputs compute in float32; anything else keeps the input dtype (logical_not -> bool)
+UNARY = {
+  "neg": (lambda t: t.neg(), torch.neg, U(-5, 5), I(-10, 10), np.negative, "exact"),
+  "-x": (lambda t: -t, torch.neg, U(-5, 5), I(-10, 10), np.negative, "exact"),
+  "logical_not": (lambda t: t.logical_not(), torch.logical_not, ZEROS, I(-2, 2), np.logical_not, "exact"),
+  "log": (lambda t: t.log(), torch.log, U(0.1, 10), I(1, 20), None, "trans"),
+  "log2": (lambda t: t.log2(), torch.log2, U(0.1, 10), I(1, 20), None, "trans"),
+  "exp": (lambda t: t.exp(), torch.exp, U(-5, 5), I(-5, 5), None, "trans"),
+  "exp2": (lambda t: t.exp2(), torch.exp2, U(-5, 5), I(-5, 5), None, "trans"),
+  "relu": (lambda t: t.relu(), torch.relu, U(-5, 5), I(-10, 10), lambda x: np.maximum(x, 0), "exact"),
+  "sigmoid": (lambda t: t.sigmoid(), torch.sigmoid, U(-6, 6), I(-6, 6), None, "trans"),
+  "sqrt": (lambda t: t.sqrt(), torch.sqrt, U(0, 10), I(0, 20), None, "trans"),
+  "rsqrt": (lambda t: t.rsqrt(), torch.rsqrt, U(0.1, 10), I(1, 20), None, "trans"),
+  "sin": (lambda t: t.sin(), torch.sin, U(-6, 6), I(-10, 10), None, "trans"),
+  "cos": (lambda t: t.cos(), torch.cos, U(-6, 6), I(-10, 10), None, "trans"),
+  "tan": (lambda t: t.tan(), torch.tan, U(-1.2, 1.2), I(-3, 3), None, "trans"),
+  "trunc": (lambda t: t.trunc(), torch.trunc, HALVES, I(-10, 10), lambda x: x, "exact"),
+  "ceil": (lambda t: t.ceil(), torch.ceil, HALVES, I(-10, 10), lambda x: x, "exact"),
+  "floor": (lambda t: t.floor(), torch.floor, HALVES, I(-10, 10), lambda x: x, "exact"),
+  "round": (lambda t: t.round(), torch.round, HALVES, None, None, "exact"),
+  "square": (lambda t: t.square(), torch.square, U(-5, 5), I(-10, 10), lambda x: x * x, "exact"),
+  "sign": (lambda t: t.sign(), torch.sign, ZEROS, I(-3, 3), np.sign, "exact"),
+  "abs": (lambda t: t.abs(), torch.abs, U(-5, 5), I(-10, 10), np.abs, "exact"),
+  "reciprocal": (lambda t: t.reciprocal(), torch.reciprocal, NONZERO, INZ, None, "trans"),
+}
+TRANSCENDENTAL = [n for n, row in UNARY.items() if row[5] == "trans"]
+EXACT_INT_UNARY = {"int32", "uint8", "int8"}
+ROUNDING = ("trunc", "ceil", "floor")
+
+
+# Layouts that cost the engine a kernel variant of their own (0-d, strided) run on a representative
+# subset of ops; the others (empty, size-1, flipped, expanded, permuted) run on every op.
+SHARED_LAYOUTS = ("contig", "empty", "size1", "flipped", "expanded", "permuted")
+ALL_LAYOUT_UNARY = ("neg", "logical_not", "exp", "sqrt", "sign", "round", "relu")
+INT_TRANSPOSED_UNARY = ("neg", "exp")
+
+
+def _unary_cases():
+  cases = []
+  for op, row in UNARY.items():
+    for layout in (LAYOUTS if op in ALL_LAYOUT_UNARY else SHARED_LAYOUTS):
+      cases.append(pytest.param(op, "float32", layout, id=f"{op}-float32-{layout}"))
+    for name in ("float64", "float16", "bfloat16"): cases.append(pytest.param(op, name, "contig", id=f"{op}-{name}"))
+    if row[3] is None: continue
+    if op in TRANSCENDENTAL:
+      names = ["int32", "bool"] + (["uint8", "int64"] if op in ("sqrt", "exp") else [])
+    elif op in ROUNDING: names = ["int32"]
+    elif op == "logical_not": names = ["int32", "uint8", "bool"]
+    else: names = [n for n in ("int32", "int8", "uint8") if n in EXACT_INT_UNARY]
+    for name in names:
+      cases.append(pytest.param(op, name, "contig", id=f"{op}-{name}"))
+      if name == "int32" and op in INT_TRANSPOSED_UNARY:
+        cases.append(pytest.param(op, name, "transposed", id=f"{op}-{name}-transposed"))
+  return cases
+
+
+def _int_domain(op, name, rng, shape):
+  if name == "bool": return rng.integers(0, 2, shape).astype(bool)
+  raw = UNARY[op][3](rng, shape)
+  if name in UNSIGNED: raw = np.abs(raw) + (raw == 0) * (op in ("log", "log2", "rsqrt", "reciprocal"))
+  return raw
+
+
+@pytest.mark.parametrize("op,name,layout", _unary_cases())
+def test_unary(op, name, layout):
+  fn, ref, fdom, _, npref, kind = UNARY[op]
+  shape, move = LAYOUTS[layout]
+  rng = rng_for(op, name, layout)
+  raw = fdom(rng, shape) if name in FLOATS else _int_domain(op, name, rng, shape)
+  t, x = laid_out(raw, name, move)
+  out = fn(t)
+  if op == "logical_not":
+    check(out, np.logical_not(x), "bool")
+  elif name in FLOATS:
+    check(out, torch_ref(ref, x), name, kind)
+  elif kind == "trans":  # int / bool inputs compute in float32
+    check(out, torch_ref(ref, x.astype(np.float64)), "float32", "trans")
+  else:
+    with np.errstate(all="ignore"):
+      check(out, npref(x), name)
+
+
+# (op, inputs, float32 reference) special values as torch defines them
+SPECIAL_UNARY = [
+  ("log", [0.0, -0.0, -1.0, INF, NAN, -INF]), ("log2", [0.0, -1.0, INF, NAN]),
+  ("exp", [INF, -INF, NAN, 100.0, -200.0]), ("exp2", [INF, -INF, NAN, 200.0, -200.0]),
+  ("sqrt", [-1.0, 0.0, INF, NAN, -INF]), ("rsqrt", [0.0, INF, -1.0]),
+  ("reciprocal", [0.0, -0.0, INF, -INF, NAN]), ("sigmoid", [INF, -INF, 100.0, -100.0, NAN]),
+  ("sin", [NAN, INF, -INF]), ("cos", [NAN, INF]), ("neg", [INF, -INF, NAN]), ("abs", [-INF, INF, NAN]),
+  ("relu", [INF, -INF, NAN]), ("square", [INF, -INF, NAN]), ("sign", [INF, -INF, 0.0, -0.0]),
+  ("trunc", [INF, -INF, NAN]), ("ceil", [INF, -INF, NAN]), ("floor", [INF, -INF, NAN]), ("round", [INF, -INF, NAN]),
+]
+SPECIAL_ACT = [
+  ("tanh", lambda t: t.tanh(), torch.tanh, [INF, -INF, 100.0, -100.0, NAN]),
+  ("relu6", lambda t: t.relu6(), F.relu6, [INF, -INF]),
+  ("hardtanh", lambda t: t.hardtanh(), F.hardtanh, [INF, -INF]),
+  ("elu", lambda t: t.elu(), F.elu, [INF, -INF]),
+]
+
+
+@pytest.mark.parametrize("op,inputs", SPECIAL_UNARY, ids=[s[0] for s in SPECIAL_UNARY])
+def test_unary_special_values(op, inputs):
+  fn, ref, *_ = UNARY[op]
+  x = np.array(inputs, np.float32)
+  with torch.no_grad():
+    expected = ref(torch.from_numpy(x)).numpy().astype(np.float64)
+  check(fn(Tensor(x)), expected, "float32", UNARY[op][5])
+
+
+@pytest.mark.parametrize("name,fn,ref,inputs", SPECIAL_ACT, ids=[s[0] for s in SPECIAL_ACT])
+def test_activation_special_values(name, fn, ref, inputs):
+  x = np.array(inputs, np.float32)
+  with torch.no_grad():
+    expected = ref(torch.from_numpy(x)).numpy().astype(np.float64)
+  check(fn(Tensor(x)), expected, "float32", "trans")
+
+
+def test_logical_not_special_values():
+  x = np.array([NAN, INF, 0.0, -0.0, -INF], np.float32)
+  check(Tensor(x).logical_not(), np.array([False, False, True, True, False]), "bool")
+
+
+def test_round_half_to_even():
+  x = np.array([0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, -3.5, 0.49999997, 2.5000002, -3.7, 4.0, 1e7 + 0.5], np.float32)
+  check(Tensor(x).round(), torch.round(torch.from_numpy(x)).numpy(), "float32")
+  np.testing.assert_array_equal(Tensor(x).round().numpy()[:8], np.array([0, 2, 2, 4, 0, -2, -2, -4], np.float32))
+
+
+# --- activations ---------------------------------------------------------------------------------
+# name: (nbgrad fn, torch reference (float64), domain); formulas follow tinygrad 0.9.0
+ACTIVATIONS = {
+  "elu": (lambda t: t.elu(), F.elu, U(-4, 4)),
+  "elu(alpha=0.5)": (lambda t: t.elu(alpha=0.5), lambda x: F.elu(x, alpha=0.5), U(-4, 4)),
+  "celu": (lambda t: t.celu(), F.celu, U(-4, 4)),
+  "celu(alpha=2)": (lambda t: t.celu(alpha=2.0), lambda x: F.celu(x, alpha=2.0), U(-4, 4)),
+  "swish": (lambda t: t.swish(), F.silu, U(-6, 6)),
+  "silu": (lambda t: t.silu(), F.silu, U(-6, 6)),
+  "relu6": (lambda t: t.relu6(), F.relu6, U(-4, 10)),
+  "hardswish": (lambda t: t.hardswish(), F.hardswish, U(-5, 5)),
+  "tanh": (lambda t: t.tanh(), torch.tanh, U(-4, 4)),
+  "sinh": (lambda t: t.sinh(), torch.sinh, U(-3, 3)),
+  "cosh": (lambda t: t.cosh(), torch.cosh, U(-3, 3)),
+  "atanh": (lambda t: t.atanh(), torch.atanh, U(-0.9, 0.9)),
+  "asinh": (lambda t: t.asinh(), torch.asinh, U(-3, 3)),
+  "acosh": (lambda t: t.acosh(), torch.acosh, U(1.1, 5)),
+  "hardtanh": (lambda t: t.hardtanh(), F.hardtanh, U(-3, 3)),
+  "hardtanh(-2,3)": (lambda t: t.hardtanh(min_val=-2, max_val=3), lambda x: F.hardtanh(x, -2.0, 3.0), U(-4, 4)),
+  "gelu": (lambda t: t.gelu(), lambda x: F.gelu(x, approximate="tanh"), U(-4, 4)),
+  "quick_gelu": (lambda t: t.quick_gelu(), lambda x: x * torch.sigmoid(1.702 * x), U(-4, 4)),
+  "leakyrelu": (lambda t: t.leakyrelu(), lambda x: F.leaky_relu(x, 0.01), U(-4, 4)),
+  "leakyrelu(0.2)": (lambda t: t.leakyrelu(neg_slope=0.2), lambda x: F.leaky_relu(x, 0.2), U(-4, 4)),
+  "mish": (lambda t: t.mish(), F.mish, U(-4, 4)),
+  "softplus": (lambda t: t.softplus(), F.softplus, U(-8, 8)),
+  "softplus(beta=2)": (lambda t: t.softplus(beta=2), lambda x: F.softplus(x, beta=2), U(-4, 4)),
+  "softsign": (lambda t: t.softsign(), F.softsign, U(-5, 5)),
+}
+
+
+ALL_LAYOUT_ACTIVATIONS = ("gelu", "silu", "tanh", "softplus", "elu")
+PIECEWISE_LINEAR = ("relu6", "hardtanh", "leakyrelu")
+
+
+def _activation_cases():
+  cases = []
+  for op in ACTIVATIONS:
+    layouts = ("contig", "0d", "empty", "transposed", "sliced", "expanded") if op in ALL_LAYOUT_ACTIVATIONS else \
+      ("contig", "empty", "expanded", "flipped")
+    for layout in layouts:
+      cases.append(pytest.param(op, "float32", layout, id=f"{op}-float32-{layout}"))
+    # non-default parameters: float32 and float64; piecewise-linear ones: float32 and the half types
+    names = ("float64",) if "(" in op else ("float16", "bfloat16") if op in PIECEWISE_LINEAR else ("float64", "float16", "bfloat16")
+    for name in names: cases.append(pytest.param(op, name, "contig", id=f"{op}-{name}"))
+  return cases
+
+
+@pytest.mark.parametrize("op,name,layout", _activation_cases())
+def test_activation(op, name, layout):
+  fn, ref, dom = ACTIVATIONS[op]
+  shape, move = LAYOUTS[layout]
+  t, x = laid_out(dom(rng_for(op, name, layout), shape), name, move)
+  check(fn(t), torch_ref(ref, x), name, "trans")
+
+
+# --- binary ops ----------------------------------------------------------------------------------
+# name: (nbgrad fn, numpy reference, kind, family, role of the right operand's values)
+BINARY = {
+  "add": (lambda a, b: a.add(b), np.add, "exact", "arith", "any"),
+  "+": (lambda a, b: a + b, np.add, "exact", "arith", "any"),
+  "sub": (lambda a, b: a.sub(b), np.subtract, "exact", "arith", "any"),
+  "-": (lambda a, b: a - b, np.subtract, "exact", "arith", "any"),
+  "mul": (lambda a, b: a.mul(b), np.multiply, "exact", "arith", "any"),
+  "*": (lambda a, b: a * b, np.multiply, "exact", "arith", "any"),
+  "maximum": (lambda a, b: a.maximum(b), np.maximum, "exact", "arith", "any"),
+  "minimum": (lambda a, b: a.minimum(b), np.minimum, "exact", "arith", "any"),
+  "div": (lambda a, b: a.div(b), np.true_divide, "near", "div", "nonzero"),
+  "/": (lambda a, b: a / b, np.true_divide, "near", "div", "nonzero"),
+  "pow": (lambda a, b: a.pow(b), np.power, "trans", "pow", "any"),
+  "**": (lambda a, b: a ** b, np.power, "trans", "pow", "any"),
+  "xor": (lambda a, b: a.xor(b), np.bitwise_xor, "exact", "xor", "any"),
+  "^": (lambda a, b: a ^ b, np.bitwise_xor, "exact", "xor", "any"),
+}
+# (left dtype, right dtype, result dtype read off the lattice); the first row is also run on every layout
+COMBOS = {
+  "arith": [("float32", "float32", "float32"), ("int32", "int32", "int32"), ("uint8", "uint8", "uint8"),
+            ("int8", "uint8", "int16"), ("uint32", "int32", "int64"), ("uint32", "uint32", "uint32"),
+            ("int64", "int64", "int64"), ("bool", "int32", "int32"), ("int32", "float32", "float32"),
+            ("float64", "float32", "float64"), ("uint8", "float16", "float16"), ("float16", "float16", "float16"),
+            ("bfloat16", "bfloat16", "bfloat16"), ("float16", "bfloat16", "float32"), ("uint16", "int16", "int32")],
+  "div": [("float32", "float32", "float32"), ("int32", "int32", "float32"), ("uint8", "uint8", "float32"),
+          ("int64", "int64", "float32"), ("int32", "float32", "float32"), ("bool", "float32", "float32"),
+          ("float64", "float64", "float64"), ("float16", "float16", "float16"), ("bfloat16", "bfloat16", "bfloat16"),
+          ("int8", "float16", "float16")],
+  "pow": [("float32", "float32", "float32"), ("float64", "float64", "float64"), ("float16", "float16", "float16"),
+          ("bfloat16", "bfloat16", "bfloat16")],
+  "xor": [("int32", "int32", "int32"), ("bool", "bool", "bool"), ("uint8", "uint8", "uint8"), ("int8", "uint8", "int16"),
+          ("uint32", "uint32", "uint32"), ("int64", "int64", "int64"), ("uint64", "uint64", "uint64"),
+          ("int16", "int16", "int16")],
+}
+# layout name -> ((left base shape, move), (right base shape, move))
+BINARY_LAYOUTS = {
+  "same": (((3, 4), "id"), ((3, 4), "id")), "row": (((3, 4), "id"), ((4,), "id")),
+  "outer": (((3, 1), "id"), ((1, 4), "id")), "rank3": (((2, 1, 3), "id"), ((4, 1), "id")),
+  "scalar_0d": (((), "id"), ((3, 4), "id")), "both_0d": (((), "id"), ((), "id")),
+  "empty": (((0, 4), "id"), ((4,), "id")), "empty_bcast": (((0, 1), "id"), ((1, 4), "id")),
+  "transposed": (((4, 3), "T"), ((3, 4), "id")), "flip_step": (((3, 4), "flip0"), ((3, 8), "step2")),
+  "expanded": (((1, 4), "expand34"), ((3, 1), "expand34")),
+}
+
+
+def gen(rng, name, shape, role="any"):
+  if name == "bool": return rng.integers(0, 2, shape).astype(bool)
+  if name in UNSIGNED:
+    v = rng.integers(0, np.iinfo(NP[name]).max, shape, dtype=NP[name], endpoint=True)
+    if role == "nonzero": v[v == 0] = 1
+    return v
+  if name in INTS:
+    v = rng.integers(-20, 21, shape)
+    if role == "nonzero": v[v == 0] = 7
+    return v.astype(NP[name])
+  if role == "nonzero": return rng.uniform(0.5, 3, shape) * rng.choice([-1.0, 1.0], shape)
+  if role == "positive": return rng.uniform(0.5, 3, shape)
+  return rng.uniform(-3, 3, shape)
+
+
+def binary_ref(npfn, a, b, out):
+  with np.errstate(all="ignore"):
+    if out in FLOATS: return npfn(a.astype(np.float64), b.astype(np.float64))
+    return npfn(a.astype(NP[out]), b.astype(NP[out]))
+
+
+ALL_LAYOUT_BINARY = ("add", "+", "mul", "div", "^")  # every layout on the first dtype combo
+SOME_LAYOUTS = ("same", "outer", "transposed", "empty", "expanded")
+
+
+def _binary_cases():
+  cases = []
+  for op, (_, _, _, family, _) in BINARY.items():
+    for i, combo in enumerate(COMBOS[family]):
+      if i > 0: layouts = ("same",)
+      else: layouts = BINARY_LAYOUTS if op in ALL_LAYOUT_BINARY else SOME_LAYOUTS
+      for layout in layouts:
+        cases.append(pytest.param(op, combo, layout, id=f"{op}-{combo[0]}-{combo[1]}-{layout}"))
+  return cases
+
+
+@pytest.mark.parametrize("op,combo,layout", _binary_cases())
+def test_binary(op, combo, layout):
+  fn, npfn, kind, family, role = BINARY[op]
+  left, right, out = combo
+  (sa, ma), (sb, mb) = BINARY_LAYOUTS[layout]
+  rng = rng_for(op, combo, layout)
+  a, xa = laid_out(gen(rng, left, sa, "positive" if family == "pow" else "any"), left, ma)
+  b, xb = laid_out(gen(rng, right, sb, role if family != "pow" else "any"), right, mb)
+  check(fn(a, b), binary_ref(npfn, xa, xb, out), out, kind)
+
+
+# special values as torch defines them: (name, nbgrad fn, torch fn, left, right)
+SPECIAL_BINARY = [
+  ("maximum_nan", lambda a, b: a.maximum(b), torch.maximum, [NAN, 1.0, NAN, INF, -INF, -0.0], [1.0, NAN, NAN, 1.0, 1.0, 0.0]),
+  ("minimum_nan", lambda a, b: a.minimum(b), torch.minimum, [NAN, 1.0, NAN, INF, -INF, 0.0], [1.0, NAN, NAN, 1.0, 1.0, -0.0]),
+  ("div_zero_inf", lambda a, b: a / b, torch.div, [1.0, -1.0, 0.0, INF, 1.0, NAN], [0.0, 0.0, 0.0, INF, INF, 1.0]),
+  ("add_inf", lambda a, b: a + b, torch.add, [INF, INF, -INF, NAN], [-INF, 1.0, -1.0, 1.0]),
+  ("sub_inf", lambda a, b: a - b, torch.sub, [INF, INF, NAN], [INF, 1.0, 1.0]),
+  ("mul_inf", lambda a, b: a * b, torch.mul, [0.0, INF, -INF, NAN], [INF, 2.0, 2.0, 0.0]),
+  ("pow_edges", lambda a, b: a ** b, torch.pow, [0.0, 0.0, -2.0, -8.0, 0.0, -3.0, 2.0, 4.0, -2.0],
+   [0.0, 2.0, 3.0, 0.5, -1.0, 2.0, -2.0, 0.5, -1.0]),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref,left,right", SPECIAL_BINARY, ids=[s[0] for s in SPECIAL_BINARY])
+def test_binary_special_values(name, fn, ref, left, right):
+  a, b = np.array(left, np.float32), np.array(right, np.float32)
+  expected = ref(torch.from_numpy(a), torch.from_numpy(b)).numpy().astype(np.float64)
+  check(fn(Tensor(a), Tensor(b)), expected, "float32", "trans" if name.startswith("pow") else "exact")
+
+
+# --- Python scalars on either side: (id, input dtype, input values, fn, result dtype, expected, kind) ---
+U32 = 2**32
+SCALAR_ROWS = [
+  ("i32*1.5", "int32", [1, -2, 3], lambda t: t * 1.5, "float32", [1.5, -3.0, 4.5], "exact"),
+  ("1.5*i32", "int32", [1, -2, 3], lambda t: 1.5 * t, "float32", [1.5, -3.0, 4.5], "exact"),
+  ("i32+1", "int32", [1, -2, 3], lambda t: t + 1, "int32", [2, -1, 4], "exact"),
+  ("1-i32", "int32", [1, -2, 3], lambda t: 1 - t, "int32", [0, 3, -2], "exact"),
+  ("i32-0.5", "int32", [1, -2, 3], lambda t: t - 0.5, "float32", [0.5, -2.5, 2.5], "exact"),
+  ("0.5-i32", "int32", [1, -2, 3], lambda t: 0.5 - t, "float32", [-0.5, 2.5, -2.5], "exact"),
+  ("i32/2", "int32", [1, -2, 3], lambda t: t / 2, "float32", [0.5, -1.0, 1.5], "near"),
+  ("2/i32", "int32", [1, -2, 3], lambda t: 2 / t, "float32", [2.0, -1.0, 2 / 3], "near"),
+  ("bool+1", "bool", [True, False], lambda t: t + 1, "int32", [2, 1], "exact"),
+  ("1+bool", "bool", [True, False], lambda t: 1 + t, "int32", [2, 1], "exact"),
+  ("bool*1.5", "bool", [True, False], lambda t: t * 1.5, "float32", [1.5, 0.0], "exact"),
+  ("2.5-bool", "bool", [True, False], lambda t: 2.5 - t, "float32", [1.5, 2.5], "exact"),
+  ("u8+10_wraps", "uint8", [250, 5], lambda t: t + 10, "uint8", [4, 15], "exact"),
+  ("1-u8_wraps", "uint8", [2, 0], lambda t: 1 - t, "uint8", [255, 1], "exact"),
+  ("u8*2_wraps", "uint8", [200, 3], lambda t: t * 2, "uint8", [144, 6], "exact"),
+  ("u8*0.5", "uint8", [200, 3], lambda t: t * 0.5, "float32", [100.0, 1.5], "exact"),
+  ("i8+100_wraps", "int8", [100, -100], lambda t: t + 100, "int8", [-56, 0], "exact"),
+  ("u32+1_wraps", "uint32", [U32 - 1, 5], lambda t: t + 1, "uint32", [0, 6], "exact"),
+  ("0-u32_wraps", "uint32", [1, 0], lambda t: 0 - t, "uint32", [U32 - 1, 0], "exact"),
+  ("u32*3_wraps", "uint32", [2**31 + 1, 7], lambda t: t * 3, "uint32", [2**31 + 3, 21], "exact"),
+  ("u32-u32_wraps", "uint32", [3, 0], lambda t: t - Tensor(np.array([5, 1], np.uint32)), "uint32",
+   [U32 - 2, U32 - 1], "exact"),
+  ("i64+1", "int64", [2**40, -3], lambda t: t + 1, "int64", [2**40 + 1, -2], "exact"),
+  ("f16*2.5", "float16", [1.5, -2.0], lambda t: t * 2.5, "float16", [3.75, -5.0], "exact"),
+  ("1+f16", "float16", [1.5, -2.0], lambda t: 1 + t, "float16", [2.5, -1.0], "exact"),
+  ("bf16*3", "bfloat16", [1.5, -2.0], lambda t: t * 3, "bfloat16", [4.5, -6.0], "exact"),
+  ("f64*0.1_keeps_float64", "float64", [1.0, 3.0], lambda t: t * 0.1, "float64", [0.1, 3 * 0.1], "exact"),
+  ("f32+1", "float32", [1.5, -2.0], lambda t: t + 1, "float32", [2.5, -1.0], "exact"),
+  ("2-f32", "float32", [1.5, -2.0], lambda t: 2 - t, "float32", [0.5, 4.0], "exact"),
+  ("2*f32", "float32", [1.5, -2.0], lambda t: 2 * t, "float32", [3.0, -4.0], "exact"),
+  ("3/f32", "float32", [1.5, -2.0], lambda t: 3 / t, "float32", [2.0, -1.5], "near"),
+  ("2**f32", "float32", [0.0, 1.0, 3.0, -1.0], lambda t: 2 ** t, "float32", [1.0, 2.0, 8.0, 0.5], "trans"),
+  ("f32**2", "float32", [-1.5, 2.0, 3.0], lambda t: t ** 2, "float32", [2.25, 4.0, 9.0], "near"),
+  ("f32**3", "float32", [-1.5, 2.0], lambda t: t ** 3, "float32", [-3.375, 8.0], "near"),
+  ("f32**0.5", "float32", [4.0, 2.25, -1.0], lambda t: t ** 0.5, "float32", [2.0, 1.5, NAN], "trans"),
+  ("f32**-1", "float32", [4.0, -2.0], lambda t: t ** -1, "float32", [0.25, -0.5], "near"),
+  ("f32**-2", "float32", [2.0, -4.0], lambda t: t ** -2, "float32", [0.25, 0.0625], "near"),
+  ("f32**0", "float32", [5.0, -2.0, 0.0], lambda t: t ** 0, "float32", [1.0, 1.0, 1.0], "exact"),
+  ("f32**2.5", "float32", [4.0, 1.0], lambda t: t ** 2.5, "float32", [32.0, 1.0], "trans"),
+  ("f32.pow(3)", "float32", [-2.0, 0.5], lambda t: t.pow(3), "float32", [-8.0, 0.125], "near"),
+  ("i32**2", "int32", [3, -4], lambda t: t ** 2, "int32", [9, 16], "exact"),
+  ("i32**3", "int32", [3, -4], lambda t: t ** 3, "int32", [27, -64], "exact"),
+  ("i32^5", "int32", [1, 6], lambda t: t ^ 5, "int32", [4, 3], "exact"),
+  ("3^i32", "int32", [1, 6], lambda t: 3 ^ t, "int32", [2, 5], "exact"),
+  ("i32^-1", "int32", [5, 0], lambda t: t ^ -1, "int32", [-6, -1], "exact"),
+  ("bool^True", "bool", [True, False], lambda t: t ^ True, "bool", [False, True], "exact"),
+  ("u8^255", "uint8", [0, 15], lambda t: t ^ 255, "uint8", [255, 240], "exact"),
+  ("f32.maximum(0.5)", "float32", [0.0, 1.0], lambda t: t.maximum(0.5), "float32", [0.5, 1.0], "exact"),
+  ("i32.maximum(0.5)", "int32", [0, 1], lambda t: t.maximum(0.5), "float32", [0.5, 1.0], "exact"),
+  ("i32.minimum(2)", "int32", [0, 5], lambda t: t.minimum(2), "int32", [0, 2], "exact"),
+  ("u8.minimum(100)", "uint8", [0, 250], lambda t: t.minimum(100), "uint8", [0, 100], "exact"),
+  # comparisons with scalars, both sides
+  ("f32<0.5", "float32", [0.0, 1.0, 0.5], lambda t: t < 0.5, "bool", [True, False, False], "exact"),
+  ("0.5<f32", "float32", [0.0, 1.0, 0.5], lambda t: 0.5 < t, "bool", [False, True, False], "exact"),
+  ("0.5>=f32", "float32", [0.0, 1.0, 0.5], lambda t: 0.5 >= t, "bool", [True, False, True], "exact"),
+  ("i32<1.5", "int32", [1, 2], lambda t: t < 1.5, "bool", [True, False], "exact"),
+  ("i32==2", "int32", [2, 3], lambda t: t == 2, "bool", [True, False], "exact"),
+  ("2==i32", "int32", [2, 3], lambda t: 2 == t, "bool", [True, False], "exact"),
+  ("i32!=2", "int32", [2, 3], lambda t: t != 2, "bool", [False, True], "exact"),
+  ("u8>200", "uint8", [255, 100, 200], lambda t: t > 200, "bool", [True, False, False], "exact"),
+  ("i32>=-1", "int32", [-1, -2, 0], lambda t: t >= -1, "bool", [True, False, True], "exact"),
+  ("f32<=1", "float32", [1.0, 1.5, -3.0], lambda t: t <= 1, "bool", [True, False, True], "exact"),
+  ("bool==True", "bool", [True, False], lambda t: t == True, "bool", [True, False], "exact"),  # noqa: E712
+  # shifts (unsigned dtypes, Python int shift >= 0)
+  ("u8<<3_wraps", "uint8", [200, 1], lambda t: t << 3, "uint8", [64, 8], "exact"),
+  ("u8>>3", "uint8", [200, 255], lambda t: t >> 3, "uint8", [25, 31], "exact"),
+  ("u8.lshift(1)", "uint8", [128, 3], lambda t: t.lshift(1), "uint8", [0, 6], "exact"),
+  ("u8.rshift(7)", "uint8", [128, 127], lambda t: t.rshift(7), "uint8", [1, 0], "exact"),
+  ("u16<<0", "uint16", [65535, 3], lambda t: t << 0, "uint16", [65535, 3], "exact"),
+  ("u32<<4_wraps", "uint32", [U32 - 1, 1], lambda t: t << 4, "uint32", [U32 - 16, 16], "exact"),
+  ("u32>>4", "uint32", [U32 - 1, 16], lambda t: t >> 4, "uint32", [0x0FFFFFFF, 1], "exact"),
+  ("u64<<8_wraps", "uint64", [2**60, 3], lambda t: t << 8, "uint64", [0, 768], "exact"),
+  ("u64>>60", "uint64", [2**63 + 5, 7], lambda t: t >> 60, "uint64", [8, 0], "exact"),
+  # signed ints: left shifts, and right shifts of non-negative values (the sign rule for negatives is unspecified)
+  ("i32<<2", "int32", [-3, 5, 1000], lambda t: t << 2, "int32", [-12, 20, 4000], "exact"),
+  ("i32>>1", "int32", [7, 1000, 0], lambda t: t >> 1, "int32", [3, 500, 0], "exact"),
+  ("i8.lshift(1)", "int8", [-3, 60], lambda t: t.lshift(1), "int8", [-6, 120], "exact"),
+  ("i64>>3", "int64", [2**40, 9], lambda t: t.rshift(3), "int64", [2**37, 1], "exact"),
+]
+
+
+@pytest.mark.parametrize("name,vals,fn,out,expected,kind", [pytest.param(*r[1:], id=r[0]) for r in SCALAR_ROWS])
+def test_python_scalar_operand(name, vals, fn, out, expected, kind):
+  check(fn(make(np.array(vals, dtype=np.float32 if name == "bfloat16" else NP[name]), name)),
+        np.array(expected, dtype=np.float64 if out in FLOATS else NP[out]), out, kind)
+
+
+# --- comparisons ---------------------------------------------------------------------------------
+COMPARISONS = {"<": (operator.lt, np.less), ">": (operator.gt, np.greater), "<=": (operator.le, np.less_equal),
+               ">=": (operator.ge, np.greater_equal), "==": (operator.eq, np.equal), "!=": (operator.ne, np.not_equal)}
+# small pools so that equal values occur; extremes catch a wrong common dtype
+POOLS = {"bool": [False, True], "int8": [-128, -3, -1, 0, 1, 3, 127], "uint8": [0, 1, 3, 127, 128, 200, 255],
+         "int32": [-3, -1, 0, 1, 3, 1000], "uint32": [0, 1, 3, 2**31 + 1, U32 - 1],
+         "float16": [-1.5, -1.0, -0.0, 0.0, 0.5, 1.0, 2.5]}
+POOLS["float32"] = POOLS["float64"] = POOLS["bfloat16"] = POOLS["float16"]
+CMP_COMBOS = [("float32", "float32", "float32"), ("int32", "int32", "int32"), ("uint8", "int8", "int16"),
+              ("int32", "float32", "float32"), ("uint32", "int32", "int64"), ("float16", "float16", "float16"),
+              ("bfloat16", "bfloat16", "bfloat16"), ("float64", "float16", "float64")]
+CMP_BOOL = [("bool", "bool", "bool")]
+
+
+def _cmp_cases():
+  cases = []
+  for op in COMPARISONS:
+    full = op in ("<", "==")
+    combos = (CMP_COMBOS if full else CMP_COMBOS[:3]) + (CMP_BOOL if op in ("==", "!=") else [])
+    for i, combo in enumerate(combos):
+      if i > 0: layouts = ("same",)
+      elif full: layouts = ("same", "row", "outer", "scalar_0d", "empty", "transposed", "flip_step", "expanded")
+      else: layouts = ("same", "outer", "transposed")
+      for layout in layouts: cases.append(pytest.param(op, combo, layout, id=f"{op}-{combo[0]}-{combo[1]}-{layout}"))
+  return cases
+
+
+@pytest.mark.parametrize("op,combo,layout", _cmp_cases())
+def test_comparison(op, combo, layout):
+  pyop, npop = COMPARISONS[op]
+  left, right, common = combo
+  (sa, ma), (sb, mb) = BINARY_LAYOUTS[layout]
+  rng = rng_for(op, combo, layout)
+  a, xa = laid_out(rng.choice(np.array(POOLS[left], dtype=object), sa), left, ma)
+  b, xb = laid_out(rng.choice(np.array(POOLS[right], dtype=object), sb), right, mb)
+  cast = np.float64 if common in FLOATS else NP[common]
+  check(pyop(a, b), npop(xa.astype(cast), xb.astype(cast)), "bool")
+
+
+@pytest.mark.parametrize("op", list(COMPARISONS))
+def test_comparison_nan(op):
+  pyop, npop = COMPARISONS[op]
+  a = np.array([NAN, NAN, 1.0, NAN, INF, -INF], np.float32)
+  b = np.array([1.0, NAN, NAN, INF, INF, INF], np.float32)
+  check(pyop(Tensor(a), Tensor(b)), npop(a, b), "bool")
+  check(pyop(Tensor(a), 1.0), npop(a, np.float32(1.0)), "bool")
+
+
+# --- integer division, shifts --------------------------------------------------------------------
+INT_DIV_ROWS = [
+  # truncation toward zero, as tinygrad 0.9.0's integer division (C semantics) does
+  ("i32_tensor", "int32", [7, -7, 7, -7, 0, 9, 1], "int32", [2, 2, -2, -2, 3, 3, 5], "int32", [3, -3, -3, 3, 0, 3, 0]),
+  ("u8_tensor", "uint8", [200, 7, 255], "uint8", [3, 2, 1], "uint8", [66, 3, 255]),
+  ("u32_tensor", "uint32", [U32 - 1, 10], "uint32", [2, 3], "uint32", [2**31 - 1, 3]),
+  ("i64_tensor", "int64", [2**40 + 1, -9], "int64", [2, 4], "int64", [2**39, -2]),
+  ("i8_u8_tensor", "int8", [-100, 100], "uint8", [200, 3], "int16", [0, 33]),
+  ("i32_scalar", "int32", [7, -7, 1], None, 2, "int32", [3, -3, 0]),
+  ("f32_no_upcast_is_true_div", "float32", [1.0, -3.0], "float32", [4.0, 2.0], "float32", [0.25, -1.5]),
+]
+
+
+@pytest.mark.parametrize("name,a,b_name,b,out,expected", [pytest.param(*r[1:], id=r[0]) for r in INT_DIV_ROWS])
+def test_integer_division(name, a, b_name, b, out, expected):
+  lhs = make(np.array(a, NP[name]), name)
+  rhs = b if b_name is None else make(np.array(b, NP[b_name]), b_name)
+  check(lhs.div(rhs, upcast=False), np.array(expected, NP[out]), out)
+
+
+BAD_SHIFTS = [
+  ("float32_lshift", lambda: Tensor(np.array([1.0], np.float32)).lshift(1)),
+  ("negative_shift", lambda: Tensor(np.array([1, 2], np.uint8)).lshift(-1)),
+  ("negative_rshift", lambda: Tensor(np.array([1, 2], np.uint8)).rshift(-2)),
+  ("float_shift", lambda: Tensor(np.array([1, 2], np.uint8)).rshift(1.5)),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in BAD_SHIFTS])
+def test_shift_bad_arguments_raise(fn):
+  with pytest.raises((TypeError, ValueError)):
+    fn()
+
+
+def test_broadcast_mismatch_raises():
+  with pytest.raises(ValueError):
+    Tensor(np.zeros((3, 4), np.float32)) + Tensor(np.zeros((2, 4), np.float32))
+  with pytest.raises(ValueError):
+    Tensor(np.zeros((3,), np.float32)) < Tensor(np.zeros((4,), np.float32))
+
+
+# --- in-place operators (through assign) ---------------------------------------------------------
+_r = np.random.default_rng(7)
+A34 = _r.uniform(-3, 3, (3, 4)).astype(np.float32)
+B34 = _r.uniform(0.5, 3, (3, 4)).astype(np.float32)
+B4 = _r.uniform(-3, 3, (4,)).astype(np.float32)
+I34 = _r.integers(-20, 21, (3, 4)).astype(np.int32)
+J34 = _r.integers(-20, 21, (3, 4)).astype(np.int32)
+U8 = np.array([[250, 3, 128, 0]], np.uint8)
+U32V = np.array([U32 - 1, 16, 2**31], np.uint32)
+
+INPLACE_ROWS = [
+  ("f32+=tensor", A34, operator.iadd, lambda: Tensor(B34), A34 + B34),
+  ("f32+=broadcast", A34, operator.iadd, lambda: Tensor(B4), A34 + B4),
+  ("f32-=scalar", A34, operator.isub, lambda: 1.5, A34 - np.float32(1.5)),
+  ("f32*=tensor", A34, operator.imul, lambda: Tensor(B34), A34 * B34),
+  ("f32/=tensor", A34, operator.itruediv, lambda: Tensor(B34), A34 / B34),
+  ("f32**=2", A34, operator.ipow, lambda: 2, A34 * A34),
+  ("i32*=3", I34, operator.imul, lambda: 3, I34 * np.int32(3)),
+  ("i32-=tensor", I34, operator.isub, lambda: Tensor(J34), I34 - J34),
+  ("i32^=tensor", I34, operator.ixor, lambda: Tensor(J34), I34 ^ J34),
+  ("u8+=10_wraps", U8, operator.iadd, lambda: 10, U8 + np.uint8(10)),
+  ("u8<<=2_wraps", U8, operator.ilshift, lambda: 2, U8 << np.uint8(2)),
+  ("u32>>=3", U32V, operator.irshift, lambda: 3, U32V >> np.uint32(3)),
+]
+
+
+@pytest.mark.parametrize("start,iop,other,expected", [pytest.param(*r[1:], id=r[0]) for r in INPLACE_ROWS])
+def test_inplace_operator(start, iop, other, expected):
+  a = Tensor(start.copy()).realize()
+  before = a
+  a = iop(a, other())  # what `a += b` does
+  assert a is before
+  assert a.dtype == DT[start.dtype.name] and a.shape == start.shape
+  if start.dtype.kind == "f":
+    np.testing.assert_allclose(a.numpy(), expected, rtol=3e-7, atol=0)
+  else:
+    np.testing.assert_array_equal(a.numpy(), expected)
+  a = iop(a, other())  # a second update starts from the first one's result
+  assert a is before
+  with np.errstate(all="ignore"):
+    again = {operator.iadd: np.add, operator.isub: np.subtract, operator.imul: np.multiply,
+             operator.itruediv: np.true_divide, operator.ixor: np.bitwise_xor}.get(iop)
+  if again is not None:
+    o = other()
+    o = o.numpy() if isinstance(o, Tensor) else np.array(o, dtype=start.dtype)
+    with np.errstate(all="ignore"):
+      expected2 = again(expected, o).astype(start.dtype)
+    np.testing.assert_allclose(a.numpy(), expected2, rtol=3e-7 if start.dtype.kind == "f" else 0, atol=0)
+
+
+def test_inplace_operator_updates_tensor_in_a_statement():
+  a = Tensor(A34.copy()).realize()
+  alias = a
+  a += Tensor(B34)
+  a *= 2
+  assert a is alias
+  np.testing.assert_allclose(alias.numpy(), (A34 + B34) * np.float32(2), rtol=3e-7)
+
+
+INPLACE_BAD = [
+  ("int32/=2_changes_dtype", lambda a: operator.itruediv(a, 2)),
+  ("int32+=1.5_changes_dtype", lambda a: operator.iadd(a, 1.5)),
+  ("shape_grows", lambda a: operator.iadd(a, Tensor(np.zeros((2, 3, 4), np.int32)))),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in INPLACE_BAD])
+def test_inplace_mismatch_raises_and_keeps_value(fn):
+  a = Tensor(I34.copy()).realize()
+  with pytest.raises((TypeError, ValueError)):
+    fn(a)
+  np.testing.assert_array_equal(a.numpy(), I34)
+  assert a.dtype == dtypes.int32
+
+
+# --- where / masked_fill / clip / lerp -----------------------------------------------------------
+C34 = _r.integers(0, 2, (3, 4)).astype(bool)
+C31 = _r.integers(0, 2, (3, 1)).astype(bool)
+C43 = _r.integers(0, 2, (4, 3)).astype(bool)
+X14 = _r.uniform(-3, 3, (1, 4)).astype(np.float32)
+Z34 = (_r.integers(-1, 2, (3, 4)) * 2).astype(np.int32)  # zeros and non-zeros
+FZ34 = np.array([[0.0, -0.0, 1.5, -2.0], [0.0, 3.0, 0.0, 0.25], [-1.0, 0.0, 0.0, 7.0]], np.float32)
+I8 = _r.integers(-128, 128, (3, 4)).astype(np.int8)
+U8_34 = _r.integers(0, 256, (3, 4)).astype(np.uint8)
+NAN34 = np.where(C34, np.float32(NAN), A34).astype(np.float32)
+
+WHERE_ROWS = [
+  ("bool_tensors", lambda: Tensor(C34).where(Tensor(A34), Tensor(B34)), lambda: np.where(C34, A34, B34), "float32"),
+  ("broadcast_scalar_other", lambda: Tensor(C31).where(Tensor(X14), 0.0), lambda: np.where(C31, X14, 0.0), "float32"),
+  ("float_scalars", lambda: Tensor(C34).where(1.0, -1.0), lambda: np.where(C34, 1.0, -1.0), "float32"),
+  ("int_scalars", lambda: Tensor(C34).where(1, 0), lambda: np.where(C34, 1, 0), "int32"),
+  ("float_scalar_int_tensor", lambda: Tensor(C34).where(2.5, Tensor(I34)), lambda: np.where(C34, 2.5, I34), "float32"),
+  ("int_condition", lambda: Tensor(Z34).where(Tensor(A34), Tensor(B34)), lambda: np.where(Z34 != 0, A34, B34), "float32"),
+  ("float_condition", lambda: Tensor(FZ34).where(Tensor(A34), Tensor(B34)), lambda: np.where(FZ34 != 0, A34, B34),
+   "float32"),
+  ("int_and_float", lambda: Tensor(C34).where(Tensor(I34), Tensor(A34)), lambda: np.where(C34, I34, A34), "float32"),
+  ("int8_and_uint8", lambda: Tensor(C34).where(Tensor(I8), Tensor(U8_34)),
+   lambda: np.where(C34, I8.astype(np.int16), U8_34.astype(np.int16)), "int16"),
+  ("int_tensors", lambda: Tensor(C34).where(Tensor(I34), Tensor(J34)), lambda: np.where(C34, I34, J34), "int32"),
+  ("transposed_condition", lambda: Tensor(C43).T.where(Tensor(A34), Tensor(B34)), lambda: np.where(C43.T, A34, B34),
+   "float32"),
+  ("flipped_values", lambda: Tensor(C34).where(Tensor(A34).flip(0), Tensor(B34)[:, ::-1]),
+   lambda: np.where(C34, A34[::-1], B34[:, ::-1]), "float32"),
+  ("0d_condition", lambda: Tensor(np.array(True)).where(Tensor(A34), Tensor(B34)), lambda: A34, "float32"),
+  ("empty", lambda: Tensor(np.zeros((0, 4), bool)).where(Tensor(np.zeros((0, 4), np.float32)), 1.0),
+   lambda: np.zeros((0, 4)), "float32"),
+  ("nan_passes_through", lambda: Tensor(~C34).where(Tensor(NAN34), Tensor(B34)), lambda: np.where(~C34, NAN34, B34),
+   "float32"),
+]
+
+
+@pytest.mark.parametrize("fn,ref,out", [pytest.param(*r[1:], id=r[0]) for r in WHERE_ROWS])
+def test_where(fn, ref, out):
+  check(fn(), ref(), out)
+
+
+MASKED_FILL_ROWS = [
+  ("float_-inf", lambda: Tensor(A34).masked_fill(Tensor(C34), -INF), lambda: np.where(C34, -INF, A34), "float32"),
+  ("broadcast_mask", lambda: Tensor(A34).masked_fill(Tensor(C34[:1]), 0.5), lambda: np.where(C34[:1], 0.5, A34),
+   "float32"),
+  ("int", lambda: Tensor(I34).masked_fill(Tensor(C34), 7), lambda: np.where(C34, 7, I34), "int32"),
+  ("transposed_self", lambda: Tensor(A34).T.masked_fill(Tensor(C43), 2.0), lambda: np.where(C43, 2.0, A34.T), "float32"),
+  ("float16", lambda: Tensor(A34.astype(np.float16)).masked_fill(Tensor(C34), 1.0),
+   lambda: np.where(C34, 1.0, A34.astype(np.float16)), "float16"),
+]
+
+
+@pytest.mark.parametrize("fn,ref,out", [pytest.param(*r[1:], id=r[0]) for r in MASKED_FILL_ROWS])
+def test_masked_fill(fn, ref, out):
+  check(fn(), ref(), out)
+
+
+CLIP_ROWS = [
+  ("float", lambda: Tensor(A34).clip(-1, 1), lambda: np.clip(A34, -1, 1), "float32"),
+  ("float_bounds", lambda: Tensor(A34).clip(-0.5, 2.25), lambda: np.clip(A34, np.float32(-0.5), np.float32(2.25)),
+   "float32"),
+  ("nan_stays_nan", lambda: Tensor(NAN34).clip(-1, 1), lambda: np.clip(NAN34, -1, 1), "float32"),
+  ("inf", lambda: Tensor(np.array([INF, -INF, 0.5], np.float32)).clip(-1, 1), lambda: np.array([1.0, -1.0, 0.5]),
+   "float32"),
+  ("int", lambda: Tensor(I34).clip(-1, 2), lambda: np.clip(I34, -1, 2), "int32"),
+  ("uint8", lambda: Tensor(U8_34).clip(10, 200), lambda: np.clip(U8_34, 10, 200), "uint8"),
+  ("transposed", lambda: Tensor(A34).T.clip(-1, 1), lambda: np.clip(A34.T, -1, 1), "float32"),
+  ("float16", lambda: Tensor(A34.astype(np.float16)).clip(-0.5, 0.5), lambda: np.clip(A34.astype(np.float16), -0.5, 0.5),
+   "float16"),
+  ("0d", lambda: Tensor(np.array(3.5, np.float32)).clip(-1, 1), lambda: np.array(1.0), "float32"),
+  ("empty", lambda: Tensor(np.zeros((0, 3), np.float32)).clip(-1, 1), lambda: np.zeros((0, 3)), "float32"),
+]
+
+
+@pytest.mark.parametrize("fn,ref,out", [pytest.param(*r[1:], id=r[0]) for r in CLIP_ROWS])
+def test_clip(fn, ref, out):
+  check(fn(), ref(), out)
+
+
+W34 = _r.uniform(0, 1, (3, 4)).astype(np.float32)
+LERP_ROWS = [
+  ("scalar_weight", lambda: Tensor(A34).lerp(Tensor(B34), 0.3), lambda: torch_ref(lambda a, b: torch.lerp(a, b, 0.3), A34, B34),
+   "float32"),
+  ("tensor_weight", lambda: Tensor(A34).lerp(Tensor(B34), Tensor(W34)), lambda: torch_ref(torch.lerp, A34, B34, W34),
+   "float32"),
+  ("broadcast_end", lambda: Tensor(A34).lerp(Tensor(B4), 0.75), lambda: torch_ref(lambda a, b: torch.lerp(a, b, 0.75), A34, B4),
+   "float32"),
+  ("transposed", lambda: Tensor(A34).T.lerp(Tensor(B34).T, Tensor(W34).T),
+   lambda: torch_ref(torch.lerp, A34.T, B34.T, W34.T), "float32"),
+  ("0d", lambda: Tensor(np.array(1.0, np.float32)).lerp(Tensor(np.array(3.0, np.float32)), 0.25), lambda: np.array(1.5), "float32"),
+  ("float16", lambda: Tensor(A34.astype(np.float16)).lerp(Tensor(B34.astype(np.float16)), 0.25),
+   lambda: torch_ref(lambda a, b: torch.lerp(a, b, 0.25), A34.astype(np.float16), B34.astype(np.float16)), "float16"),
+]
+
+
+@pytest.mark.parametrize("fn,ref,out", [pytest.param(*r[1:], id=r[0]) for r in LERP_ROWS])
+def test_lerp(fn, ref, out):
+  check(fn(), ref(), out, "trans")
+
+
+def test_ops_leave_inputs_unchanged():
+  a, b = Tensor(A34.copy()), Tensor(B34.copy())
+  ((a * b + a).relu() - b.exp()).realize()
+  np.testing.assert_array_equal(a.numpy(), A34)
+  np.testing.assert_array_equal(b.numpy(), B34)
+
+
+def test_chained_elementwise_matches_torch():
+  # a fused chain mixing dtypes and broadcasting
+  a, b, i = Tensor(A34), Tensor(B4), Tensor(I34)
+  out = ((a * b + i).sigmoid() * 2 - (a / 3).tanh()).maximum(i.float() * 0.1)
+  ta, tb, ti = (torch.from_numpy(x.astype(np.float64)) for x in (A34, B4, I34))
+  ref = torch.maximum(torch.sigmoid(ta * tb + ti) * 2 - torch.tanh(ta / 3), ti * 0.1).numpy()
+  check(out, ref, "float32", "trans")
+  assert math.isfinite(float(out.numpy().sum()))
