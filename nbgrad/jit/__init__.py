@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 from nbgrad.graph.schedule import Kernel
 from nbgrad.graph.view import prod
-from nbgrad.jit.compiler import get_kernel, COMPILE_LOCK
+from nbgrad.jit.compiler import get_kernel, finish_builds, LAUNCH_LOCK  # noqa: F401 (finish_builds is public)
 from nbgrad.jit.render import Renderer
 
 # Below this many loop iterations a kernel runs serially: threads would cost more than they save,
@@ -18,12 +18,28 @@ def _as_kernel_array(buffer: np.ndarray) -> np.ndarray:
   return buffer.view(np.uint16) if buffer.dtype == np.float16 else buffer
 
 
-def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
-  parallel = prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS
+def _rendered(kernel: Kernel, parallel: bool):
   renderer = Renderer(kernel, parallel)
-  body = renderer.render("kernel")
-  compiled = get_kernel(body, parallel, kernel.name)
+  compiled = get_kernel(renderer.render("kernel"), parallel, kernel.name)
   int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
   float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
-  with COMPILE_LOCK:   # numba's workqueue threading layer must not run two parallel kernels at once
-    compiled(_as_kernel_array(out), *[_as_kernel_array(b) for b in inputs], int_params, float_params)
+  return compiled, int_params, float_params
+
+
+def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
+  """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache);
+  until then the serial build runs and the parallel one compiles on a background thread, so a first
+  call never waits for a parallel compile."""
+  arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
+  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
+    parallel, int_params, float_params = _rendered(kernel, parallel=True)
+    if parallel.ready or parallel.on_disk():
+      with LAUNCH_LOCK: parallel(*arrays, int_params, float_params)
+      return
+    serial, serial_ints, serial_floats = _rendered(kernel, parallel=False)
+    with LAUNCH_LOCK: serial(*arrays, serial_ints, serial_floats)
+    parallel.build_in_background(*arrays, int_params, float_params)
+    return
+  serial, int_params, float_params = _rendered(kernel, parallel=False)
+  with LAUNCH_LOCK: serial(*arrays, int_params, float_params)
+

@@ -11,11 +11,13 @@ import os
 import sys
 import tempfile
 import threading
+from typing import Optional
 import numba
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
 
-COMPILE_LOCK = threading.RLock()
-_memory_cache: dict[str, object] = {}
+COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
+LAUNCH_LOCK = threading.Lock()     # numba's workqueue threading layer must not run two parallel kernels at once
+_memory_cache: dict[str, CompiledKernel] = {}
 _RUNTIME_FILE = os.path.join(os.path.dirname(__file__), "runtime.py")
 
 
@@ -73,28 +75,49 @@ def _purge(path: str):
 
 
 class CompiledKernel:
-  """A compiled kernel function; the first call compiles it (or loads it from the disk cache)."""
+  """A kernel function built on first use: loaded from the disk cache when it is there, else compiled."""
   def __init__(self, source: str, name: str):
     self.source, self.name = source, name
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     self.path = os.path.join(kernel_dir(), f"k_{digest}.py")
     self.fn = None
+    self.background: Optional[threading.Thread] = None
+
+  @property
+  def ready(self) -> bool: return self.fn is not None
+
+  def on_disk(self) -> bool:
+    """True when numba's cache probably holds this kernel (it is then loaded in milliseconds)."""
+    stem = os.path.basename(self.path)[:-3]
+    return bool(glob.glob(os.path.join(os.path.dirname(self.path), "__pycache__", f"{stem}.*.nbi")))
 
   def __call__(self, *args):
     if self.fn is None:
       with COMPILE_LOCK:
-        if self.fn is None:
-          self._first_call(args)   # runs the kernel once as it builds it
-          return
+        if self.fn is None: self._build(tuple(numba.typeof(a) for a in args))
     self.fn(*args)
 
-  def _first_call(self, args):
+  def build_in_background(self, *args):
+    """Starts building on a daemon thread; callers keep using another kernel until ready is True."""
+    if self.background is not None: return
+    signature = tuple(numba.typeof(a) for a in args)
+
+    def build():
+      with COMPILE_LOCK:
+        if self.fn is None:
+          try: self._build(signature)
+          except RuntimeError as e:
+            if DEBUG >= 1: print(f"background build of {self.name} failed: {e}")
+    self.background = threading.Thread(target=build, name=f"build {self.name}", daemon=True)
+    self.background.start()
+
+  def _build(self, signature):
     last_error = None
     for _ in range(2):   # a corrupt cache entry is removed and rebuilt once
       try:
         _write_source(self.path, self.source)
         fn = _import(self.path)
-        fn(*args)
+        fn.compile(signature)
       except (numba.core.errors.TypingError, numba.core.errors.LoweringError, numba.core.errors.UnsupportedError) as e:
         raise RuntimeError(f"kernel {self.name} failed to compile (source: {self.path}; DEBUG=4 prints it):\n{e}") from None
       except Exception as e:   # unreadable source or cache file: rebuild
@@ -117,3 +140,9 @@ def get_kernel(body: str, parallel: bool, name: str) -> CompiledKernel:
     if DEBUG >= 4: print(f"--- {name}\n{source}")
     kernel = _memory_cache[source] = CompiledKernel(source, name)
   return kernel
+
+
+def finish_builds():
+  """Waits for kernels still compiling in the background (benchmarks call it after their warm-up)."""
+  for kernel in list(_memory_cache.values()):
+    if kernel.background is not None: kernel.background.join()
