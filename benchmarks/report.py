@@ -45,7 +45,9 @@ def installed_versions():
 def workload_name(bench):
     """`test_reduce_sum_axis1[torch]` -> `reduce_sum_axis1`."""
     name = bench["name"].split("[", 1)[0]
-    return name[len("test_"):] if name.startswith("test_") else name
+    name = name[len("test_"):] if name.startswith("test_") else name
+    others = [f"{v}" for k, v in sorted((bench.get("params") or {}).items()) if k != "lib"]
+    return "_".join([name] + others)
 
 
 def library_name(bench):

@@ -4,6 +4,7 @@ numba's own disk cache only works for functions defined in real files, so each k
 to <cache dir>/kernels/k_<hash>.py and imported; numba keeps the machine code beside it in __pycache__.
 The file name is the hash of the source, so a second process finds both and compiles nothing."""
 from __future__ import annotations
+import atexit
 import glob
 import hashlib
 import importlib.util
@@ -146,3 +147,7 @@ def finish_builds():
   """Waits for kernels still compiling in the background (benchmarks call it after their warm-up)."""
   for kernel in list(_memory_cache.values()):
     if kernel.background is not None: kernel.background.join()
+
+
+# A build still running at exit is finished, so its machine code lands in the disk cache for the next process.
+atexit.register(finish_builds)
