@@ -4,6 +4,7 @@ Sizes, strides, offsets, mask bounds and constants are not written into the sour
 two parameter arrays (ints, floats), so kernels that differ only in those numbers share one source,
 one compile and one cache entry. The source and the parameter values are produced together."""
 from __future__ import annotations
+from typing import Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
 from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC
@@ -97,7 +98,11 @@ BINARY = {
   BinaryOps.SHR: lambda dt, a, b: _wrap(dt, f"({a} >> {b})"),
 }
 REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
-FLOAT_ACCUMULATE = {ReduceOps.SUM: "radd", ReduceOps.MAX: "rmax", ReduceOps.MIN: "rmin"}
+
+
+def key_bits(dt: DType) -> int:
+  """Width of the integer keys a float max/min compares (16-bit floats compute in float32)."""
+  return 64 if dt.itemsize == 8 else 32
 
 
 def reduce_identity(op: ReduceOps, dt: DType) -> str:
@@ -221,9 +226,10 @@ class Renderer:
     memo[id(expr)] = name
     return name
 
-  def body(self, expr: Expr) -> tuple[list[str], str]:
+  def body(self, expr: Expr, known: Optional[dict] = None) -> tuple[list[str], str]:
+    """Statements computing expr; known maps id(subexpression) to a name that already holds its value."""
     lines: list[str] = []
-    name = self.render_expr(expr, lines, {})
+    name = self.render_expr(expr, lines, dict(known or {}))
     return lines, name
 
   # ---- the loop nest
@@ -255,40 +261,70 @@ class Renderer:
       self.emit(depth + i, f"for x{d} in {'prange' if parallel_first and i == 0 else 'range'}({self.sizes[d]}):")
     return depth + len(dims)
 
-  def emit_body(self, depth: int, expr: Expr) -> str:
-    lines, value = self.body(expr)
+  def emit_body(self, depth: int, expr: Expr, known: Optional[dict] = None) -> str:
+    lines, value = self.body(expr, known)
     for line in lines: self.emit(depth, line)
     return value
 
-  def store(self, depth: int):
-    value = self.emit_body(depth, self.kernel.out_expr)
+  def out_offset(self, depth: int) -> str:
     lines: list[str] = []
     offset, _ = self.buffer_offset(self.kernel.out_view, lines)
     for line in lines: self.emit(depth, line)
-    self.emit(depth, f"out[{offset}] = {store_to_storage(self.kernel.output.dtype, value)}")
+    return offset
 
-  def _tracks_nan(self, op, dt: DType) -> bool:
-    """A float max/min along a loop accumulates with a NaN-blind max and a separate NaN flag. Across
-    columns (an array of accumulators) the NaN-aware select is used as it is."""
+  def store(self, depth: int, known: Optional[dict] = None):
+    value = self.emit_body(depth, self.kernel.out_expr, known)
+    self.emit(depth, f"out[{self.out_offset(depth)}] = {store_to_storage(self.kernel.output.dtype, value)}")
+
+  def reusable_stage_value(self) -> Optional[Expr]:
+    """In a full kernel, the last stage's per-element value when the output uses it again (softmax's exp):
+    the stage loop then parks it in the output buffer and the output loop reads it back, instead of
+    computing it twice. Only where the output holds that value exactly (same dtype, 32/64-bit)."""
+    k = self.kernel
+    if not (k.full and k.stages) or self.column: return None
+    value = k.stages[-1][1]
+    if value.dtype != k.output.dtype or value.dtype.itemsize < 4 or value.op in (LOAD, CONST, ACC): return None
+    seen, stack = set(), [k.out_expr]
+    while stack:
+      e = stack.pop()
+      if e is value: return value
+      if id(e) in seen: continue
+      seen.add(id(e))
+      stack.extend(e.srcs)
+    return None
+
+  def _keyed(self, op, dt: DType) -> bool:
+    """A float max/min along a loop compares order-preserving integer keys and keeps a NaN flag: LLVM
+    vectorizes that, not a float select. Across columns (an array of accumulators) the NaN-aware float
+    select vectorizes as it is."""
     return op is not ReduceOps.SUM and dt.kind == "f" and not self.column
 
   def init_accumulator(self, depth: int, op, dt: DType, target: str):
-    self.emit(depth, f"{target} = {reduce_identity(op, dt)}")
-    if self._tracks_nan(op, dt): self.emit(depth, f"nan_{target} = False")
+    if self._keyed(op, dt):
+      self.emit(depth, f"{target} = order_key{key_bits(dt)}({reduce_identity(op, dt)})")
+      self.emit(depth, f"nan_{target} = False")
+    else: self.emit(depth, f"{target} = {reduce_identity(op, dt)}")
 
-  def accumulate(self, depth: int, op, expr: Expr, target: str):
+  def accumulate(self, depth: int, op, expr: Expr, target: str) -> str:
     """One step; float sums along a loop go through runtime.radd, the one place reassociation is allowed,
     so the loop vectorizes while the expressions around it keep their order."""
     dt = expr.dtype
     value = self.emit_body(depth, expr)
-    if dt.kind == "f" and not self.column and (op is ReduceOps.SUM or self._tracks_nan(op, dt)):
-      self.emit(depth, f"{target} = {_wrap(dt, f'{FLOAT_ACCUMULATE[op]}({target}, {value})')}")
-      if self._tracks_nan(op, dt): self.emit(depth, f"nan_{target} = nan_{target} | ({value} != {value})")
+    if self._keyed(op, dt):
+      key = self.tmp()
+      self.emit(depth, f"{key} = order_key{key_bits(dt)}({value})")
+      self.emit(depth, f"{target} = {key} if {key} {'>' if op is ReduceOps.MAX else '<'} {target} else {target}")
+      self.emit(depth, f"nan_{target} = nan_{target} | ({value} != {value})")
+    elif dt.kind == "f" and op is ReduceOps.SUM and not self.column:
+      self.emit(depth, f"{target} = {_wrap(dt, f'radd({target}, {value})')}")
     else:
       self.emit(depth, f"{target} = {BINARY[REDUCE_COMBINE[op]](dt, target, value)}")
+    return value
 
   def finish_accumulator(self, depth: int, op, dt: DType, target: str):
-    if self._tracks_nan(op, dt): self.emit(depth, f"{target} = {compute_type(dt)}(np.nan) if nan_{target} else {target}")
+    if self._keyed(op, dt):
+      value = f"from_order_key{key_bits(dt)}({target})"
+      self.emit(depth, f"{target} = {compute_type(dt)}(np.nan) if nan_{target} else {compute_type(dt)}({value})")
 
   def open_outer(self, outer) -> int:
     """Loops over the kept dims; the outermost is parallel (in blocks when it is the only loop)."""
@@ -306,11 +342,18 @@ class Renderer:
   def render_rows(self, outer, reduce):
     k = self.kernel
     depth = self.open_outer(outer)
+    reused = self.reusable_stage_value()
     for number, (op, expr) in enumerate(k.stages):
       self.init_accumulator(depth, op, expr.dtype, f"acc{number}")
-      self.accumulate(self.loops(depth, reduce), op, expr, f"acc{number}")
+      inner = self.loops(depth, reduce)
+      value = self.accumulate(inner, op, expr, f"acc{number}")
+      if expr is reused: self.emit(inner, f"out[{self.out_offset(inner)}] = {value}")
       self.finish_accumulator(depth, op, expr.dtype, f"acc{number}")
-    if k.full: self.store(self.loops(depth, reduce))
+    if k.full and reused is not None:
+      inner = self.loops(depth, reduce)
+      self.emit(inner, f"parked = out[{self.out_offset(inner)}]")
+      self.store(inner, known={id(reused): "parked"})
+    elif k.full: self.store(self.loops(depth, reduce))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
       self.store(depth)

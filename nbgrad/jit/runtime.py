@@ -13,7 +13,6 @@ JIT = dict(cache=True, fastmath={"contract"}, error_model="numpy")
 # loop without being free to reorder the arithmetic of the expressions around it ((x-m) - log(s) must
 # not become x - (m + log(s))).
 REDUCE_JIT = dict(cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
-MINMAX_JIT = dict(cache=True, fastmath={"reassoc", "nsz", "nnan"}, error_model="numpy")
 
 
 @intrinsic
@@ -101,8 +100,7 @@ def exp2_f32(x):
   p = p * f + np.float32(1.0000000005920204)
   bits = reinterpret(p, types.int32) + (np.int32(k) << np.int32(23))
   r = reinterpret(np.int32(bits), types.float32)
-  r = r * np.float32(5.421010862427522e-20) if tiny else r
-  r = np.float32(0.0) if x < np.float32(-200.0) else r
+  r = r * np.float32(5.421010862427522e-20) if tiny else r   # underflows to 0 below about -150
   r = np.float32(np.inf) if x >= np.float32(128.0) else r
   return r if x == x else x
 
@@ -167,14 +165,31 @@ def fmax(a, b): return a if ((a > b) | (a != a)) else b
 def fmin(a, b): return a if ((a < b) | (a != a)) else b
 
 
-# ---- accumulate steps of reductions (see REDUCE_JIT); a float max/min reduction tracks NaN separately
+# ---- float max/min along a loop: compare order-preserving integer keys (ints compare with vector
+# instructions where LLVM will not vectorize a float select), and track NaN separately
+@njit(**JIT)
+def order_key32(x):
+  bits = reinterpret(np.float32(x), types.int32)
+  return np.int32(bits ^ ((bits >> np.int32(31)) & np.int32(0x7FFFFFFF)))
+
+
+@njit(**JIT)
+def from_order_key32(key):
+  return reinterpret(np.int32(key ^ ((key >> np.int32(31)) & np.int32(0x7FFFFFFF))), types.float32)
+
+
+@njit(**JIT)
+def order_key64(x):
+  bits = reinterpret(np.float64(x), types.int64)
+  return bits ^ ((bits >> np.int64(63)) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+@njit(**JIT)
+def from_order_key64(key):
+  return reinterpret(key ^ ((key >> np.int64(63)) & np.int64(0x7FFFFFFFFFFFFFFF)), types.float64)
+
+
+# ---- accumulate steps of reductions (see REDUCE_JIT)
 @njit(**REDUCE_JIT)
 def radd(acc, value): return acc + value
 
-
-@njit(**MINMAX_JIT)
-def rmax(acc, value): return acc if acc > value else value
-
-
-@njit(**MINMAX_JIT)
-def rmin(acc, value): return acc if acc < value else value
