@@ -12,7 +12,7 @@ from nbgrad.graph.view import View, contiguous_strides, prod
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
-COLUMN = 2048       # accumulators per block of a column reduce: 8 KiB of float32 stays in L1 while rows stream by
+COLUMN = 1024       # accumulators per block of a column reduce: 4 KiB of float32 stays in L1 while rows stream by
 
 
 def compute_type(dt: DType) -> str:
