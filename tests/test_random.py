@@ -21,6 +21,7 @@ import torch
 
 import nbgrad
 from nbgrad import Tensor, dtypes
+from threefry_oracle import oracle_bits
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "testdata" / "threefry_tinygrad090.json"
@@ -35,24 +36,6 @@ KS_CRIT = 1.63     # asymptotic Kolmogorov-Smirnov critical value (times 1/sqrt(
 # ---------------------------------------------------------------------------------------------
 # independent oracle: the generator of the spec in numpy uint32 arithmetic
 # ---------------------------------------------------------------------------------------------
-
-def oracle_bits(seed, counter, n):
-    if n == 0:
-        return np.zeros(0, np.uint32)
-    seed, counter = seed & M32, counter & M32
-    h = -(-n // 2)
-    c1 = ((np.arange(h, dtype=np.uint64) + np.uint64(counter)) & np.uint64(M32)).astype(np.uint32)
-    c2 = c1 + np.uint32(h)
-    k = [0, (seed ^ 0x1BD11BDA) & M32, seed]
-    x0, x1 = c1 + np.uint32(k[2]), c2 + np.uint32(k[0])
-    for g in range(5):
-        for r in ([13, 15, 26, 6] if g % 2 == 0 else [17, 29, 16, 24]):
-            x0 = x0 + x1
-            x1 = x0 ^ ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r)))
-        x0 = x0 + np.uint32(k[g % 3])
-        x1 = x1 + np.uint32((k[(g + 1) % 3] + g + 1) & M32)
-    return np.concatenate([x0, x1])[:n]
-
 
 def oracle_rand(seed, counter, shape):
     """float32 uniform values of a draw of prod(shape) words at counter."""

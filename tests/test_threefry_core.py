@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from nbgrad.random import threefry as tf
+from threefry_oracle import oracle_bits
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata" / "threefry_tinygrad090.json"
 REF = json.loads(DATA.read_text())
@@ -27,24 +28,6 @@ TWO_BLOCKS = 2 * tf.BLOCK_PAIRS   # words in two full parallel blocks
 # ---------------------------------------------------------------------------------------------
 # independent oracle: the spec in numpy uint32 arrays
 # ---------------------------------------------------------------------------------------------
-
-def oracle_bits(seed, counter, n):
-    if n == 0:
-        return np.zeros(0, np.uint32)
-    seed, counter = seed & M32, counter & M32
-    h = -(-n // 2)
-    c1 = ((np.arange(h, dtype=np.uint64) + np.uint64(counter)) & np.uint64(M32)).astype(np.uint32)
-    c2 = c1 + np.uint32(h)
-    k = [0, (seed ^ 0x1BD11BDA) & M32, seed]
-    x0, x1 = c1 + np.uint32(k[2]), c2 + np.uint32(k[0])
-    for g in range(5):
-        for r in ([13, 15, 26, 6] if g % 2 == 0 else [17, 29, 16, 24]):
-            x0 = x0 + x1
-            x1 = x0 ^ ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r)))
-        x0 = x0 + np.uint32(k[g % 3])
-        x1 = x1 + np.uint32((k[(g + 1) % 3] + g + 1) & M32)
-    return np.concatenate([x0, x1])[:n]
-
 
 def oracle_uniform(seed, counter, n):
     return (oracle_bits(seed, counter, n) >> np.uint32(8)).astype(np.float32) / np.float32(2 ** 24)
