@@ -929,6 +929,56 @@ class Tensor:
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
 
+  # ---- neural-network functionals
+  def linear(self, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    out = self * weight if weight.ndim == 1 else self.dot(weight)
+    return out if bias is None else out + bias
+
+  def sequential(self, layers) -> Tensor:
+    out = self
+    for layer in layers: out = layer(out)
+    return out
+
+  def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
+    centered = self - self.mean(axis, keepdim=True)
+    return centered * (centered * centered).mean(axis, keepdim=True).add(eps).rsqrt()
+
+  def batchnorm(self, weight: Optional[Tensor], bias: Optional[Tensor], mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
+    axes = tuple(resolve_axis(a, self.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    out = self - mean.reshape(shape)
+    if weight is not None: out = out * weight.reshape(shape)
+    out = out * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+    return out if bias is None else out + bias.reshape(shape)
+
+  def one_hot(self, num_classes: int) -> Tensor:
+    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an int tensor, got {self.dtype}")
+    return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
+
+  def binary_crossentropy(self, y: Tensor) -> Tensor:
+    return (-y * self.log() - (1 - y) * (1 - self).log()).mean()
+
+  def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
+    return (self.maximum(0) - y * self + (1 + self.abs().neg().exp()).log()).mean()
+
+  def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
+    """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
+    if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {self.shape}")
+    log_probs, counted = self.log_softmax(), (Y != ignore_index)
+    classes = Tensor.arange(self.shape[-1], device=self.device).reshape((1,) * Y.ndim + (self.shape[-1],))
+    target = ((Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)).cast(log_probs.dtype)
+    smoothing = label_smoothing * (log_probs.mean(-1) * counted).sum()
+    return -((1 - label_smoothing) * (log_probs * target).sum() + smoothing) / counted.sum()
+
+  def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
+                                   dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:
+    if is_causal:
+      attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0)
+    scores = self @ key.transpose(-2, -1) / math.sqrt(self.shape[-1])
+    if attn_mask is not None:
+      scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
+    return scores.softmax(-1).dropout(dropout_p) @ value
+
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     if self.ndim == 0 or w.ndim == 0: raise ValueError(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")

@@ -7,6 +7,7 @@ holds. A reshape that no affine map can express (merging dims that are not laid 
 other) pushes a second level: its index is flattened and unflattened into the level below.
 """
 from __future__ import annotations
+import functools
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -42,12 +43,16 @@ class Affine:
   conds: tuple[Cond, ...] = ()
 
   @staticmethod
+  @functools.lru_cache(maxsize=4096)
   def identity(shape: tuple[int, ...]) -> Affine:
     n = len(shape)
     return Affine(shape, shape, tuple((tuple(int(d == j) for d in range(n)), 0) for j in range(n)))
 
-  def is_identity(self) -> bool:
-    return self == Affine.identity(self.shape) and self.shape == self.base_shape
+  @functools.cached_property
+  def identity_map(self) -> bool:
+    return self.shape == self.base_shape and self == Affine.identity(self.shape)
+
+  def is_identity(self) -> bool: return self.identity_map
 
   # movement ops: each returns the map of the moved view
   def _map_coeffs(self, shape, fn) -> Affine:
@@ -117,6 +122,8 @@ class Affine:
 
   def then(self, other: Affine) -> Affine:
     """This map followed by other (other.shape == self.base_shape)."""
+    if other.identity_map: return self
+    if self.identity_map: return other
     def compose(c2, k2):
       coeffs = tuple(sum(c2[j] * self.rows[j][0][d] for j in range(len(c2))) for d in range(len(self.shape)))
       return coeffs, k2 + sum(c2[j] * self.rows[j][1] for j in range(len(c2)))
@@ -147,6 +154,7 @@ class View:
   levels: tuple[Affine, ...]
 
   @staticmethod
+  @functools.lru_cache(maxsize=4096)
   def contiguous(shape) -> View: return View((Affine.identity(tuple(shape)),))
 
   @property
