@@ -104,16 +104,16 @@ def advanced_index(tensor, items: list):
 
 
 def set_basic_index(tensor, indices, value):
+  """t[indices] = value for basic indices: writes into the tensor's own (realized, contiguous) buffer."""
   from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
   items = indices if isinstance(indices, tuple) else (indices,)
   if any(isinstance(i, (Tensor, list, np.ndarray)) for i in items):
     raise NotImplementedError("setitem with tensor or list indices (advanced indexing) is not supported")
-  target = tensor[indices]   # checks the indices
-  if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype)
+  target = tensor[indices]   # checks the indices before anything changes
+  if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
-  array = tensor.contiguous().realize()._realized_array()
-  if tensor.lazydata is not tensor.contiguous().lazydata: tensor.lazydata = tensor.contiguous().lazydata
-  array = tensor._realized_array()
-  from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
-  array[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
+  tensor.replace(tensor.contiguous().realize())
+  buffer = tensor._realized_array()
+  buffer[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
