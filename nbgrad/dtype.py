@@ -143,8 +143,8 @@ def float32_to_bfloat16_bits(f32: np.ndarray) -> np.ndarray:
   bits = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32).astype(np.uint64)
   rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
   nan = np.isnan(f32)
-  return np.where(nan, np.uint16(0x7FC0), rounded).astype(np.uint16)
+  return np.where(nan, np.uint16(0x7FC0), rounded).astype(np.uint16).reshape(np.shape(f32))
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-  return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+  return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(np.shape(bits))
