@@ -2,6 +2,7 @@
 a composition of the differentiable primitives of nbgrad.autograd."""
 from __future__ import annotations
 import contextlib
+import itertools
 import math
 from typing import Optional, Sequence, Union
 import numpy as np
@@ -928,6 +929,139 @@ class Tensor:
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
+
+  # ---- gather, einsum
+  def gather(self, dim: int, index: Tensor) -> Tensor:
+    """out[..., i, ...] = self[..., index[..., i, ...], ...] along dim (torch.gather)."""
+    if index.ndim != self.ndim: raise IndexError(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
+    if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int tensor, got {index.dtype}")
+    dim = resolve_axis(dim, self.ndim)
+    for d, (i, s) in enumerate(zip(index.shape, self.shape)):
+      if d != dim and i > s: raise IndexError(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
+    source = self.shrink(tuple(None if d == dim else (0, i) for d, i in enumerate(index.shape))).transpose(dim, -1)
+    n = self.shape[dim]
+    hits = index.transpose(dim, -1).unsqueeze(-1) == Tensor.arange(n, device=self.device)
+    picked = hits.where(source.unsqueeze(-2), 0)
+    picked = picked.max(-1) if self.dtype == dtypes.bool else picked.sum(-1).cast(self.dtype)
+    return picked.transpose(dim, -1)
+
+  @staticmethod
+  def einsum(formula: str, *operands: Tensor) -> Tensor:
+    """Einstein summation over named axes ('ij,jk->ik'); without '->' the output is the letters used once, sorted."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)): operands = tuple(operands[0])
+    formula = formula.replace(" ", "")
+    inputs, arrow, output = formula.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+      raise ValueError(f"einsum formula {formula!r} names {len(terms)} operands, got {len(operands)}")
+    if "." in formula: raise ValueError("einsum ellipsis ('...') is not supported")
+    counts: dict = {}
+    for term, x in zip(terms, operands):
+      if len(term) != x.ndim: raise ValueError(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
+      if len(set(term)) != len(term): raise ValueError(f"einsum term {term!r} repeats a letter (diagonals are not supported)")
+      for letter in term: counts[letter] = counts.get(letter, 0) + 1
+    if not arrow: output = "".join(sorted(letter for letter, c in counts.items() if c == 1))
+    letters = sorted(counts)
+    sizes: dict = {}
+    for term, x in zip(terms, operands):
+      for letter, size in zip(term, x.shape):
+        if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
+          raise ValueError(f"einsum letter {letter!r} has sizes {sizes[letter]} and {size}")
+        sizes[letter] = max(sizes[letter], size)
+    product = None
+    for term, x in zip(terms, operands):
+      order = sorted(range(len(term)), key=lambda i: letters.index(term[i]))
+      moved = x.permute(order) if order else x
+      shape = tuple(x.shape[term.index(letter)] if letter in term else 1 for letter in letters)
+      moved = moved.reshape(shape)
+      product = moved if product is None else product * moved
+    product = product._broadcast_to(tuple(sizes[letter] for letter in letters))
+    summed_axes = tuple(i for i, letter in enumerate(letters) if letter not in output)
+    kept = [letter for letter in letters if letter in output]
+    out = product.sum(summed_axes) if summed_axes else product
+    return out.permute([kept.index(letter) for letter in output]) if output else out
+
+  # ---- pooling and convolution
+  def _windows(self, kernel: tuple, stride: tuple, dilation: tuple) -> Tensor:
+    """(..., *spatial) -> (..., *out, K): every kernel offset as a strided view, stacked on a last axis."""
+    spatial = self.shape[-len(kernel):]
+    out = [(size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip(spatial, kernel, stride, dilation)]
+    if any(o <= 0 for o in out): raise ValueError(f"kernel {kernel} (dilation {dilation}) is larger than the input {spatial}")
+    lead = (slice(None),) * (self.ndim - len(kernel))
+    views = []
+    for offsets in itertools.product(*[range(k) for k in kernel]):
+      index = lead + tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(offsets, dilation, stride, out))
+      views.append(self[index].unsqueeze(-1))
+    return views[0].cat(*views[1:], dim=-1) if len(views) > 1 else views[0]
+
+  def _pool_args(self, kernel_size, stride, dilation, dims: Optional[int] = None):
+    kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * (dims or 2)
+    stride = kernel if stride is None else (tuple(stride) if isinstance(stride, (tuple, list)) else (stride,) * len(kernel))
+    dilation = tuple(dilation) if isinstance(dilation, (tuple, list)) else (dilation,) * len(kernel)
+    if len(kernel) > self.ndim: raise ValueError(f"a {len(kernel)}-D kernel needs at least {len(kernel)} dims, got {self.shape}")
+    return kernel, stride, dilation
+
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
+    return self._windows(*self._pool_args(kernel_size, stride, dilation)).mean(-1)
+
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
+    return self._windows(*self._pool_args(kernel_size, stride, dilation)).max(-1)
+
+  def _conv_padding(self, padding, dims: int) -> list:
+    """Padding as pad2d takes it: an int, one per spatial dim, or two per spatial dim (last dim first)."""
+    if isinstance(padding, int): return [padding] * (2 * dims)
+    padding = list(padding)
+    if len(padding) == 2 * dims: return padding
+    if len(padding) == dims: return [p for p in reversed(padding) for _ in range(2)]
+    raise ValueError(f"padding {padding} must be an int, {dims} values or {2 * dims} values")
+
+  def conv2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0,
+             acc_dtype=None) -> Tensor:
+    """Convolution over the last weight.ndim-2 dims (1-D, 2-D, 3-D...): x (N, Cin, *S), weight (Cout, Cin/groups, *K)."""
+    dims = weight.ndim - 2
+    if dims < 1 or self.ndim != weight.ndim:
+      raise ValueError(f"conv2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
+    batch, cin = self.shape[:2]
+    cout, cin_group = weight.shape[:2]
+    if cin % groups or cout % groups or cin // groups != cin_group:
+      raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
+    kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
+    x = self.pad2d(self._conv_padding(padding, dims))
+    windows = x._windows(kernel, stride, dilation)                       # (N, Cin, *out, K)
+    out_shape = windows.shape[2:-1]
+    k = math.prod(kernel)
+    windows = windows.reshape(batch, groups, 1, cin_group, *out_shape, k)
+    windows = windows.permute(0, 1, 2, *range(4, 4 + dims), 3, 4 + dims)  # (N, G, 1, *out, Cin/G, K)
+    w = weight.reshape(1, groups, cout // groups, *([1] * dims), cin_group, k)
+    out = (windows * w).sum((-1, -2), acc_dtype=acc_dtype).reshape(batch, cout, *out_shape)
+    return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
+
+  def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,
+                       padding=0, output_padding=0) -> Tensor:
+    """The gradient of conv2d with respect to its input, as a layer: x (N, Cin, *S), weight (Cin, Cout/groups, *K)."""
+    dims = weight.ndim - 2
+    if dims < 1 or self.ndim != weight.ndim:
+      raise ValueError(f"conv_transpose2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
+    cin, cout_group = weight.shape[:2]
+    if self.shape[1] != cin or cin % groups:
+      raise ValueError(f"input channels {self.shape[1]} do not match weight {weight.shape} with groups={groups}")
+    kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
+    pads = [padding] * dims if isinstance(padding, int) else list(padding)
+    extra = [output_padding] * dims if isinstance(output_padding, int) else list(output_padding)
+    x = self
+    for axis, s in enumerate(stride):   # put s-1 zeros between neighbouring inputs
+      if s == 1: continue
+      d = 2 + axis
+      n = x.shape[d]
+      x = x.unsqueeze(d + 1).pad(tuple((0, s - 1) if i == d + 1 else None for i in range(x.ndim + 1)))
+      x = x.reshape(*x.shape[:d], n * s, *x.shape[d + 2:]).shrink(
+        tuple((0, (n - 1) * s + 1) if i == d else None for i in range(x.ndim - 1)))
+    w = weight.reshape(groups, cin // groups, cout_group, *kernel).transpose(1, 2)
+    w = w.reshape(groups * cout_group, cin // groups, *kernel).flip(tuple(range(2, 2 + dims)))
+    pad2d = []
+    for k, d, p, e in reversed(list(zip(kernel, dilation, pads, extra))):
+      pad2d += [d * (k - 1) - p, d * (k - 1) - p + e]
+    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=pad2d)
 
   # ---- neural-network functionals
   def linear(self, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:

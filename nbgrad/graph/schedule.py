@@ -66,6 +66,11 @@ def map_views(expr: Expr, fn, memo=None) -> Expr:
   return new
 
 
+# An elementwise node is inlined into the kernels that read it, once per distinct view it is read through.
+# Past this many views in one kernel (convolution windows, pooling backward) it gets a kernel of its own.
+MAX_INLINED_VIEWS = 4
+
+
 class KernelBuilder:
   def __init__(self, root: LazyBuffer, targets: set, schedule_base):
     self.root, self.targets, self.schedule_base = root, targets, schedule_base
@@ -73,6 +78,7 @@ class KernelBuilder:
     self.stages: list = []
     self.stage_of: dict[int, int] = {}
     self.memo: dict = {}
+    self.views_of: dict[int, set] = {}
 
   def build(self) -> Kernel:
     root = self.root
@@ -143,6 +149,11 @@ class KernelBuilder:
         and view == View.contiguous(base.shape).expand(self.loop_shape)
       return Expr(ACC, base.dtype, arg=self.stage(base)) if fusable else self.load(base, view)
     else:
+      views = self.views_of.setdefault(id(base), set())
+      views.add(view)
+      if len(views) > MAX_INLINED_VIEWS and base is not self.root:
+        self.targets.add(id(base))   # read through many views: computing it once is cheaper than inlining each
+        return self.load(base, view)
       srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
       value = Expr(base.op, base.dtype, srcs, base.arg)
     if any(level.conds for level in view.levels):

@@ -105,6 +105,26 @@ def key_bits(dt: DType) -> int:
   return 64 if dt.itemsize == 8 else 32
 
 
+def reshape_groups(old_shape, new_shape):
+  """Pairs (old dims, new dims) of equal element count, in order; size-1 dims belong to no group.
+  None when either shape has no elements."""
+  if prod(old_shape) == 0 or prod(new_shape) == 0: return None
+  old_dims = [d for d, n in enumerate(old_shape) if n != 1]
+  new_dims = [d for d, n in enumerate(new_shape) if n != 1]
+  groups, i, j = [], 0, 0
+  while i < len(old_dims):
+    group_old, group_new = [old_dims[i]], [new_dims[j]]
+    p_old, p_new = old_shape[old_dims[i]], new_shape[new_dims[j]]
+    i, j = i + 1, j + 1
+    while p_old != p_new:
+      if p_old < p_new:
+        group_old.append(old_dims[i]); p_old *= old_shape[old_dims[i]]; i += 1  # noqa: E702
+      else:
+        group_new.append(new_dims[j]); p_new *= new_shape[new_dims[j]]; j += 1  # noqa: E702
+    groups.append((group_old, group_new))
+  return groups
+
+
 def reduce_identity(op: ReduceOps, dt: DType) -> str:
   t = compute_type(dt)
   if op is ReduceOps.SUM: return f"{t}(0)"
@@ -171,18 +191,32 @@ class Renderer:
         lines.append(f"{c} = {self.affine(coeffs, const, names)}")
         coords.append(c)
       if level_number + 1 < len(view.levels):   # flatten, then unflatten into the next level's shape
-        flat = self.tmp()
-        strides = contiguous_strides(level.base_shape)
-        lines.append(f"{flat} = {' + '.join(f'{c} * {self.int_param(s)}' for c, s in zip(coords, strides)) or '0'}")
-        next_shape = view.levels[level_number + 1].shape
-        names = []
-        for s, n in zip(contiguous_strides(next_shape), next_shape):
-          c = self.tmp()
-          lines.append(f"{c} = ({flat} // {self.int_param(s)}) % {self.int_param(n)}")
-          names.append(c)
+        names = self.relink(coords, level.base_shape, view.levels[level_number + 1].shape, lines)
       else:
         names = coords
     return names, conds
+
+  def relink(self, coords: list[str], old_shape, new_shape, lines: list[str]) -> list[str]:
+    """Coordinates in new_shape of the element at coords in old_shape (same element order). Dims are
+    matched in groups of equal size, so only the dims a reshape really merged and split pay a // or %."""
+    groups = reshape_groups(old_shape, new_shape)
+    if groups is None:   # a zero-size shape: no element is ever read
+      return ["0"] * len(new_shape)
+    names = ["0"] * len(new_shape)
+    for old_dims, new_dims in groups:
+      if len(old_dims) == 1 and len(new_dims) == 1:
+        names[new_dims[0]] = coords[old_dims[0]]
+        continue
+      sub = self.tmp()
+      strides = contiguous_strides(tuple(old_shape[d] for d in old_dims))
+      lines.append(f"{sub} = " + " + ".join(f"{coords[d]} * {self.int_param(st)}" for d, st in zip(old_dims, strides)))
+      new_strides = contiguous_strides(tuple(new_shape[d] for d in new_dims))
+      for i, (d, st) in enumerate(zip(new_dims, new_strides)):
+        c = self.tmp()
+        text = sub if i == len(new_dims) - 1 else f"({sub} // {self.int_param(st)})"
+        lines.append(f"{c} = {text if i == 0 else f'{text} % {self.int_param(new_shape[d])}'}")
+        names[d] = c
+    return names
 
   def buffer_offset(self, view: View, lines: list[str]) -> tuple[str, list[str]]:
     """Views of buffers are flattened: their last level has one row, the offset into the flat buffer."""
