@@ -73,45 +73,25 @@ def _mix(x0, x1, r):
 
 
 @nb.njit(inline="always", cache=True)
+def _group(x0, x1, r0, r1, r2, r3, key0, key1):
+    """Four mixes with rotations r0..r3, then the key injection (key0 into x0, key1 into x1)."""
+    x0, x1 = _mix(x0, x1, r0)
+    x0, x1 = _mix(x0, x1, r1)
+    x0, x1 = _mix(x0, x1, r2)
+    x0, x1 = _mix(x0, x1, r3)
+    return np.uint32(x0 + key0), np.uint32(x1 + key1)
+
+
+@nb.njit(inline="always", cache=True)
 def _threefry_pair(c1, c2, k0, k1, k2):
-    """One threefry2x32-20 block on counters (c1, c2) with keys (k0, k1, k2); all uint32."""
-    x0 = np.uint32(c1 + k2)
-    x1 = np.uint32(c2 + k0)
-    # group 0 (even): inject k[0], k[1] + 1
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = np.uint32(x0 + k0)
-    x1 = np.uint32(x1 + np.uint32(k1 + np.uint32(1)))
-    # group 1 (odd): k[1], k[2] + 2
-    x0, x1 = _mix(x0, x1, 17)
-    x0, x1 = _mix(x0, x1, 29)
-    x0, x1 = _mix(x0, x1, 16)
-    x0, x1 = _mix(x0, x1, 24)
-    x0 = np.uint32(x0 + k1)
-    x1 = np.uint32(x1 + np.uint32(k2 + np.uint32(2)))
-    # group 2 (even): k[2], k[0] + 3
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = np.uint32(x0 + k2)
-    x1 = np.uint32(x1 + np.uint32(k0 + np.uint32(3)))
-    # group 3 (odd): k[0], k[1] + 4
-    x0, x1 = _mix(x0, x1, 17)
-    x0, x1 = _mix(x0, x1, 29)
-    x0, x1 = _mix(x0, x1, 16)
-    x0, x1 = _mix(x0, x1, 24)
-    x0 = np.uint32(x0 + k0)
-    x1 = np.uint32(x1 + np.uint32(k1 + np.uint32(4)))
-    # group 4 (even): k[1], k[2] + 5
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = np.uint32(x0 + k1)
-    x1 = np.uint32(x1 + np.uint32(k2 + np.uint32(5)))
+    """One threefry2x32-20 block on counters (c1, c2) with keys (k0, k1, k2); all uint32. Group g injects
+    k[g % 3] and k[(g + 1) % 3] + g + 1; even groups rotate by 13, 15, 26, 6 and odd ones by 17, 29, 16, 24."""
+    x0, x1 = np.uint32(c1 + k2), np.uint32(c2 + k0)
+    x0, x1 = _group(x0, x1, 13, 15, 26, 6, k0, np.uint32(k1 + np.uint32(1)))
+    x0, x1 = _group(x0, x1, 17, 29, 16, 24, k1, np.uint32(k2 + np.uint32(2)))
+    x0, x1 = _group(x0, x1, 13, 15, 26, 6, k2, np.uint32(k0 + np.uint32(3)))
+    x0, x1 = _group(x0, x1, 17, 29, 16, 24, k0, np.uint32(k1 + np.uint32(4)))
+    x0, x1 = _group(x0, x1, 13, 15, 26, 6, k1, np.uint32(k2 + np.uint32(5)))
     return x0, x1
 
 
