@@ -2,8 +2,7 @@
 backward from the same primitives, so backward graphs fuse and cache like forward ones."""
 from __future__ import annotations
 import math
-from typing import Optional
-from nbgrad.dtype import DType, dtypes
+from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps
 

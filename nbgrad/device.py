@@ -5,8 +5,7 @@ import sys
 import time
 import weakref
 import numpy as np
-from nbgrad.dtype import DType, dtypes
-from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.schedule import Kernel
 from nbgrad.helpers import GlobalCounters, DEBUG

@@ -603,7 +603,7 @@ class Tensor:
     if self.shape == shape: return self
     return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
 
-  def _nondiff(self, op, *others: Tensor, dtype: Optional[DType] = None) -> Tensor:
+  def _nondiff(self, op, *others: Tensor) -> Tensor:
     out = Tensor(self.lazydata.alu(op, *[o.lazydata for o in others]), device=self.device)
     return out._after_op()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
-from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
+from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
 from nbgrad.graph.view import View
 
 

@@ -3,13 +3,15 @@ from __future__ import annotations
 import numpy as np
 from nbgrad.graph.schedule import Kernel
 from nbgrad.graph.view import prod
-from nbgrad.jit.compiler import get_kernel, finish_builds, LAUNCH_LOCK  # noqa: F401 (finish_builds is public)
+from nbgrad.jit.compiler import get_kernel, finish_builds, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
 
 # Below this many loop iterations a kernel runs serially. Measured for relu(x*y+z) (float32, 2 cores,
 # per call): 2^14 589 us serial vs 563 us parallel, 2^16 757 vs 673, 2^18 1184 vs 904, 2^20 3268 vs 1730.
 # Threads start paying at about 2^16, and a serial compile is about four times cheaper than a parallel one.
 PARALLEL_MIN_ELEMENTS = 1 << 16
+
+__all__ = ["run_kernel", "finish_builds"]
 
 _EMPTY_INTS, _EMPTY_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.float64)
 

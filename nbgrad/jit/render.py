@@ -229,7 +229,6 @@ class Renderer:
     op, dt = expr.op, expr.dtype
     if op == LOAD:
       number, view = expr.arg
-      base = self.kernel.inputs[number]
       offset, conds = self.buffer_offset(view, lines)
       value = load_from_storage(dt, f"b{number}[{offset}]")
       name = self.tmp()
