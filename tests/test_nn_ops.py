@@ -1,0 +1,228 @@
+"""conv2d (1-D/2-D/3-D), conv_transpose2d, avg/max pooling, gather and einsum: forward and backward against torch (CPU)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nbgrad import Tensor
+
+# nbgrad runs in float32; the torch oracle runs in float64 on the same float32 values
+TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+def randn(shape, seed):
+  return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def nb_leaf(a):
+  return Tensor(a, requires_grad=True)
+
+
+def th_leaf(a):
+  return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+
+
+def weighted_backward(nb_out, th_out, seed):
+  """Compare forward values, then backprop (out * g).sum() with random g through both."""
+  assert nb_out.shape == tuple(th_out.shape), (nb_out.shape, tuple(th_out.shape))
+  np.testing.assert_allclose(nb_out.numpy(), th_out.detach().numpy(), **TOL)
+  g = randn(tuple(th_out.shape), seed)
+  (nb_out * Tensor(g)).sum().backward()
+  (th_out * torch.tensor(g, dtype=torch.float64)).sum().backward()
+
+
+def check_grads(nb_leaves, th_leaves):
+  for i, (a, b) in enumerate(zip(nb_leaves, th_leaves)):
+    assert a.grad is not None, f"input {i} got no gradient"
+    assert a.grad.shape == tuple(b.grad.shape), (i, a.grad.shape, tuple(b.grad.shape))
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), err_msg=f"gradient of input {i}", **TOL)
+
+
+# ---------------------------------------------------------------- conv2d
+# id -> (x shape, weight shape, bias?, kwargs for nbgrad conv2d)
+# padding: an int, one value per spatial dim (torch order), or 4 values (left, right, top, bottom) as pad2d takes them
+CONV_CASES = {
+  "1d_stride2_bias": ((2, 2, 6), (3, 2, 3), True, dict(stride=2)),
+  "2d_pad_int_bias": ((2, 2, 5, 5), (3, 2, 3, 3), True, dict(padding=1)),
+  "2d_groups2_stride_tuple_pad_tuple": ((1, 4, 5, 5), (4, 2, 2, 2), False, dict(groups=2, stride=(2, 1), padding=(1, 0))),
+  "2d_depthwise_dilation2": ((1, 3, 6, 6), (3, 1, 3, 3), True, dict(groups=3, dilation=2, padding=2)),
+  "2d_pad4_ltrb": ((1, 2, 5, 4), (2, 2, 2, 3), False, dict(padding=(1, 0, 2, 1))),
+  "2d_pad4_negative": ((1, 2, 5, 5), (2, 2, 2, 2), True, dict(padding=(-1, 1, 0, -1))),
+  "2d_noncontig_dilation_tuple": ((2, 2, 5, 6), (2, 2, 2, 2), False, dict(stride=(1, 2), dilation=(2, 1))),
+  "3d_pad_tuple": ((1, 2, 4, 3, 4), (2, 2, 2, 2, 2), True, dict(padding=(1, 0, 1))),
+}
+
+
+def torch_conv(x, w, b, groups=1, stride=1, dilation=1, padding=0):
+  dims = w.ndim - 2
+  fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
+  if isinstance(padding, (tuple, list)) and len(padding) == 2 * dims:
+    x = F.pad(x, tuple(padding))   # F.pad takes (left, right, top, bottom, ...): last dim first, like pad2d
+    padding = 0
+  return fn(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", list(CONV_CASES))
+def test_conv2d(case):
+  xs, ws, has_bias, kw = CONV_CASES[case]
+  xv, wv = randn(xs, 1), randn(ws, 2)
+  bv = randn((ws[0],), 3) if has_bias else None
+  if case.startswith("2d_noncontig"):
+    # the input is a permuted view of an (N, H, W, C) buffer
+    base = nb_leaf(np.ascontiguousarray(xv.transpose(0, 2, 3, 1)))
+    nb_x = base.permute(0, 3, 1, 2)
+  else:
+    base = nb_x = nb_leaf(xv)
+  nb_w = nb_leaf(wv)
+  nb_b = nb_leaf(bv) if has_bias else None
+  th_x, th_w = th_leaf(xv), th_leaf(wv)
+  th_b = th_leaf(bv) if has_bias else None
+  weighted_backward(nb_x.conv2d(nb_w, nb_b, **kw), torch_conv(th_x, th_w, th_b, **kw), 4)
+  nb_leaves, th_leaves = [nb_w] + ([nb_b] if has_bias else []), [th_w] + ([th_b] if has_bias else [])
+  check_grads(nb_leaves, th_leaves)
+  assert base.grad is not None
+  gx = base.grad.numpy()
+  if case.startswith("2d_noncontig"): gx = gx.transpose(0, 3, 1, 2)
+  np.testing.assert_allclose(gx, th_x.grad.numpy(), err_msg="gradient of x", **TOL)
+
+
+# ---------------------------------------------------------------- conv_transpose2d
+# id -> (x shape, weight shape (Cin, Cout/groups, *K), bias?, kwargs)
+CONVT_CASES = {
+  "stride2_pad1_outpad1_bias": ((1, 2, 3, 3), (2, 3, 2, 2), True, dict(stride=2, padding=1, output_padding=1)),
+  "groups2": ((1, 4, 3, 3), (4, 1, 2, 2), True, dict(groups=2)),
+  "dilation2_pad1": ((2, 2, 3, 3), (2, 2, 3, 3), False, dict(dilation=2, padding=1)),
+  "stride_pad_outpad_tuples": ((1, 2, 3, 4), (2, 2, 2, 3), False, dict(stride=(2, 1), padding=(0, 1), output_padding=(1, 0))),
+}
+
+
+@pytest.mark.parametrize("case", list(CONVT_CASES))
+def test_conv_transpose2d(case):
+  xs, ws, has_bias, kw = CONVT_CASES[case]
+  xv, wv = randn(xs, 5), randn(ws, 6)
+  groups = kw.get("groups", 1)
+  bv = randn((ws[1] * groups,), 7) if has_bias else None
+  nb_in = [nb_leaf(xv), nb_leaf(wv)] + ([nb_leaf(bv)] if has_bias else [])
+  th_in = [th_leaf(xv), th_leaf(wv)] + ([th_leaf(bv)] if has_bias else [])
+  nb_out = nb_in[0].conv_transpose2d(nb_in[1], nb_in[2] if has_bias else None, **kw)
+  th_out = F.conv_transpose2d(th_in[0], th_in[1], th_in[2] if has_bias else None, **kw)
+  weighted_backward(nb_out, th_out, 8)
+  check_grads(nb_in, th_in)
+
+
+# ---------------------------------------------------------------- pooling
+def torch_avg_pool(x, kernel_size, stride=None, dilation=1):
+  """torch's avg_pool2d has no dilation: a per-channel conv with a uniform kernel does the same."""
+  k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+  n, c = x.shape[:2]
+  w = torch.full((1, 1, *k), 1.0 / (k[0] * k[1]), dtype=x.dtype)
+  out = F.conv2d(x.reshape(n * c, 1, *x.shape[2:]), w, stride=k if stride is None else stride, dilation=dilation)
+  return out.reshape(n, c, *out.shape[2:])
+
+
+def torch_max_pool(x, kernel_size, stride=None, dilation=1):
+  return F.max_pool2d(x, kernel_size, stride=kernel_size if stride is None else stride, dilation=dilation)
+
+
+# id -> (op, x shape, kwargs, check the gradient too)
+# The gradient is left out of the rows whose backward kernel takes numba well over 20 s to compile
+# (pooling with stride > 1 over a 2-D window); POOL_CASES still checks max/avg gradients with dilation.
+POOL_CASES = {
+  "avg_k2_default_stride": ("avg_pool2d", (2, 2, 4, 6), dict(kernel_size=2), False),
+  "avg_k23_stride1_dilation2": ("avg_pool2d", (1, 2, 6, 6), dict(kernel_size=(2, 3), stride=1, dilation=2), True),
+  "max_k2_default_stride": ("max_pool2d", (2, 2, 6, 6), dict(kernel_size=(2, 2)), False),
+  "max_k32_stride_dilation_tuples": ("max_pool2d", (1, 2, 6, 5), dict(kernel_size=(3, 2), stride=(1, 2), dilation=(2, 1)), False),
+  "max_k13_stride1_dilation12": ("max_pool2d", (1, 2, 5, 6), dict(kernel_size=(1, 3), stride=1, dilation=(1, 2)), True),
+}
+
+
+@pytest.mark.parametrize("case", list(POOL_CASES))
+def test_pool(case):
+  op, xs, kw, backward = POOL_CASES[case]
+  xv = randn(xs, 9)   # continuous random values: no ties inside a max window
+  nb_x, th_x = nb_leaf(xv), th_leaf(xv)
+  ref = torch_avg_pool if op == "avg_pool2d" else torch_max_pool
+  nb_out, th_out = getattr(nb_x, op)(**kw), ref(th_x, **kw)
+  if not backward:
+    assert nb_out.shape == tuple(th_out.shape), (nb_out.shape, tuple(th_out.shape))
+    np.testing.assert_allclose(nb_out.numpy(), th_out.detach().numpy(), **TOL)
+    return
+  weighted_backward(nb_out, th_out, 10)
+  check_grads([nb_x], [th_x])
+
+
+# ---------------------------------------------------------------- gather
+# id -> (x shape, dim, index shape, index dtype, view of x)
+GATHER_CASES = {
+  "dim0_int32": ((4, 3), 0, (2, 3), np.int32, None),
+  "dim1_smaller_index_repeats_int64": ((3, 5), 1, (2, 4), np.int64, None),
+  "dim_neg1_3d_transposed_input": ((2, 4, 3), -1, (2, 3, 2), np.int32, "transpose"),
+}
+
+
+@pytest.mark.parametrize("case", list(GATHER_CASES))
+def test_gather(case):
+  xs, dim, idx_shape, idx_dtype, view = GATHER_CASES[case]
+  xv = randn(xs, 11)
+  base, th_base = nb_leaf(xv), th_leaf(xv)
+  nb_x, th_x = (base.transpose(1, 2), th_base.transpose(1, 2)) if view == "transpose" else (base, th_base)
+  n = nb_x.shape[dim]
+  idx = np.random.default_rng(12).integers(0, n, size=idx_shape)
+  if case.startswith("dim1"): idx[0, :2] = 1   # a repeated index: its gradient accumulates
+  nb_out = nb_x.gather(dim, Tensor(idx.astype(idx_dtype)))
+  th_out = torch.gather(th_x, dim, torch.tensor(idx, dtype=torch.int64))
+  weighted_backward(nb_out, th_out, 13)
+  check_grads([base], [th_base])
+
+
+# ---------------------------------------------------------------- einsum
+# id -> (formula, operand shapes)
+EINSUM_CASES = {
+  "matmul": ("ij,jk->ik", [(3, 4), (4, 2)]),
+  "implicit_output": ("ij,jk", [(2, 3), (3, 4)]),
+  "transpose": ("ij->ji", [(3, 5)]),
+  "batched_matmul": ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
+  "dot": ("i,i->", [(5,), (5,)]),
+  "outer": ("i,j->ij", [(3,), (4,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(EINSUM_CASES))
+def test_einsum(case):
+  formula, shapes = EINSUM_CASES[case]
+  values = [randn(s, 20 + i) for i, s in enumerate(shapes)]
+  nb_in, th_in = [nb_leaf(v) for v in values], [th_leaf(v) for v in values]
+  weighted_backward(Tensor.einsum(formula, *nb_in), torch.einsum(formula, *th_in), 30)
+  check_grads(nb_in, th_in)
+
+
+# ---------------------------------------------------------------- bad input
+def _conv_channel_mismatch():
+  Tensor(randn((1, 3, 5, 5), 0)).conv2d(Tensor(randn((2, 2, 3, 3), 0)))
+
+
+def _conv_group_mismatch():
+  Tensor(randn((1, 4, 5, 5), 0)).conv2d(Tensor(randn((4, 2, 3, 3), 0)), groups=3)
+
+
+def _gather_wrong_rank():
+  Tensor(randn((3, 4), 0)).gather(1, Tensor(np.zeros((3,), dtype=np.int32)))
+
+
+def _einsum_operand_count():
+  Tensor.einsum("ij,jk->ik", Tensor(randn((2, 3), 0)))
+
+
+BAD_CASES = {
+  "conv_channel_mismatch": (_conv_channel_mismatch, ValueError),
+  "conv_group_mismatch": (_conv_group_mismatch, ValueError),
+  "gather_index_wrong_rank": (_gather_wrong_rank, IndexError),
+  "einsum_operand_count": (_einsum_operand_count, ValueError),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_bad_input(case):
+  fn, exc = BAD_CASES[case]
+  with pytest.raises(exc):
+    fn()
