@@ -226,3 +226,10 @@ class Flip(Function):
     self.axes = axes
     return x.flip(axes)
   def backward(self, grad): return grad.flip(self.axes)
+
+
+class Copy(Function):
+  def forward(self, x, device: str):
+    self.source_device = x.device
+    return x.copy_to(device)
+  def backward(self, grad): return grad.copy_to(self.source_device)

@@ -8,28 +8,39 @@ import numpy as np
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.schedule import Kernel
-from nbgrad.helpers import GlobalCounters, DEBUG
+from nbgrad.helpers import GlobalCounters, DEBUG, getenv
 from nbgrad.jit import run_kernel
-
-KNOWN_DEVICES = ("CPU",)
+from nbgrad import cuda as cuda_device
 
 
 class _DeviceRegistry:
+  """Device names: "CPU", and "CUDA" (= "CUDA:0"), "CUDA:1", ... for NVIDIA GPUs."""
   @property
   def DEFAULT(self) -> str:
     if os.getenv("DEVICE"): return self.canonicalize(os.environ["DEVICE"])
+    if getenv("CPU", 0): return "CPU"
+    if getenv("CUDA", 0) or cuda_device.gpu_visible(): return self.canonicalize("CUDA")
     return "CPU"
 
   def canonicalize(self, name) -> str:
     if name is None: return self.DEFAULT
-    if not isinstance(name, str): raise TypeError(f"device must be a string such as 'CPU', got {name!r}")
-    upper = name.upper()
-    kind = upper.split(":")[0]
-    if kind == "CPU": return "CPU"
-    if kind == "CUDA": raise RuntimeError(f"device {name!r}: no CUDA device is available (known devices: {', '.join(KNOWN_DEVICES)})")
-    raise ValueError(f"unknown device {name!r}; known devices: {', '.join(KNOWN_DEVICES)}")
+    if not isinstance(name, str): raise TypeError(f"device must be a string such as 'CPU' or 'CUDA:0', got {name!r}")
+    kind, _, number = name.upper().partition(":")
+    if kind == "CPU" and number in ("", "0"): return "CPU"
+    if kind != "CUDA": raise ValueError(f"unknown device {name!r}; devices are named 'CPU', 'CUDA' or 'CUDA:<index>'")
+    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the CUDA index must be a number")
+    index, count = int(number or 0), cuda_device.device_count()
+    if count == 0:
+      raise RuntimeError(f"device {name!r}: no CUDA device is available (no NVIDIA GPU with a driver numba.cuda can use "
+                         "was found; numba's simulator is enabled with NUMBA_ENABLE_CUDASIM=1)")
+    if index >= count:
+      raise RuntimeError(f"device {name!r} does not exist; the CUDA devices are {', '.join(cuda_name(i) for i in range(count))}")
+    return cuda_name(index)
 
   def __getitem__(self, name): return self.canonicalize(name)
+
+
+def cuda_name(index: int) -> str: return "CUDA" if index == 0 else f"CUDA:{index}"
 
 
 Device = _DeviceRegistry()
@@ -76,25 +87,60 @@ def _measure_unshared_refcount() -> int:
 _UNSHARED_REFCOUNT = _measure_unshared_refcount()
 
 
+class CPUBackend:
+  """CPU buffers are flat numpy arrays; kernels are numba functions (nbgrad/jit)."""
+  allocate = staticmethod(allocate)
+
+  @staticmethod
+  def from_host(array: np.ndarray, dt: DType) -> np.ndarray: return array
+
+  @staticmethod
+  def to_host(buffer: np.ndarray, dt: DType) -> np.ndarray: return buffer
+
+  @staticmethod
+  def synchronize(): pass
+
+  @staticmethod
+  def run_compute(kernel: Kernel, out, inputs): run_kernel(kernel, out, inputs)
+
+  @staticmethod
+  def run_custom(kernel: Kernel, out, inputs): kernel.output.arg.run(out, *inputs)   # fills its buffer itself
+
+
+def backend(device: str):
+  if device == "CPU": return CPUBackend
+  return cuda_device.backend(int(device.partition(":")[2] or 0))
+
+
+def _run(kernel: Kernel, backend_):
+  """The buffer that realizes kernel.output."""
+  base = kernel.output
+  if kernel.kind == "copy":
+    src = kernel.inputs[0]
+    return backend_.from_host(backend(src.device).to_host(src.buffer, src.dtype), base.dtype)
+  out = backend_.allocate(base.size, base.dtype)
+  if kernel.kind == "custom": backend_.run_custom(kernel, out, [src.buffer for src in kernel.inputs])
+  elif kernel.kind == "compute" and base.size > 0: backend_.run_compute(kernel, out, [src.buffer for src in kernel.inputs])
+  return out
+
+
 def run_schedule(schedule: list[Kernel]):
   if DEBUG >= 2 and schedule:
     print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
   for kernel in schedule:
     base = kernel.output
     if base.buffer is not None: continue
-    out = allocate(base.size, base.dtype)
+    backend_ = backend(base.device)
     start = time.perf_counter()
-    if kernel.kind == "custom":
-      base.arg.run(out, *[src.buffer for src in kernel.inputs])   # custom kernels fill their buffer themselves
-    elif kernel.kind == "compute" and base.size > 0:
-      run_kernel(kernel, out, [src.buffer for src in kernel.inputs])
+    out = _run(kernel, backend_)
+    if DEBUG >= 1: backend_.synchronize()
     elapsed = time.perf_counter() - start
     if kernel.kind != "empty":
       GlobalCounters.kernel_count += 1
       GlobalCounters.time_sum_s += elapsed
       GlobalCounters.global_mem += out.nbytes + sum(src.buffer.nbytes for src in kernel.inputs)
       GlobalCounters.global_ops += base.size
-      if DEBUG >= 1: print(f"*** {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
+      if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     base.buffer = out
-    if out.nbytes >= POOL_MIN_BYTES: weakref.finalize(base, _release, out)
+    if isinstance(out, np.ndarray) and out.nbytes >= POOL_MIN_BYTES: weakref.finalize(base, _release, out)
     base.op, base.srcs, base.arg = LoadOps.BUFFER, (), None

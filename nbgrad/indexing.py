@@ -106,6 +106,7 @@ def advanced_index(tensor, items: list):
 def set_basic_index(tensor, indices, value):
   """t[indices] = value for basic indices: writes into the tensor's own (realized, contiguous) buffer."""
   from nbgrad.tensor import Tensor
+  from nbgrad.device import backend
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
   items = indices if isinstance(indices, tuple) else (indices,)
@@ -115,5 +116,7 @@ def set_basic_index(tensor, indices, value):
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   tensor.replace(tensor.contiguous().realize())
-  buffer = tensor._realized_array()
+  host = tensor if tensor.device == "CPU" else tensor.to("CPU").realize()   # other devices: written on a host copy
+  buffer = host._realized_array()
   buffer[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
+  if host is not tensor: tensor.lazydata.base.buffer = backend(tensor.device).from_host(buffer.reshape(-1), tensor.dtype)

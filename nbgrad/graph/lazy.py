@@ -55,6 +55,12 @@ class LazyBuffer:
     if base.op is LoadOps.CONST and base.buffer is None and all(not lv.conds for lv in self.view.levels): return base.arg
     return None
 
+  def copy_to(self, device: str) -> LazyBuffer:
+    """These values on another device (a copy node; contiguous first where the view needs it)."""
+    src = self if self is self.base or self.view.is_flat_order() else \
+      LazyBuffer.load(LoadOps.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
+    return LazyBuffer.load(LoadOps.COPY, self.shape, self.dtype, device, srcs=(src,))
+
   # ---- compute
   def alu(self, op, *others: LazyBuffer, arg=None) -> LazyBuffer:
     srcs = (self,) + others

@@ -30,6 +30,7 @@ class LoadOps(Enum):
   EMPTY = auto()      # allocated, contents unspecified
   CONTIGUOUS = auto() # realize the source into a fresh contiguous buffer
   CUSTOM = auto()     # arg: a CustomKernel that fills the buffer from realized sources
+  COPY = auto()       # the values of srcs[0] (in flat order) brought to this node's device
 
 
 ALU_OPS = (UnaryOps, BinaryOps, TernaryOps)

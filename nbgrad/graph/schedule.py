@@ -9,8 +9,8 @@ Rules:
   loop ("full" kernel: softmax is one kernel this way);
 - several reduces over the same loop space and axes share one kernel, one stage each, when each reads
   the earlier ones broadcast back; any other reduce is realized by a kernel of its own first;
-- realized buffers, tensors being realized in the same call, contiguous(), custom and empty nodes
-  are loaded, never recomputed.
+- realized buffers, tensors being realized in the same call, contiguous(), custom, copy and empty
+  nodes are loaded, never recomputed.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field, replace
@@ -40,7 +40,7 @@ ACC = "ACC"        # arg: stage number; the stage's accumulated value
 
 @dataclass
 class Kernel:
-  kind: str                       # "compute", "empty" or "custom"
+  kind: str                       # "compute", "empty", "custom" or "copy"
   output: LazyBuffer              # the base node this kernel realizes
   inputs: list = field(default_factory=list)      # base nodes read, realized before this kernel runs
   loop_shape: tuple = ()
@@ -118,7 +118,7 @@ class KernelBuilder:
     return None
 
   def is_loaded(self, base: LazyBuffer) -> bool:
-    return base.buffer is not None or base.op in (LoadOps.BUFFER, LoadOps.EMPTY, LoadOps.CUSTOM, LoadOps.CONTIGUOUS) \
+    return base.buffer is not None or base.op in (LoadOps.BUFFER, LoadOps.EMPTY, LoadOps.CUSTOM, LoadOps.CONTIGUOUS, LoadOps.COPY) \
       or (base is not self.root and id(base) in self.targets)
 
   def stage(self, red: LazyBuffer) -> int:
@@ -256,6 +256,11 @@ class _Scheduler:
     if base.op is LoadOps.CUSTOM:
       for s in base.srcs: self.schedule_base(s.base)
       self.schedule.append(Kernel("custom", base, [s.base for s in base.srcs], name=base.arg.name))
+      return
+    if base.op is LoadOps.COPY:
+      src = base.srcs[0].base
+      self.schedule_base(src)
+      self.schedule.append(Kernel("copy", base, [src], name=f"copy_{base.size}_{src.device}_to_{base.device}".lower()))
       return
     builder = KernelBuilder(base, self.targets, self.schedule_base)
     if base.op is LoadOps.CONTIGUOUS:  # a copy of the source into a buffer of its own

@@ -40,13 +40,13 @@ def module_source(body: str, parallel: bool) -> str:
           f"@njit({FLAGS}, parallel={parallel})\n{body}")
 
 
-def kernel_dir() -> str:
-  path = os.path.join(cache_dir(), "kernels")
+def kernel_dir(*subfolders: str) -> str:
+  path = os.path.join(cache_dir(), "kernels", *subfolders)
   os.makedirs(path, exist_ok=True)
   return path
 
 
-def _write_source(path: str, source: str):
+def write_source(path: str, source: str):
   """Writes the file only if it is missing or differs, atomically, so a concurrent reader never sees half."""
   try:
     with open(path) as f:
@@ -58,7 +58,7 @@ def _write_source(path: str, source: str):
   os.replace(tmp, path)
 
 
-def _import(path: str):
+def import_kernel(path: str):
   # numba finds a cached function's module again by name, so it must sit in sys.modules
   name = f"nbgrad_kernel_{os.path.basename(path)[:-3]}"
   spec = importlib.util.spec_from_file_location(name, path)
@@ -68,7 +68,7 @@ def _import(path: str):
   return module.kernel
 
 
-def _purge(path: str):
+def purge_cache_entry(path: str):
   stem = os.path.basename(path)[:-3]
   for f in glob.glob(os.path.join(os.path.dirname(path), "__pycache__", f"{stem}.*")):
     try: os.remove(f)
@@ -116,14 +116,14 @@ class CompiledKernel:
     last_error = None
     for _ in range(2):   # a corrupt cache entry is removed and rebuilt once
       try:
-        _write_source(self.path, self.source)
-        fn = _import(self.path)
+        write_source(self.path, self.source)
+        fn = import_kernel(self.path)
         fn.compile(signature)
       except (numba.core.errors.TypingError, numba.core.errors.LoweringError, numba.core.errors.UnsupportedError) as e:
         raise RuntimeError(f"kernel {self.name} failed to compile (source: {self.path}; DEBUG=4 prints it):\n{e}") from None
       except Exception as e:   # unreadable source or cache file: rebuild
         last_error = e
-        _purge(self.path)   # the source itself is checked and rewritten by _write_source
+        purge_cache_entry(self.path)   # the source itself is checked and rewritten by write_source
         continue
       hits = sum(fn.stats.cache_hits.values())
       if hits: GlobalCounters.disk_cache_hits += 1

@@ -61,24 +61,14 @@ def _bitcast(src: DType, dst: DType, a: str) -> str:
   return f"reinterpret({bits}, {compute_type(dst).replace('np.', 'nb_types.')})"
 
 
-def _float_fn(name32: str, name64: str):
-  return lambda dt, a: f"{name32}({a})" if dt.itemsize <= 4 else f"{name64}({a})"
-
-
-# op -> template(dtype of the result or of the operands, *operand texts). One table for the CPU.
+# op -> template(dtype of the result or of the operands, *operand texts). One table for every device;
+# only the float math functions differ (Renderer.MATH).
 UNARY = {
   UnaryOps.NEG: lambda dt, a: f"(not {a})" if dt.kind == "b" else _wrap(dt, f"(-{a})"),
   UnaryOps.RECIP: lambda dt, a: _wrap(dt, f"({compute_type(dt)}(1.0) / {a})"),
-  UnaryOps.SQRT: lambda dt, a: _wrap(dt, f"np.sqrt({a})"),
-  UnaryOps.EXP2: lambda dt, a: _wrap(dt, _float_fn("exp2_f32", "np.exp2")(dt, a)),
-  UnaryOps.LOG2: lambda dt, a: _wrap(dt, _float_fn("log2_f32", "np.log2")(dt, a)),
-  UnaryOps.SIN: lambda dt, a: _wrap(dt, _float_fn("sin_f32", "np.sin")(dt, a)),
-  UnaryOps.TRUNC: lambda dt, a: f"np.trunc({a})",
-  UnaryOps.FLOOR: lambda dt, a: f"np.floor({a})",
-  UnaryOps.CEIL: lambda dt, a: f"np.ceil({a})",
-  UnaryOps.RINT: lambda dt, a: f"np.rint({a})",
   UnaryOps.NOT: lambda dt, a: f"(not {a})",
 }
+EXACT_ROUNDING = (UnaryOps.TRUNC, UnaryOps.FLOOR, UnaryOps.CEIL, UnaryOps.RINT)   # results need no re-rounding
 BINARY = {
   BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else _wrap(dt, f"({a} + {b})"),
   BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else _wrap(dt, f"({a} - {b})"),
@@ -136,6 +126,13 @@ def reduce_identity(op: ReduceOps, dt: DType) -> str:
 
 
 class Renderer:
+  # float math: op -> (function for 16/32-bit floats, function for 64-bit floats)
+  MATH = {
+    UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP2: ("exp2_f32", "np.exp2"), UnaryOps.LOG2: ("log2_f32", "np.log2"),
+    UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"), UnaryOps.FLOOR: ("np.floor", "np.floor"),
+    UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
+  }
+
   def __init__(self, kernel: Kernel, parallel: bool):
     self.kernel, self.parallel = kernel, parallel
     self.int_params: list[int] = []
@@ -253,11 +250,16 @@ class Renderer:
       if op is TernaryOps.WHERE: text = f"{srcs[1]} if {srcs[0]} else {srcs[2]}"
       elif op is UnaryOps.CAST: text = _cast(expr.srcs[0].dtype, dt, srcs[0])
       elif op is UnaryOps.BITCAST: text = _bitcast(expr.srcs[0].dtype, dt, srcs[0])
+      elif op in self.MATH: text = self.math(op, dt, srcs[0])
       elif op in UNARY: text = UNARY[op](dt, srcs[0])
       else: text = BINARY[op](expr.srcs[0].dtype, *srcs)
       lines.append(f"{name} = {text}")
     memo[id(expr)] = name
     return name
+
+  def math(self, op, dt: DType, a: str) -> str:
+    text = f"{self.MATH[op][dt.itemsize == 8]}({a})"
+    return text if op in EXACT_ROUNDING else _wrap(dt, text)
 
   def body(self, expr: Expr, known: Optional[dict] = None) -> tuple[list[str], str]:
     """Statements computing expr; known maps id(subexpression) to a name that already holds its value."""

@@ -15,8 +15,7 @@ JIT = dict(cache=True, fastmath={"contract"}, error_model="numpy")
 REDUCE_JIT = dict(cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
 
 
-@intrinsic
-def reinterpret(typingctx, value, target):
+def reinterpret_typing(typingctx, value, target):
   """The bits of value read as the number type target. An integer of another width (numba widens
   small-int arithmetic) is first cut or extended to the target's width."""
   to_type = target.instance_type
@@ -27,6 +26,9 @@ def reinterpret(typingctx, value, target):
       value = builder.trunc(value, width) if from_type.bitwidth > to_type.bitwidth else builder.zext(value, width)
     return builder.bitcast(value, context.get_value_type(to_type))
   return to_type(value, target), codegen
+
+
+reinterpret = intrinsic(reinterpret_typing)   # the CUDA runtime registers the same typing for the GPU
 
 
 # ---- 16-bit floats are stored as their uint16 bits and computed in float32

@@ -1,0 +1,36 @@
+"""The CUDA device: the scheduler's kernels rendered for numba.cuda and run on NVIDIA GPUs, or on numba's
+simulator (NUMBA_ENABLE_CUDASIM=1). Importing this package is cheap: numba.cuda is imported on first use,
+and only where an NVIDIA driver (or the simulator) is present."""
+from __future__ import annotations
+import functools
+import os
+import sys
+from numba import config
+
+
+def simulator_enabled() -> bool: return bool(config.ENABLE_CUDASIM)
+
+
+@functools.cache
+def device_count() -> int:
+  """GPUs numba.cuda can use (one under the simulator); 0 when numba.cuda, the driver or a GPU is missing."""
+  try:
+    from numba import cuda
+    return len(cuda.gpus) if cuda.is_available() else 0
+  except Exception:   # no numba.cuda, or a driver it cannot load
+    return 0
+
+
+def gpu_visible() -> bool:
+  """A real GPU is there. The driver's files are looked for first, so CPU-only machines never import numba.cuda."""
+  if simulator_enabled(): return False
+  if sys.platform.startswith("linux") and not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl")):
+    return False
+  return device_count() > 0
+
+
+@functools.cache
+def backend(index: int):
+  """The buffers, copies and launches of GPU `index` (created once)."""
+  from nbgrad.cuda.device import CudaBackend
+  return CudaBackend(index)

@@ -1,0 +1,68 @@
+"""CUDA buffers (flat numba device arrays), copies to and from the host, and kernel launches."""
+from __future__ import annotations
+import math
+import numpy as np
+from numba import cuda
+from nbgrad.dtype import DType
+from nbgrad.graph.schedule import Kernel
+from nbgrad.cuda.render import CudaRenderer, uses_block_reduce
+from nbgrad.cuda.compiler import get_kernel, target_folder
+from nbgrad.cuda.runtime import SIMULATOR
+
+# The simulator runs every thread as a Python thread and blocks one after another: few and small.
+THREADS = 32 if SIMULATOR else 256
+MAX_BLOCKS = 4 if SIMULATOR else 8192
+_PARAM_CACHE_LIMIT = 4096
+
+
+def device_storage(dt: DType) -> np.dtype:
+  """Kernels see 16-bit floats as their uint16 bits (computed in float32), as on the CPU."""
+  return np.dtype(np.uint16) if dt.kind == "f" and dt.itemsize == 2 else np.dtype(dt.storage)
+
+
+class CudaBackend:
+  def __init__(self, index: int):
+    self.index, self.gpu = index, cuda.gpus[index]
+    self.folder = target_folder(index)
+    self.params: dict[tuple, tuple] = {}   # launch parameters stay on the device between calls
+
+  def allocate(self, size: int, dt: DType):
+    with self.gpu: return cuda.device_array(size, dtype=device_storage(dt))
+
+  def from_host(self, array: np.ndarray, dt: DType):
+    with self.gpu: return cuda.to_device(np.ascontiguousarray(array).view(device_storage(dt)))
+
+  def to_host(self, buffer, dt: DType) -> np.ndarray:
+    with self.gpu: return buffer.copy_to_host().view(dt.storage)
+
+  def synchronize(self):
+    with self.gpu: cuda.synchronize()
+
+  def device_params(self, ints: list, floats: list):
+    key = (tuple(ints), tuple(floats))
+    found = self.params.get(key)
+    if found is None:
+      if len(self.params) >= _PARAM_CACHE_LIMIT: self.params.clear()
+      with self.gpu:
+        found = self.params[key] = (cuda.to_device(np.array(ints or [0], np.int64)),
+                                    cuda.to_device(np.array(floats or [0.0], np.float64)))
+    return found
+
+  def run_compute(self, kernel: Kernel, out, inputs: list):
+    renderer = CudaRenderer(kernel, THREADS)
+    compiled = get_kernel(renderer.render("kernel"), kernel.name, self.folder)
+    ints, floats = self.device_params(renderer.int_params, renderer.float_params)
+    outputs = math.prod(s for d, s in enumerate(kernel.loop_shape) if d not in kernel.reduce_axes)
+    blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
+    with self.gpu: compiled.launch(max(1, min(blocks, MAX_BLOCKS)), THREADS, [out, *inputs, ints, floats])
+
+  def run_custom(self, kernel: Kernel, out, inputs: list):
+    """A custom kernel runs its GPU routine when it has one (run_cuda), else its host routine on copies."""
+    routine = kernel.output.arg
+    if hasattr(routine, "run_cuda"):
+      with self.gpu: routine.run_cuda(out, *inputs)
+      return
+    dt = kernel.output.dtype
+    host_out = np.empty(kernel.output.size, dtype=dt.storage)
+    routine.run(host_out, *[self.to_host(b, src.dtype) for b, src in zip(inputs, kernel.inputs)])
+    with self.gpu: out.copy_to_device(host_out.view(device_storage(dt)))

@@ -1,0 +1,57 @@
+"""Scalar helpers the generated CUDA kernels call, under the names the shared templates use.
+
+The integer and bit helpers are the CPU runtime's own Python bodies (nbgrad/jit/runtime.py) compiled as
+device functions; float math and half-precision conversions are libdevice's. Under numba's simulator
+(NUMBA_ENABLE_CUDASIM=1) kernels run as Python, libdevice is not there, and numpy stands in."""
+import types as python_types
+import numpy as np
+from numba import cuda, config
+from nbgrad.jit import runtime as cpu_runtime
+
+SIMULATOR = bool(config.ENABLE_CUDASIM)
+_INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+if SIMULATOR:
+  types = python_types.SimpleNamespace(**{n: getattr(np, n) for n in _INT_TYPES + ("float32", "float64")}, boolean=np.bool_)
+
+  def reinterpret(value, target):
+    target = np.dtype(target)
+    value = np.asarray(value)
+    if value.dtype.kind in "iub" and value.dtype.itemsize != target.itemsize:
+      value = value.astype(np.dtype(f"u{target.itemsize}"))   # cut or extend to the target's width
+    return value.view(target)[()]
+
+  def _numpy_math(fn, dtype):
+    return lambda x: dtype(fn(dtype(x)))
+  exp2f, log2f, sinf, sqrtf, truncf, floorf, ceilf, rintf = (
+    _numpy_math(fn, np.float32) for fn in (np.exp2, np.log2, np.sin, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
+  exp2, log2, sin, sqrt, trunc, floor, ceil, rint = (
+    _numpy_math(fn, np.float64) for fn in (np.exp2, np.log2, np.sin, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
+
+  def f16_to_f32(h): return np.float32(np.uint16(h).view(np.float16))
+  def f32_to_f16(f): return np.float32(f).astype(np.float16).view(np.uint16)
+else:
+  from numba.cuda import types
+  from numba.cuda.extending import intrinsic
+  from numba.cuda.libdevice import (exp2f, log2f, sinf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
+                                    exp2, log2, sin, sqrt, trunc, floor, ceil, rint)
+  from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
+  reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
+
+nb_types = types   # the name generated sources use for scalar types
+
+
+def _device_function(name: str):
+  """The CPU helper `name` compiled for the GPU: same body, this module's globals."""
+  body = getattr(cpu_runtime, name).py_func
+  return cuda.jit(device=True)(python_types.FunctionType(body.__code__, globals(), name))
+
+
+bf16_to_f32 = _device_function("bf16_to_f32")
+f32_to_bf16 = _device_function("f32_to_bf16")
+round_f16 = _device_function("round_f16")
+round_bf16 = _device_function("round_bf16")
+idiv = _device_function("idiv")
+imod = _device_function("imod")
+fmax = _device_function("fmax")
+fmin = _device_function("fmin")
