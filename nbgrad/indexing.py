@@ -56,13 +56,13 @@ def basic_index(tensor, indices):
   return x.reshape(tuple(final_shape))
 
 
-def _index_tensor(index, size: int):
+def _index_tensor(index, size: int, device: str):
   from nbgrad.tensor import Tensor
   from nbgrad.dtype import dtypes
   if not isinstance(index, Tensor):
     array = np.asarray(index)
     if array.dtype.kind not in "iu" and array.size: raise IndexError(f"index {index!r} must hold integers, not {array.dtype}")
-    index = Tensor(array.astype(np.int32))
+    index = Tensor(array.astype(np.int32), device=device)
   if not dtypes.is_int(index.dtype): raise IndexError(f"index tensors must be integer, got {index.dtype}")
   return (index < 0).where(index + size, index)
 
@@ -80,7 +80,7 @@ def advanced_index(tensor, items: list):
       index_items.append(i)
     if is_tensor or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
   x = basic_index(tensor, tuple(basic))
-  indices = [_index_tensor(i, x.shape[d]) for d, i in zip(positions, index_items)]
+  indices = [_index_tensor(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
   batch = broadcast_shape(*[i.shape for i in indices])
   rest = [d for d in range(x.ndim) if d not in positions]
   moved = x.permute(rest + positions)

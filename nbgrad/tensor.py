@@ -796,7 +796,7 @@ class Tensor:
   def __pow__(self, x) -> Tensor: return self.pow(x)
   def __rpow__(self, x) -> Tensor: return self.pow(x, True)
   def __matmul__(self, x) -> Tensor: return self.matmul(x)
-  def __rmatmul__(self, x) -> Tensor: return Tensor(x).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
+  def __rmatmul__(self, x) -> Tensor: return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
   def __xor__(self, x) -> Tensor: return self.xor(x)
   def __rxor__(self, x) -> Tensor: return self.xor(x, True)
   def __and__(self, x) -> Tensor: return self.bitwise_and(x)

@@ -1,0 +1,249 @@
+"""The CUDA device against the CPU device (itself tested against torch and numpy elsewhere).
+
+Runs on whatever CUDA device numba sees: a real GPU (benchmarks/gpu_check.sh runs it there), or numba's
+simulator, which tests/test_cuda.py starts in a subprocess with NUMBA_ENABLE_CUDASIM=1. The simulator runs
+every GPU thread as a Python thread, so shapes stay small."""
+import os
+import subprocess
+import sys
+import numpy as np
+import pytest
+from nbgrad import Tensor, Device, dtypes
+from nbgrad.helpers import GlobalCounters
+
+GPU = "CUDA"
+rng = np.random.default_rng(0)
+
+
+def on_both(build, *arrays, dtype=None):
+  """build(*tensors) on the CPU and on the GPU; returns both results as numpy arrays."""
+  results = []
+  for device in ("CPU", GPU):
+    tensors = [Tensor(a, device=device, dtype=dtype) for a in arrays]
+    out = build(*tensors)
+    assert out.device == device
+    results.append(out.numpy())
+  return results
+
+
+def assert_same(cpu, gpu, exact=False):
+  assert cpu.shape == gpu.shape and cpu.dtype == gpu.dtype
+  if exact or cpu.dtype.kind in "biu": np.testing.assert_array_equal(gpu, cpu)
+  else: np.testing.assert_allclose(gpu.astype(np.float64), cpu.astype(np.float64), rtol=2e-3 if cpu.dtype.itemsize == 2 else 1e-5, atol=1e-6)
+
+
+# ---- copies keep every bit
+COPY_DTYPES = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+               dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+
+
+UINT = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
+
+@pytest.mark.parametrize("dt", COPY_DTYPES, ids=str)
+def test_copy_round_trip_keeps_bits(dt):
+  bits = rng.integers(0, 256, size=24 * dt.itemsize, dtype=np.uint8)   # any bit pattern, NaN payloads too
+  if dt == dtypes.bool: bits &= 1
+  raw = bits.tobytes()
+  cpu = Tensor(np.frombuffer(raw, dtype=UINT[dt.itemsize].np)).bitcast(dt) if dt != dtypes.bool else Tensor(bits.astype(bool))
+  gpu = cpu.to(GPU)
+  assert gpu.device == Device.canonicalize(GPU)
+  back = gpu.to("CPU").realize()
+  assert back.device == "CPU" and back.dtype == dt
+  assert (back.cast(dtypes.uint8) if dt == dtypes.bool else back.bitcast(UINT[dt.itemsize])).numpy().tobytes() == raw
+
+
+def test_numpy_item_tolist_from_gpu():
+  t = Tensor([[1.5, -2.0], [3.0, 4.25]], device=GPU)
+  np.testing.assert_array_equal(t.numpy(), [[1.5, -2.0], [3.0, 4.25]])
+  assert t[1, 1].item() == 4.25 and t.tolist() == [[1.5, -2.0], [3.0, 4.25]]
+  assert np.asarray(t).dtype == np.float32
+
+
+# ---- elementwise, broadcasting, views
+FLOAT_OPS = {
+  "add_mul_relu": lambda a, b: (a * b + a).relu(), "div": lambda a, b: a / b, "sub_max": lambda a, b: (a - b).maximum(b),
+  "exp_log": lambda a, b: a.exp() + (b.abs() + 1).log(), "sqrt_sin": lambda a, b: a.abs().sqrt() + b.sin(),
+  "tanh_gelu": lambda a, b: a.tanh() + b.gelu(), "sigmoid": lambda a, b: a.sigmoid() * b,
+  "where_cmp": lambda a, b: (a < b).where(a, b) + (a == b) + (a != b), "floor_ceil_round": lambda a, b: (a * 3).floor() + (b * 3).ceil() + (a * 3).round(),
+  "pow_clip": lambda a, b: a.abs().pow(b) + a.clip(-0.5, 0.5), "neg_recip": lambda a, b: -a + (b.abs() + 0.5).reciprocal(),
+}
+
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.float64], ids=str)
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_float_elementwise(name, dt):
+  a, b = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+  assert_same(*on_both(FLOAT_OPS[name], a, b, dtype=dt))
+
+
+INT_OPS = {
+  "arith": lambda a, b: a * b + a - b, "idiv_mod": lambda a, b: a // b + a % b, "bits": lambda a, b: (a & b) | (a ^ 3) + (a << 2) + (a >> 1),
+  "cmp_where": lambda a, b: (a < b).where(a, -b) + (a == b).cast(a.dtype), "max_min": lambda a, b: a.maximum(b) - a.minimum(b),
+}
+
+
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.int8, dtypes.uint32, dtypes.int64], ids=str)
+@pytest.mark.parametrize("name", INT_OPS)
+def test_int_elementwise(name, dt):
+  a, b = rng.integers(1, 50, (4, 6)), rng.integers(1, 9, (4, 6))
+  assert_same(*on_both(INT_OPS[name], a, b, dtype=dt))
+
+
+def test_broadcasting_and_scalars():
+  assert_same(*on_both(lambda a, b: a + b * 2 - 1, rng.standard_normal((3, 1)), rng.standard_normal((1, 4))))
+  assert_same(*on_both(lambda a, b: a * b, rng.standard_normal(()), rng.standard_normal((2, 3))))
+  assert_same(*on_both(lambda a: a + 1, np.zeros((0, 3), np.float32)))
+
+
+VIEWS = {
+  "transpose": lambda x: x.T + 1, "flip": lambda x: x.flip(0) * 2, "pad": lambda x: x.pad(((1, 2), (0, 1)), value=-1.0),
+  "shrink_step": lambda x: x[1:, ::2] - 1, "expand": lambda x: x[:, :1].expand(4, 6) + x, "reshape_of_permute": lambda x: x.T.reshape(2, 12) * 3,
+  "cat_stack": lambda x: x.cat(x * 2, dim=1).stack(x.cat(x, dim=1)), "repeat": lambda x: x.repeat(2, 1),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_views(name):
+  assert_same(*on_both(VIEWS[name], rng.standard_normal((4, 6))), exact=True)
+
+
+@pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float16), (dtypes.float32, dtypes.bfloat16),
+                                     (dtypes.float16, dtypes.float64), (dtypes.float32, dtypes.bool), (dtypes.int64, dtypes.uint8),
+                                     (dtypes.bfloat16, dtypes.float32), (dtypes.bool, dtypes.int32)], ids=str)
+def test_cast(src, dst):
+  values = rng.standard_normal(9) * 100
+  assert_same(*on_both(lambda x: x.cast(dst), values, dtype=src), exact=True)
+
+
+@pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32), (dtypes.float16, dtypes.int16),
+                                     (dtypes.float64, dtypes.uint64), (dtypes.uint32, dtypes.int32)], ids=str)
+def test_bitcast(src, dst):
+  assert_same(*on_both(lambda x: x.bitcast(dst), rng.standard_normal(7) * 100, dtype=src), exact=True)
+
+
+# ---- reductions: short rows (a loop per thread), long rows (a block per row), columns, everything
+REDUCES = {
+  "sum": lambda x: x.sum(-1), "sum_cols": lambda x: x.sum(0), "sum_all": lambda x: x.sum(), "max": lambda x: x.max(-1),
+  "min_cols": lambda x: x.min(0), "mean_keepdim": lambda x: x.mean(-1, keepdim=True), "std": lambda x: x.std(-1),
+  "argmax": lambda x: x.argmax(-1), "argmin_cols": lambda x: x.argmin(0), "softmax": lambda x: x.softmax(-1),
+  "log_softmax": lambda x: x.log_softmax(-1), "logsumexp": lambda x: x.logsumexp(-1), "max_all": lambda x: x.max(),
+}
+
+
+@pytest.mark.parametrize("cols", [7, 300], ids=["short", "long"])
+@pytest.mark.parametrize("name", REDUCES)
+def test_float_reduce(name, cols):
+  assert_same(*on_both(REDUCES[name], rng.standard_normal((3, cols))))
+
+
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.bool, dtypes.float16], ids=str)
+def test_reduce_dtypes(dt):
+  values = rng.integers(0, 3, (3, 260))
+  for build in (lambda x: x.sum(-1), lambda x: x.max(-1), lambda x: x.min(0), lambda x: x.sum()):
+    assert_same(*on_both(build, values, dtype=dt))
+
+
+def test_reduce_nan_and_empty():
+  values = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]], np.float32)
+  assert_same(*on_both(lambda x: x.max(-1), values))
+  assert_same(*on_both(lambda x: x.sum(0), np.zeros((0, 3), np.float32)))
+
+
+# ---- linear algebra, convolution, indexing
+@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 4, 6), (6, 5)), ((9,), (9, 2)), ((3, 1, 4, 5), (2, 5, 3))], ids=str)
+def test_matmul(shapes):
+  a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+  assert_same(*on_both(lambda x, y: x @ y, a, b))
+  assert_same(*on_both(lambda x, y: (x.transpose(-1, -2) if x.ndim > 1 else x) @ y, a.swapaxes(-1, -2) if a.ndim > 1 else a, b))
+
+
+def test_conv2d_and_pooling():
+  x, w, bias = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+  assert_same(*on_both(lambda x, w, b: x.conv2d(w, b, padding=1).relu().max_pool2d(), x, w, bias))
+  assert_same(*on_both(lambda x, w: x.conv2d(w, stride=2, groups=1).avg_pool2d(kernel_size=(1, 1)), x, w))
+
+
+def test_indexing():
+  x = rng.standard_normal((4, 5))
+  assert_same(*on_both(lambda t: t[1:3, ::-2], x), exact=True)
+  assert_same(*on_both(lambda t: t[Tensor([2, 0, -1], device=t.device)], x), exact=True)
+  assert_same(*on_both(lambda t: t[[0, 3], 1:], x), exact=True)
+  assert_same(*on_both(lambda t: t.gather(1, Tensor([[0, 4], [1, 1], [2, 3], [4, 0]], device=t.device)), x), exact=True)
+
+
+def test_setitem():
+  results = []
+  for device in ("CPU", GPU):
+    t = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=device).contiguous().realize()
+    t[1, 1:3] = 5.0
+    t[2] = Tensor([9.0, 8.0, 7.0, 6.0], device=device)
+    results.append(t.numpy())
+  assert_same(*results, exact=True)
+
+
+# ---- random: the same bits on both devices
+@pytest.mark.parametrize("draw", ["rand", "randn", "randint", "dropout"])
+def test_random_bits_equal_cpu(draw):
+  results = []
+  for device in ("CPU", GPU):
+    Tensor.manual_seed(1234)
+    if draw == "rand": out = Tensor.rand(5, 7, device=device)
+    elif draw == "randn": out = Tensor.randn(33, device=device)
+    elif draw == "randint": out = Tensor.randint(4, 5, low=-3, high=100, device=device)
+    else:
+      with Tensor.train(): out = Tensor.ones(6, 6, device=device).dropout(0.5)
+    results.append(out.numpy())
+  assert_same(*results, exact=True)
+
+
+# ---- autograd: a small MLP's gradients and one SGD step
+def test_mlp_gradients_and_step():
+  x, y = rng.standard_normal((8, 4)).astype(np.float32), rng.integers(0, 3, 8)
+  w1, w2 = rng.standard_normal((4, 16)).astype(np.float32), rng.standard_normal((16, 3)).astype(np.float32)
+  results = []
+  for device in ("CPU", GPU):
+    p1, p2 = Tensor(w1, device=device, requires_grad=True), Tensor(w2, device=device, requires_grad=True)
+    loss = (Tensor(x, device=device) @ p1).relu().matmul(p2).sparse_categorical_crossentropy(Tensor(y, device=device))
+    loss.backward()
+    grads = (p1.grad.numpy(), p2.grad.numpy())
+    with Tensor.inference_mode(): p1.assign(p1 - p1.grad * 0.1).realize()
+    results.append((loss.numpy(), *grads, p1.numpy()))
+  for cpu, gpu in zip(*results): assert_same(cpu, gpu)
+
+
+def test_gradient_crosses_devices():
+  w = Tensor([1.0, 2.0, 3.0], requires_grad=True)   # on the CPU
+  (w.to(GPU) * Tensor([4.0, 5.0, 6.0], device=GPU)).sum().backward()
+  assert w.grad.device == "CPU"
+  np.testing.assert_array_equal(w.grad.numpy(), [4.0, 5.0, 6.0])
+
+
+# ---- bad input and device names
+def test_mixing_devices_names_both():
+  with pytest.raises(ValueError, match="CPU.*CUDA|CUDA.*CPU"):
+    Tensor([1.0]) + Tensor([1.0], device=GPU)
+
+
+def test_out_of_range_device_names_those_that_exist():
+  with pytest.raises(RuntimeError, match="CUDA:7.*CUDA"):
+    Tensor([1.0], device="CUDA:7")
+  assert Device.canonicalize("cuda:0") == "CUDA"
+
+
+def test_second_process_compiles_nothing(tmp_path):
+  script = ("from nbgrad import Tensor\nfrom nbgrad.helpers import GlobalCounters\n"
+            "x = Tensor.arange(1000, device='CUDA').float()\n((x * 2 + 1).relu().sum() + x.softmax(-1).max()).item()\n"
+            "print(GlobalCounters.compile_count)\n")
+  env = dict(os.environ, NBGRAD_CACHE_DIR=str(tmp_path))
+  runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True) for _ in range(2)]
+  for run in runs: assert run.returncode == 0, run.stderr
+  assert int(runs[0].stdout.split()[-1]) > 0
+  if os.getenv("NUMBA_ENABLE_CUDASIM", "0") == "0":   # the simulator compiles nothing, so there is no cache to test
+    assert int(runs[1].stdout.split()[-1]) == 0
+
+
+def test_counters_count_gpu_kernels():
+  GlobalCounters.reset()
+  Tensor([1.0, 2.0], device=GPU).add(1).realize()
+  assert GlobalCounters.kernel_count >= 2   # the copy to the GPU and the add
