@@ -39,6 +39,10 @@ class _DeviceRegistry:
 
   def __getitem__(self, name): return self.canonicalize(name)
 
+  def synchronize(self, name=None):
+    """Waits until every kernel launched on the device has finished (GPU launches return at once)."""
+    backend(self.canonicalize(name)).synchronize()
+
 
 def cuda_name(index: int) -> str: return "CUDA" if index == 0 else f"CUDA:{index}"
 
@@ -106,6 +110,10 @@ class CPUBackend:
   @staticmethod
   def run_custom(kernel: Kernel, out, inputs): kernel.output.arg.run(out, *inputs)   # fills its buffer itself
 
+  @staticmethod
+  def keep_for_reuse(node, buffer: np.ndarray):
+    if buffer.nbytes >= POOL_MIN_BYTES: weakref.finalize(node, _release, buffer)
+
 
 def backend(device: str):
   if device == "CPU": return CPUBackend
@@ -142,5 +150,5 @@ def run_schedule(schedule: list[Kernel]):
       GlobalCounters.global_ops += base.size
       if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     base.buffer = out
-    if isinstance(out, np.ndarray) and out.nbytes >= POOL_MIN_BYTES: weakref.finalize(base, _release, out)
+    backend_.keep_for_reuse(base, out)
     base.op, base.srcs, base.arg = LoadOps.BUFFER, (), None

@@ -1,6 +1,7 @@
 """CUDA buffers (flat numba device arrays), copies to and from the host, and kernel launches."""
 from __future__ import annotations
 import math
+import weakref
 import numpy as np
 from numba import cuda
 from nbgrad.dtype import DType
@@ -13,6 +14,7 @@ from nbgrad.cuda.runtime import SIMULATOR
 THREADS = 32 if SIMULATOR else 256
 MAX_BLOCKS = 4 if SIMULATOR else 8192
 _PARAM_CACHE_LIMIT = 4096
+POOL_LIMIT_BYTES = 16 << 30
 
 
 def device_storage(dt: DType) -> np.dtype:
@@ -25,9 +27,25 @@ class CudaBackend:
     self.index, self.gpu = index, cuda.gpus[index]
     self.folder = target_folder(index)
     self.params: dict[tuple, tuple] = {}   # launch parameters stay on the device between calls
+    self.pool: dict[tuple, list] = {}
+    self.pooled_bytes = 0
 
   def allocate(self, size: int, dt: DType):
+    free = self.pool.get((size, device_storage(dt)))
+    if free:
+      self.pooled_bytes -= free[-1].nbytes
+      return free.pop()
     with self.gpu: return cuda.device_array(size, dtype=device_storage(dt))
+
+  def keep_for_reuse(self, node, buffer):
+    """When node is collected its buffer waits in a pool for the next allocation of that size (a device
+    allocation costs far more than a small kernel)."""
+    weakref.finalize(node, self._release, buffer)
+
+  def _release(self, buffer):
+    if self.pooled_bytes + buffer.nbytes > POOL_LIMIT_BYTES: return
+    self.pool.setdefault((buffer.size, buffer.dtype), []).append(buffer)
+    self.pooled_bytes += buffer.nbytes
 
   def from_host(self, array: np.ndarray, dt: DType):
     with self.gpu: return cuda.to_device(np.ascontiguousarray(array).view(device_storage(dt)))
