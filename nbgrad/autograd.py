@@ -5,6 +5,7 @@ import math
 from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps
+from nbgrad.graph.scan import cumsum
 
 
 class Function:
@@ -180,6 +181,15 @@ class Max(Function):
     is_max = self.x.alu(BinaryOps.CMPEQ, self.ret.expand(self.x.shape)).cast(grad.dtype)
     count = is_max.reduce(ReduceOps.SUM, self.axes).expand(self.x.shape)
     return is_max.alu(BinaryOps.DIV, count).alu(BinaryOps.MUL, grad.expand(self.x.shape))
+
+
+class CumSum(Function):
+  """Running sum along an axis; each input feeds every output at or after it, so its gradient is the
+  running sum of the gradient taken from the far end."""
+  def forward(self, x, axis):
+    self.axis = axis
+    return cumsum(x, axis)
+  def backward(self, grad): return cumsum(grad.flip((self.axis,)), self.axis).flip((self.axis,))
 
 
 # ---- movement

@@ -828,16 +828,22 @@ class Tensor:
     if keepdim: return out
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
-  def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
-    if acc_dtype is None:
-      if self.dtype == dtypes.bool: acc = dtypes.int32
-      elif dtypes.is_unsigned(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.uint32)
-      elif dtypes.is_int(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.int32)
-      elif self.dtype in (dtypes.float16, dtypes.bfloat16): acc = dtypes.float32
-      else: acc = self.dtype
-    else: acc = to_dtype(acc_dtype)
-    out = self.cast(acc)._reduce(F.Sum, axis, keepdim)
+  def _sum_acc_dtype(self) -> DType:
+    """The dtype a sum accumulates in: ints in at least int32, unsigned in at least uint32, bool in
+    int32, half types in float32."""
+    if self.dtype == dtypes.bool: return dtypes.int32
+    if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
+    if dtypes.is_int(self.dtype): return least_upper_dtype(self.dtype, dtypes.int32)
+    if self.dtype in (dtypes.float16, dtypes.bfloat16): return dtypes.float32
+    return self.dtype
+
+  def _summed(self, out: Tensor) -> Tensor:
+    """A sum's result in the dtype the API gives it: half types return their own dtype."""
     return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
+
+  def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
+    acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
+    return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
 
   def max(self, axis=None, keepdim=False) -> Tensor:
     if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
@@ -910,15 +916,10 @@ class Tensor:
 
   # ---- scans and masks
   def cumsum(self, axis: int = 0) -> Tensor:
-    """Running sum along axis: each output sums the inputs at or before it (one fused masked reduce)."""
+    """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
     if self.ndim == 0: return self.sum()
     axis = resolve_axis(axis, self.ndim)
-    n = self.shape[axis]
-    x = self.transpose(axis, -1)
-    positions = Tensor.arange(n, device=self.device)
-    upto = positions.reshape(n, 1) >= positions.reshape(1, n)
-    summed = upto.where(x.unsqueeze(-2).expand(x.shape[:-1] + (n, n)), 0).sum(-1)
-    return summed.transpose(axis, -1)
+    return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
 
   def triu(self, k: int = 0) -> Tensor:
     rows, cols = self.shape[-2], self.shape[-1]
