@@ -1,6 +1,6 @@
 """Core engine benchmarks: nbgrad against numpy and torch (CPU) on the same workloads, in one run.
 
-Steady-state groups (`elementwise`, `reduce`) call each library once before timing, so nbgrad's
+Steady-state groups (`elementwise`, `reduce`, `scan`) call each library once before timing, so nbgrad's
 compile is excluded; each timed call builds a fresh lazy expression from realized inputs and
 realizes it, so the work is really done every time. The `compile` group times the first call
 in a fresh process, with an empty and with a warm nbgrad kernel cache.
@@ -90,6 +90,19 @@ WORKLOADS = {
         torch=lambda m: torch.softmax(m, dim=-1),
         nbgrad=lambda m: m.softmax(axis=-1),
         rtol=1e-4, atol=1e-7),
+    # running sums of 4096 standard normals reach about 200; float32 accumulation (torch: double) drifts
+    "cumsum_axis0": Workload(
+        "matrix",
+        numpy=lambda m: np.cumsum(m, axis=0),
+        torch=lambda m: torch.cumsum(m, dim=0),
+        nbgrad=lambda m: m.cumsum(axis=0),
+        rtol=1e-4, atol=1e-3),
+    "cumsum_axis1": Workload(
+        "matrix",
+        numpy=lambda m: np.cumsum(m, axis=1),
+        torch=lambda m: torch.cumsum(m, dim=1),
+        nbgrad=lambda m: m.cumsum(axis=1),
+        rtol=1e-4, atol=1e-3),
 }
 
 
@@ -193,6 +206,22 @@ def test_reduce_max_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_reduce_softmax_lastaxis(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "softmax_lastaxis")
+
+
+# ---------------------------------------------------------------------------------------------
+# scan: running sum along each axis of 4096x4096 float32
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="scan")
+@pytest.mark.parametrize("lib", LIBS)
+def test_scan_cumsum_axis0(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cumsum_axis0")
+
+
+@pytest.mark.benchmark(group="scan")
+@pytest.mark.parametrize("lib", LIBS)
+def test_scan_cumsum_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cumsum_axis1")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import math
 from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps
+from nbgrad.graph.scan import cumsum
 
 
 class Function:
@@ -182,6 +183,15 @@ class Max(Function):
     return is_max.alu(BinaryOps.DIV, count).alu(BinaryOps.MUL, grad.expand(self.x.shape))
 
 
+class CumSum(Function):
+  """Running sum along an axis; each input feeds every output at or after it, so its gradient is the
+  running sum of the gradient taken from the far end."""
+  def forward(self, x, axis):
+    self.axis = axis
+    return cumsum(x, axis)
+  def backward(self, grad): return cumsum(grad.flip((self.axis,)), self.axis).flip((self.axis,))
+
+
 # ---- movement
 class Reshape(Function):
   def forward(self, x, shape):
@@ -233,3 +243,37 @@ class Copy(Function):
     self.source_device = x.device
     return x.copy_to(device)
   def backward(self, grad): return grad.copy_to(self.source_device)
+
+
+class Windows(Function):
+  """Every sliding window over the last len(kernel) dims, as one strided view: (..., *spatial) -> (..., *out, *kernel)."""
+  def forward(self, x, kernel, stride, dilation):
+    self.input_shape, self.args = x.shape, (kernel, stride, dilation)
+    return x.windows(kernel, stride, dilation)
+  def backward(self, grad): return window_sums(grad, self.input_shape, *self.args)
+
+
+def window_sums(grad: LazyBuffer, input_shape, kernel, stride, dilation) -> LazyBuffer:
+  """Each input element's sum of the window gradients that read it, from movement ops and one reduce. Along a
+  dim of size n: kernel offset j's gradients go to a row of n + dilation positions (window o at column
+  o * stride), the rows laid end to end go to repeats of the input, and the repeats are summed; row j then
+  starts at input element j * dilation."""
+  dims = len(kernel)
+  lead = grad.shape[:-2 * dims]
+  spatial = input_shape[-dims:]
+  out = grad.shape[len(lead):len(lead) + dims]
+  keep = [(0, 0)] * len(lead)
+  interleaved = [len(lead) + a for j in range(dims) for a in (dims + j, j)]
+  x = grad.permute(tuple(range(len(lead))) + tuple(interleaved))   # (..., k1, o1, k2, o2, ...)
+  x = x.reshape(lead + tuple(e for k, o in zip(kernel, out) for e in (k, o, 1)))
+  x = x.pad(tuple(keep + [p for s in stride for p in ((0, 0), (0, 0), (0, s - 1))]))
+  x = x.reshape(lead + tuple(e for k, o, s in zip(kernel, out, stride) for e in (k, o * s)))
+  row_ends = [n + d - o * s for n, o, s, d in zip(spatial, out, stride, dilation)]   # > 0: pad, < 0: crop
+  x = x.pad(tuple(keep + [p for end in row_ends for p in ((0, 0), (0, max(end, 0)))]))
+  x = x.shrink(tuple([(0, n) for n in lead] + [r for k, n, d in zip(kernel, spatial, dilation) for r in ((0, k), (0, n + d))]))
+  repeats = [math.ceil(k * (n + d) / n) for k, n, d in zip(kernel, spatial, dilation)]
+  x = x.reshape(lead + tuple(k * (n + d) for k, n, d in zip(kernel, spatial, dilation)))
+  x = x.pad(tuple(keep + [(0, e * n - k * (n + d)) for e, k, n, d in zip(repeats, kernel, spatial, dilation)]))
+  x = x.reshape(lead + tuple(e for r, n in zip(repeats, spatial) for e in (r, n)))
+  summed = x.reduce(ReduceOps.SUM, tuple(len(lead) + 2 * j for j in range(dims)))
+  return summed.reshape(input_shape)

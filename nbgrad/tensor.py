@@ -2,7 +2,6 @@
 a composition of the differentiable primitives of nbgrad.autograd."""
 from __future__ import annotations
 import contextlib
-import itertools
 import math
 from typing import Optional, Sequence, Union
 import numpy as np
@@ -831,16 +830,22 @@ class Tensor:
     if keepdim: return out
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
-  def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
-    if acc_dtype is None:
-      if self.dtype == dtypes.bool: acc = dtypes.int32
-      elif dtypes.is_unsigned(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.uint32)
-      elif dtypes.is_int(self.dtype): acc = least_upper_dtype(self.dtype, dtypes.int32)
-      elif self.dtype in (dtypes.float16, dtypes.bfloat16): acc = dtypes.float32
-      else: acc = self.dtype
-    else: acc = to_dtype(acc_dtype)
-    out = self.cast(acc)._reduce(F.Sum, axis, keepdim)
+  def _sum_acc_dtype(self) -> DType:
+    """The dtype a sum accumulates in: ints in at least int32, unsigned in at least uint32, bool in
+    int32, half types in float32."""
+    if self.dtype == dtypes.bool: return dtypes.int32
+    if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
+    if dtypes.is_int(self.dtype): return least_upper_dtype(self.dtype, dtypes.int32)
+    if self.dtype in (dtypes.float16, dtypes.bfloat16): return dtypes.float32
+    return self.dtype
+
+  def _summed(self, out: Tensor) -> Tensor:
+    """A sum's result in the dtype the API gives it: half types return their own dtype."""
     return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
+
+  def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
+    acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
+    return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
 
   def max(self, axis=None, keepdim=False) -> Tensor:
     if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
@@ -913,15 +918,10 @@ class Tensor:
 
   # ---- scans and masks
   def cumsum(self, axis: int = 0) -> Tensor:
-    """Running sum along axis: each output sums the inputs at or before it (one fused masked reduce)."""
+    """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
     if self.ndim == 0: return self.sum()
     axis = resolve_axis(axis, self.ndim)
-    n = self.shape[axis]
-    x = self.transpose(axis, -1)
-    positions = Tensor.arange(n, device=self.device)
-    upto = positions.reshape(n, 1) >= positions.reshape(1, n)
-    summed = upto.where(x.unsqueeze(-2).expand(x.shape[:-1] + (n, n)), 0).sum(-1)
-    return summed.transpose(axis, -1)
+    return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
 
   def triu(self, k: int = 0) -> Tensor:
     rows, cols = self.shape[-2], self.shape[-1]
@@ -986,16 +986,11 @@ class Tensor:
 
   # ---- pooling and convolution
   def _windows(self, kernel: tuple, stride: tuple, dilation: tuple) -> Tensor:
-    """(..., *spatial) -> (..., *out, K): every kernel offset as a strided view, stacked on a last axis."""
+    """(..., *spatial) -> (..., *out, *kernel): every sliding window, as one strided view (no copy)."""
     spatial = self.shape[-len(kernel):]
     out = [(size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip(spatial, kernel, stride, dilation)]
     if any(o <= 0 for o in out): raise ValueError(f"kernel {kernel} (dilation {dilation}) is larger than the input {spatial}")
-    lead = (slice(None),) * (self.ndim - len(kernel))
-    views = []
-    for offsets in itertools.product(*[range(k) for k in kernel]):
-      index = lead + tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(offsets, dilation, stride, out))
-      views.append(self[index].unsqueeze(-1))
-    return views[0].cat(*views[1:], dim=-1) if len(views) > 1 else views[0]
+    return F.Windows.apply(self, kernel=kernel, stride=stride, dilation=dilation)
 
   def _pool_args(self, kernel_size, stride, dilation, dims: Optional[int] = None):
     kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * (dims or 2)
@@ -1005,10 +1000,12 @@ class Tensor:
     return kernel, stride, dilation
 
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
-    return self._windows(*self._pool_args(kernel_size, stride, dilation)).mean(-1)
+    kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
+    return self._windows(kernel, stride, dilation).mean(tuple(range(-len(kernel), 0)))
 
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
-    return self._windows(*self._pool_args(kernel_size, stride, dilation)).max(-1)
+    kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
+    return self._windows(kernel, stride, dilation).max(tuple(range(-len(kernel), 0)))
 
   def _conv_padding(self, padding, dims: int) -> list:
     """Padding as pad2d takes it: an int, one per spatial dim, or two per spatial dim (last dim first)."""
@@ -1030,13 +1027,12 @@ class Tensor:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     x = self.pad2d(self._conv_padding(padding, dims))
-    windows = x._windows(kernel, stride, dilation)                       # (N, Cin, *out, K)
-    out_shape = windows.shape[2:-1]
-    k = math.prod(kernel)
-    windows = windows.reshape(batch, groups, 1, cin_group, *out_shape, k)
-    windows = windows.permute(0, 1, 2, *range(4, 4 + dims), 3, 4 + dims)  # (N, G, 1, *out, Cin/G, K)
-    w = weight.reshape(1, groups, cout // groups, *([1] * dims), cin_group, k)
-    out = (windows * w).sum((-1, -2), acc_dtype=acc_dtype).reshape(batch, cout, *out_shape)
+    windows = x._windows(kernel, stride, dilation)                       # (N, Cin, *out, *kernel)
+    out_shape = windows.shape[2:2 + dims]
+    windows = windows.reshape(batch, groups, 1, cin_group, *out_shape, *kernel)
+    windows = windows.permute(0, 1, 2, *range(4, 4 + dims), 3, *range(4 + dims, 4 + 2 * dims))  # (N, G, 1, *out, Cin/G, *kernel)
+    w = weight.reshape(1, groups, cout // groups, *([1] * dims), cin_group, *kernel)
+    out = (windows * w).sum(tuple(range(-1 - dims, 0)), acc_dtype=acc_dtype).reshape(batch, cout, *out_shape)
     return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
 
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,

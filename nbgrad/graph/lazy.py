@@ -109,6 +109,10 @@ class LazyBuffer:
     if all(a == 0 and b == 0 for a, b in arg): return self
     return self._moved(self.view.pad(tuple(arg)))
 
+  def windows(self, kernel, stride, dilation) -> LazyBuffer:
+    """(..., *spatial) -> (..., *out, *kernel): every sliding window, as one strided view."""
+    return self._moved(self.view.windows(tuple(kernel), tuple(stride), tuple(dilation)))
+
   def flip(self, axes) -> LazyBuffer:
     axes = tuple(a for a in axes if self.shape[a] > 1)
     return self._moved(self.view.flip(axes)) if axes else self

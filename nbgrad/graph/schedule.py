@@ -79,6 +79,7 @@ class KernelBuilder:
     self.stage_of: dict[int, int] = {}
     self.memo: dict = {}
     self.views_of: dict[int, set] = {}
+    self.valids: dict[View, Expr] = {}
 
   def build(self) -> Kernel:
     root = self.root
@@ -157,9 +158,14 @@ class KernelBuilder:
       srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
       value = Expr(base.op, base.dtype, srcs, base.arg)
     if any(level.conds for level in view.levels):
-      valid = Expr(VALID, dtypes.bool, arg=view.conditions_only())
-      value = Expr(TernaryOps.WHERE, base.dtype, (valid, value, Expr(CONST, base.dtype, arg=0)))
+      value = Expr(TernaryOps.WHERE, base.dtype, (self.valid(view), value, Expr(CONST, base.dtype, arg=0)))
     return value
+
+  def valid(self, view: View) -> Expr:
+    """One VALID node per set of conditions: the nodes under a padded view all test the same ones."""
+    conditions = view.conditions_only()
+    if conditions not in self.valids: self.valids[conditions] = Expr(VALID, dtypes.bool, arg=conditions)
+    return self.valids[conditions]
 
 
 def merge_loop_dims(kernel: Kernel) -> Kernel:

@@ -120,6 +120,17 @@ class Affine:
     conds = tuple((tuple(c), k, lo, hi) for c, (_, k, lo, hi) in zip(new_coeffs[len(self.rows):], self.conds))
     return Affine(new_shape, self.base_shape, rows, conds).simplified()
 
+  def windows(self, kernel, stride, dilation) -> Affine:
+    """Sliding windows over the last len(kernel) dims: (..., *out, *kernel), where window position o and
+    kernel offset k of a dim read its element o * stride + k * dilation."""
+    lead, dims = len(self.shape) - len(kernel), len(kernel)
+    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(self.shape[lead:], kernel, stride, dilation)]
+    new_shape = self.shape[:lead] + tuple(out) + tuple(kernel)
+    rows = [(tuple(int(d == j) for d in range(len(new_shape))), 0) for j in range(lead)]
+    for j, (s, d) in enumerate(zip(stride, dilation)):
+      rows.append((tuple(s if e == lead + j else d if e == lead + dims + j else 0 for e in range(len(new_shape))), 0))
+    return Affine(new_shape, self.shape, tuple(rows)).then(self)
+
   def then(self, other: Affine) -> Affine:
     """This map followed by other (other.shape == self.base_shape)."""
     if other.identity_map: return self
@@ -177,6 +188,7 @@ class View:
   def shrink(self, arg) -> View: return self._top(self.levels[0].shrink(arg))
   def flip(self, axes) -> View: return self._top(self.levels[0].flip(axes))
   def pad(self, arg) -> View: return self._top(self.levels[0].pad(arg))
+  def windows(self, kernel, stride, dilation) -> View: return self._top(self.levels[0].windows(kernel, stride, dilation))
 
   def reshape(self, shape) -> View:
     shape = tuple(shape)
