@@ -63,3 +63,12 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch_threads"] = torch.get_num_threads()
     machine_info["numba_threads"] = numba.config.NUMBA_NUM_THREADS
     machine_info["libraries"] = library_versions()
+    if torch.cuda.is_available():
+        from importlib.metadata import version, PackageNotFoundError
+        machine_info["gpu"] = torch.cuda.get_device_name(0)
+        gpu_libraries = {"torch": torch.__version__, "numba": numba.__version__}
+        try:
+            gpu_libraries["numba-cuda"] = version("numba-cuda")
+        except PackageNotFoundError:
+            gpu_libraries["numba-cuda"] = "not installed (numba's built-in numba.cuda)"
+        machine_info["gpu_libraries"] = gpu_libraries

@@ -1,9 +1,11 @@
 """Turn a pytest-benchmark JSON file into benchmarks/RESULTS.md.
 
 Usage: python benchmarks/report.py /tmp/bench.json [output.md]
+       python benchmarks/report.py --gpu /tmp/bench_cuda.json [output.md]
 
 For each workload it lists the median time of nbgrad, numpy and torch and the ratios
-nbgrad/numpy and nbgrad/torch (below 1.0: nbgrad is faster).
+nbgrad/numpy and nbgrad/torch (below 1.0: nbgrad is faster). With --gpu it writes the GPU section
+(nbgrad on CUDA against torch on CUDA, from benchmarks/test_bench_cuda.py) and keeps the CPU part.
 """
 import json
 import os
@@ -121,13 +123,55 @@ def render(data):
     return "\n".join(lines) + "\n"
 
 
+GPU_MARKER = "<!-- GPU results: written by benchmarks/gpu_check.sh -->"
+GPU_PENDING = GPU_MARKER + "\n\n# GPU results\n\nStill to be measured: no GPU has run benchmarks/gpu_check.sh yet.\n"
+
+
+def rate(bench):
+    info = bench.get("extra_info") or {}
+    if "GB/s" in info: return f"{info['GB/s']} GB/s"
+    if "GFLOP/s" in info: return f"{info['GFLOP/s']} GFLOP/s"
+    return "-"
+
+
+def render_gpu(data):
+    machine = data.get("machine_info") or {}
+    lines = [GPU_MARKER, "", "# GPU results", "",
+                      f"- Date: {data.get('datetime', '?')[:16]}", f"- GPU: {machine.get('gpu', 'unknown GPU')}",
+                      "- Versions: " + ", ".join(f"{k} {v}" for k, v in (machine.get("gpu_libraries") or {}).items()),
+                      "", "nbgrad on CUDA against torch on CUDA, medians of 20 synchronized calls. "
+                      "Regenerate on a GPU machine: `bash benchmarks/gpu_check.sh`."]
+    for group, workloads in collect(data.get("benchmarks", [])).items():
+        lines += ["", f"## {group}", "", "| workload | nbgrad | torch | nbgrad/torch | nbgrad rate | torch rate | torch copy | nbgrad notes |",
+                            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for workload, by_lib in workloads.items():
+            medians = {lib: by_lib[lib]["stats"]["median"] if lib in by_lib else None for lib in ("nbgrad", "torch", "torch_copy")}
+            row = [workload, format_seconds(medians["nbgrad"]), format_seconds(medians["torch"]),
+                          format_ratio(medians["nbgrad"], medians["torch"])]
+            row += [rate(by_lib[lib]) if lib in by_lib else "-" for lib in ("nbgrad", "torch", "torch_copy")]
+            row.append(nbgrad_notes(by_lib["nbgrad"]) if "nbgrad" in by_lib else "")
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def split_gpu_section(text):
+    """(CPU part, GPU section) of an existing RESULTS.md."""
+    if GPU_MARKER not in text: return text, GPU_PENDING
+    cpu, gpu = text.split(GPU_MARKER, 1)
+    return cpu, GPU_MARKER + gpu
+
+
 def main(argv):
+    gpu = "--gpu" in argv
+    argv = [a for a in argv if a != "--gpu"]
     if len(argv) not in (2, 3):
-        sys.exit(f"usage: {argv[0]} BENCHMARK_JSON [OUTPUT_MD]")
+        sys.exit(f"usage: {argv[0]} [--gpu] BENCHMARK_JSON [OUTPUT_MD]")
     with open(argv[1]) as f:
         data = json.load(f)
     output = Path(argv[2]) if len(argv) == 3 else Path(__file__).resolve().parent / "RESULTS.md"
-    text = render(data)
+    cpu_part, gpu_part = split_gpu_section(output.read_text() if output.exists() else "")
+    if gpu: text = cpu_part.rstrip("\n") + "\n\n" + render_gpu(data)
+    else: text = render(data) + "\n" + gpu_part
     output.write_text(text)
     print(text)
     print(f"written to {output}")

@@ -247,3 +247,8 @@ def test_counters_count_gpu_kernels():
   GlobalCounters.reset()
   Tensor([1.0, 2.0], device=GPU).add(1).realize()
   assert GlobalCounters.kernel_count >= 2   # the copy to the GPU and the add
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumsum(axis):
+  assert_same(*on_both(lambda x: x.cumsum(axis) * 2, rng.standard_normal((5, 6))))

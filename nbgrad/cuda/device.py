@@ -3,7 +3,7 @@ from __future__ import annotations
 import math
 import weakref
 import numpy as np
-from numba import cuda
+from numba import cuda, config
 from nbgrad.dtype import DType
 from nbgrad.graph.schedule import Kernel
 from nbgrad.cuda.render import CudaRenderer, uses_block_reduce
@@ -14,6 +14,7 @@ from nbgrad.cuda.runtime import SIMULATOR
 THREADS = 32 if SIMULATOR else 256
 MAX_BLOCKS = 4 if SIMULATOR else 8192
 _PARAM_CACHE_LIMIT = 4096
+config.CUDA_LOW_OCCUPANCY_WARNINGS = False   # small tensors make small grids on purpose
 POOL_LIMIT_BYTES = 16 << 30
 
 

@@ -31,8 +31,12 @@ if SIMULATOR:
   def f16_to_f32(h): return np.float32(np.uint16(h).view(np.float16))
   def f32_to_f16(f): return np.float32(f).astype(np.float16).view(np.uint16)
 else:
-  from numba.cuda import types
-  from numba.cuda.extending import intrinsic
+  try:   # numba-cuda carries its own copies of these; numba's built-in numba.cuda uses numba's
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+  except ImportError:
+    from numba import types
+    from numba.extending import intrinsic
   from numba.cuda.libdevice import (exp2f, log2f, sinf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
                                     exp2, log2, sin, sqrt, trunc, floor, ceil, rint)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
