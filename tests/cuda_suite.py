@@ -252,3 +252,14 @@ def test_counters_count_gpu_kernels():
 @pytest.mark.parametrize("axis", [0, 1])
 def test_cumsum(axis):
   assert_same(*on_both(lambda x: x.cumsum(axis) * 2, rng.standard_normal((5, 6))))
+
+
+SPLIT = (1 << 10) if os.getenv("NUMBA_ENABLE_CUDASIM", "0") != "0" else (1 << 16)   # reduces this long are split
+
+
+@pytest.mark.parametrize("shape,axis", [((2 * SPLIT,), None), ((3, SPLIT + 5), 1), ((SPLIT, 2), 0)], ids=["all", "rows", "cols"])
+def test_long_reduce_into_few_outputs(shape, axis):
+  values = rng.standard_normal(shape)
+  for build in (lambda x: x.sum(axis), lambda x: x.max(axis) * 2, lambda x: x.mean(axis) + 1):
+    assert_same(*on_both(build, values))
+  assert_same(*on_both(lambda x: (x > 0).sum(axis), values))

@@ -6,7 +6,8 @@ import numpy as np
 from numba import cuda, config
 from nbgrad.dtype import DType
 from nbgrad.graph.schedule import Kernel
-from nbgrad.cuda.render import CudaRenderer, uses_block_reduce
+from nbgrad.cuda.render import CudaRenderer, uses_block_reduce, split_chunks
+from nbgrad.jit.render import compute_type
 from nbgrad.cuda.compiler import get_kernel, target_folder
 from nbgrad.cuda.runtime import SIMULATOR
 
@@ -67,13 +68,22 @@ class CudaBackend:
                                     cuda.to_device(np.array(floats or [0.0], np.float64)))
     return found
 
-  def run_compute(self, kernel: Kernel, out, inputs: list):
-    renderer = CudaRenderer(kernel, THREADS)
-    compiled = get_kernel(renderer.render("kernel"), kernel.name, self.folder)
+  def launch(self, renderer: CudaRenderer, blocks: int, buffers: list):
+    kernel = renderer.kernel
+    compiled = get_kernel(renderer.render("kernel"), kernel.name + (f"_{renderer.phase}" if renderer.phase else ""), self.folder)
     ints, floats = self.device_params(renderer.int_params, renderer.float_params)
+    with self.gpu: compiled.launch(max(1, min(blocks, MAX_BLOCKS)), THREADS, buffers + [ints, floats])
+
+  def run_compute(self, kernel: Kernel, out, inputs: list):
     outputs = math.prod(s for d, s in enumerate(kernel.loop_shape) if d not in kernel.reduce_axes)
+    chunks = split_chunks(kernel)
+    if chunks:
+      with self.gpu: partials = cuda.device_array(outputs * chunks, dtype=np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
+      self.launch(CudaRenderer(kernel, THREADS, "partials", chunks), outputs * chunks, [out, partials, *inputs])
+      self.launch(CudaRenderer(kernel, THREADS, "combine", chunks), -(-outputs // THREADS), [out, partials, *inputs])
+      return
     blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
-    with self.gpu: compiled.launch(max(1, min(blocks, MAX_BLOCKS)), THREADS, [out, *inputs, ints, floats])
+    self.launch(CudaRenderer(kernel, THREADS), blocks, [out, *inputs])
 
   def run_custom(self, kernel: Kernel, out, inputs: list):
     """A custom kernel runs its GPU routine when it has one (run_cuda), else its host routine on copies."""

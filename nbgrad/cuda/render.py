@@ -6,12 +6,15 @@ loop nest differs. Two shapes:
   the thread (short reduce axes, and column reduces, where neighbouring threads read neighbouring memory);
 - blocks: one block per output element, grid-stride over the outputs; each thread accumulates a strided
   share of the reduced elements, then the block combines the shares in a shared-memory tree (long rows,
-  softmax's stages). A full kernel (softmax) then writes its row with the whole block."""
+  softmax's stages). A full kernel (softmax) then writes its row with the whole block;
+- split: a long reduce into few outputs (a sum of everything) is cut into chunks, one block each, and a
+  second kernel combines the chunks' partial results."""
 from __future__ import annotations
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import UnaryOps
 from nbgrad.graph.schedule import Kernel
 from nbgrad.jit.render import Renderer, BINARY, REDUCE_COMBINE, reduce_identity, compute_type
+from nbgrad.cuda.runtime import SIMULATOR
 
 # a reduce over at least this many elements per output is shared by a block of threads
 BLOCK_REDUCE_MIN = 256
@@ -26,6 +29,24 @@ def uses_block_reduce(kernel: Kernel) -> bool:
   return reduced >= BLOCK_REDUCE_MIN
 
 
+# a lone reduce of at least this many elements into fewer outputs than the GPU has block slots is split:
+# blocks first reduce chunks of each output's elements into partials, then a second kernel combines them
+SPLIT_MIN_REDUCE, SPLIT_MIN_CHUNK = (1 << 10, 256) if SIMULATOR else (1 << 16, 4096)   # the simulator is slow
+SPLIT_MAX_OUTPUTS = 256
+SPLIT_BLOCKS = 2048
+
+
+def split_chunks(kernel: Kernel) -> int:
+  """How many chunks each output's reduce is split into (0: not split)."""
+  if len(kernel.stages) != 1 or kernel.full or not uses_block_reduce(kernel): return 0
+  reduced = outputs = 1
+  for d, s in enumerate(kernel.loop_shape):
+    if d in kernel.reduce_axes: reduced *= s
+    else: outputs *= s
+  if reduced < SPLIT_MIN_REDUCE or outputs > SPLIT_MAX_OUTPUTS: return 0
+  return max(2, min(SPLIT_BLOCKS // outputs, reduced // SPLIT_MIN_CHUNK))
+
+
 def _scalar_type(dt: DType) -> str:
   return "nb_types.boolean" if dt.kind == "b" else compute_type(dt).replace("np.", "nb_types.")
 
@@ -37,9 +58,10 @@ class CudaRenderer(Renderer):
     UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
   }
 
-  def __init__(self, kernel: Kernel, threads: int):
+  def __init__(self, kernel: Kernel, threads: int, phase: str = "", chunks: int = 0):
+    """phase "partials" or "combine" renders one of the two kernels of a split reduce (split_chunks)."""
     super().__init__(kernel, parallel=False)
-    self.threads = threads
+    self.threads, self.phase, self.chunks = threads, phase, chunks
     self.column = False   # accumulators are always scalars here
 
   def render(self, fn_name: str) -> str:
@@ -51,10 +73,12 @@ class CudaRenderer(Renderer):
     self.code = []
     self.emit(1, f"n_outer = {self.count(outer)}")
     self.emit(1, f"n_reduce = {self.count(reduce)}")
-    if uses_block_reduce(k): self.render_blocks(outer, reduce)
+    if self.phase == "partials": self.render_partials(outer, reduce)
+    elif self.phase == "combine": self.render_combine(outer, reduce)
+    elif uses_block_reduce(k): self.render_blocks(outer, reduce)
     else: self.render_threads(outer, reduce)
-    inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
-    head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
+    buffers = ["out"] + (["partials"] if self.phase else []) + [f"b{i}" for i in range(len(k.inputs))]
+    head = [f"def {fn_name}({', '.join(buffers)}, ip, fp):"] + ["  " + h for h in self.header]
     return "\n".join(head + self.code) + "\n"
 
   def count(self, dims) -> str: return " * ".join(self.sizes[d] for d in dims) or "1"
@@ -91,11 +115,55 @@ class CudaRenderer(Renderer):
       self.store(3)
     else: self.store_reduced(2, reduce)
 
+  def open_block(self):
+    self.emit(1, "tid = cuda.threadIdx.x")
+    for number, (_, expr) in enumerate(self.kernel.stages):
+      self.emit(1, f"shared{number} = cuda.shared.array({self.threads}, {_scalar_type(expr.dtype)})")
+
+  def combine_block(self, depth: int, number: int, op, dt: DType):
+    """acc<number> of every thread combined in a shared-memory tree; every thread gets the total."""
+    acc, shared = f"acc{number}", f"shared{number}"
+    self.emit(depth, f"{shared}[tid] = {acc}")
+    self.emit(depth, "cuda.syncthreads()")
+    self.emit(depth, f"step = {self.threads // 2}")
+    self.emit(depth, "while step > 0:")
+    self.emit(depth + 1, "if tid < step:")
+    self.emit(depth + 2, f"{shared}[tid] = {BINARY[REDUCE_COMBINE[op]](dt, f'{shared}[tid]', f'{shared}[tid + step]')}")
+    self.emit(depth + 1, "cuda.syncthreads()")
+    self.emit(depth + 1, "step //= 2")
+    self.emit(depth, f"{acc} = {shared}[0]")
+    self.emit(depth, "cuda.syncthreads()")   # every thread has read the total before shared is used again
+
+  def render_partials(self, outer, reduce):
+    """Block xb reduces chunk xb % chunks of output xb // chunks into partials[xb]."""
+    (op, expr), = self.kernel.stages
+    self.open_block()
+    self.emit(1, f"chunks = {self.int_param(self.chunks)}")
+    self.emit(1, "per_chunk = (n_reduce + chunks - 1) // chunks")
+    self.emit(1, "for xb in range(cuda.blockIdx.x, n_outer * chunks, cuda.gridDim.x):")
+    self.unflatten(2, "xb // chunks", outer)
+    self.emit(2, "start = xb % chunks * per_chunk")
+    self.emit(2, f"acc0 = {reduce_identity(op, expr.dtype)}")
+    self.emit(2, f"for xr in range(start + tid, min(start + per_chunk, n_reduce), {self.threads}):")
+    self.unflatten(3, "xr", reduce)
+    self.accumulate(3, op, expr, "acc0")
+    self.combine_block(2, 0, op, expr.dtype)
+    self.emit(2, "if tid == 0:")
+    self.emit(3, "partials[xb] = acc0")
+
+  def render_combine(self, outer, reduce):
+    (op, expr), = self.kernel.stages
+    self.emit(1, f"chunks = {self.int_param(self.chunks)}")
+    self.emit(1, "for xo in range(cuda.grid(1), n_outer, cuda.gridsize(1)):")
+    self.unflatten(2, "xo", outer)
+    self.emit(2, f"acc0 = {reduce_identity(op, expr.dtype)}")
+    self.emit(2, "for xc in range(chunks):")
+    self.emit(3, f"acc0 = {BINARY[REDUCE_COMBINE[op]](expr.dtype, 'acc0', 'partials[xo * chunks + xc]')}")
+    self.store_reduced(2, reduce)
+
   def render_blocks(self, outer, reduce):
     k, threads = self.kernel, self.threads
-    self.emit(1, "tid = cuda.threadIdx.x")
-    for number, (_, expr) in enumerate(k.stages):
-      self.emit(1, f"shared{number} = cuda.shared.array({threads}, {_scalar_type(expr.dtype)})")
+    self.open_block()
     self.emit(1, "for xo in range(cuda.blockIdx.x, n_outer, cuda.gridDim.x):")
     self.unflatten(2, "xo", outer)
     for number, (op, expr) in enumerate(k.stages):
@@ -104,16 +172,7 @@ class CudaRenderer(Renderer):
       self.emit(2, f"for xr in range(tid, n_reduce, {threads}):")
       self.unflatten(3, "xr", reduce)
       self.accumulate(3, op, expr, acc)
-      self.emit(2, f"{shared}[tid] = {acc}")
-      self.emit(2, "cuda.syncthreads()")
-      self.emit(2, f"step = {threads // 2}")
-      self.emit(2, "while step > 0:")
-      self.emit(3, "if tid < step:")
-      self.emit(4, f"{shared}[tid] = {BINARY[REDUCE_COMBINE[op]](expr.dtype, f'{shared}[tid]', f'{shared}[tid + step]')}")
-      self.emit(3, "cuda.syncthreads()")
-      self.emit(3, "step //= 2")
-      self.emit(2, f"{acc} = {shared}[0]")
-      self.emit(2, "cuda.syncthreads()")   # every thread has read the total before the next row reuses shared
+      self.combine_block(2, number, op, expr.dtype)
     if k.full:
       self.emit(2, f"for xr in range(tid, n_reduce, {threads}):")
       self.unflatten(3, "xr", reduce)
