@@ -19,6 +19,7 @@ def _transposed(x): return x.transpose(-1, -2)
 def _every_other_column(x): return x[..., ::2]
 def _broadcast_rows(x): return x.expand(*x.shape[:-2], 3, x.shape[-1])
 def _flipped(x): return x.flip(-1)
+def _padded_rows(x): return x.pad(((1, 1), (0, 0))) if isinstance(x, Tensor) else torch.nn.functional.pad(x, (0, 0, 1, 1))
 
 
 VIEWS = {
@@ -27,6 +28,7 @@ VIEWS = {
   "step": (_every_other_column, lambda shape: shape[:-1] + (2 * shape[-1],)),
   "rows": (_broadcast_rows, lambda shape: shape[:-2] + (1, shape[-1])),
   "flip": (_flipped, lambda shape: shape),
+  "pad": (_padded_rows, lambda shape: (shape[0] - 2, shape[1])),
 }
 
 # id -> (a shape, b shape, view of a, view of b)
@@ -47,6 +49,7 @@ CASES = {
   "a_step_slice": ((3, 4), (4, 2), "step", None),
   "a_broadcast_rows": ((3, 4), (4, 2), "rows", None),
   "b_flipped": ((3, 4), (4, 2), None, "flip"),
+  "a_padded": ((5, 4), (4, 2), "pad", None),
   "size1_k": ((3, 1), (1, 2), None, None),
   "size1_m_n": ((1, 4), (4, 1), None, None),
   "size1_vec": ((1,), (1,), None, None),
