@@ -13,8 +13,8 @@ from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.helpers import eager_enabled
+from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
 Scalar = Union[bool, int, float]
