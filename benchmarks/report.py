@@ -17,6 +17,8 @@ LIBS = ["nbgrad", "numpy", "torch"]
 GROUP_TITLES = {
     "elementwise": "Elementwise, 16M float32 (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
+    "matmul": "Matrix products, square float32 (after warm-up)",
+    "train": "One SGD step of an MLP 784-512-512-10, batch 256, cross-entropy (after warm-up)",
     "compile": "First call in a fresh process, relu(x*y+z) on 1M float32 (import excluded)",
 }
 

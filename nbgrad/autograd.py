@@ -2,6 +2,7 @@
 backward from the same primitives, so backward graphs fuse and cache like forward ones."""
 from __future__ import annotations
 import math
+from nbgrad import linalg
 from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps
@@ -190,6 +191,18 @@ class CumSum(Function):
     self.axis = axis
     return cumsum(x, axis)
   def backward(self, grad): return cumsum(grad.flip((self.axis,)), self.axis).flip((self.axis,))
+
+
+# ---- matrix product
+class Matmul(Function):
+  """a (*batch, M, K) @ b (*batch, K, N) with equal batch dims (Tensor.dot broadcasts them, so the
+  gradient of a broadcast operand is summed by Expand's backward)."""
+  def forward(self, a, b):
+    self.a, self.b = a, b
+    return linalg.matmul(a, b)
+  def backward(self, grad):
+    return (linalg.matmul(grad, linalg.matrix_transpose(self.b)) if self.needs_input_grad[0] else None), \
+           (linalg.matmul(linalg.matrix_transpose(self.a), grad) if self.needs_input_grad[1] else None)
 
 
 # ---- movement

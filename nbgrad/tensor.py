@@ -13,6 +13,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import eager_enabled
+from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
 Scalar = Union[bool, int, float]
@@ -48,6 +49,14 @@ def shape_arg(shape, *rest) -> tuple[int, ...]:
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool): raise TypeError(f"shape {dims} must hold ints")
     if d < 0: raise ValueError(f"shape {dims} has a negative size")
   return tuple(int(d) for d in dims)
+
+
+def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
+  """The dtype a float product accumulates in when BLAS can do it (the half types in float32), else None."""
+  if not dtypes.is_float(out_dtype): return None
+  if acc_dtype is not None: acc = to_dtype(acc_dtype)
+  else: acc = dtypes.float32 if out_dtype in (dtypes.float16, dtypes.bfloat16) else out_dtype
+  return acc if acc in BLAS_DTYPES else None
 
 
 def scalar_dtype(value) -> DType:
@@ -1114,10 +1123,30 @@ class Tensor:
 
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
+    """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
     if self.ndim == 0 or w.ndim == 0: raise ValueError(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ValueError(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
-    x = self.reshape(self.shape[:-1] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + (k_self,))
+    out_dtype = least_upper_dtype(self.dtype, w.dtype)
+    blas_dtype = _blas_dtype(out_dtype, acc_dtype)
+    if blas_dtype is None: return self._dot_by_sum(w, acc_dtype)
+    return self.cast(blas_dtype)._blas_matmul(w.cast(blas_dtype)).cast(out_dtype)
+
+  def _blas_matmul(self, w: Tensor) -> Tensor:
+    """A 1-D self is one row and a 1-D w one column; batch dims broadcast, except that a matrix w takes
+    all of self's rows in one product (and its gradient is then one product too, not a sum of many)."""
+    x = self.reshape(1, self.shape[0]) if self.ndim == 1 else self
+    m = w.reshape(w.shape[0], 1) if w.ndim == 1 else w
+    batch = broadcast_shape(x.shape[:-2], m.shape[:-2])
+    out_shape = batch + self.shape[-2:-1] + (w.shape[-1:] if w.ndim > 1 else ())
+    if m.ndim == 2 and x.ndim > 2: out = F.Matmul.apply(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), m)
+    else: out = F.Matmul.apply(x._broadcast_to(batch + x.shape[-2:]), m._broadcast_to(batch + m.shape[-2:]))
+    return out.reshape(out_shape)
+
+  def _dot_by_sum(self, w: Tensor, acc_dtype) -> Tensor:
+    """The product as a broadcast multiply and a sum: any dtype, any accumulation dtype."""
+    k = self.shape[-1]
+    x = self.reshape(self.shape[:-1] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + (k,))
     w = w.reshape(w.shape[:-2] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     return (x * w).sum(-1, acc_dtype=acc_dtype).cast(least_upper_dtype(x.dtype, w.dtype))
 

@@ -1,0 +1,65 @@
+"""The matrix-product kernel kind: a custom graph node whose descriptor says how each operand is read
+from its flat buffer (shape, strides, offset), so each device can hand it to an optimized routine.
+The scheduler realizes the operands' base nodes first; the product never goes through the code generator."""
+from __future__ import annotations
+from dataclasses import dataclass
+import numpy as np
+from nbgrad.dtype import DType, dtypes
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import LoadOps
+from nbgrad.jit import blas
+
+BLAS_DTYPES = (dtypes.float32, dtypes.float64)
+
+
+@dataclass(frozen=True)
+class StridedOperand:
+  """An operand of shape (*batch, rows, cols): element i sits at offset + sum(i * strides) of the buffer."""
+  shape: tuple[int, ...]
+  strides: tuple[int, ...]
+  offset: int
+
+
+@dataclass(frozen=True)
+class Matmul:
+  """out (*batch, M, N), contiguous = a (*batch, M, K) @ b (*batch, K, N), all of one float dtype."""
+  dtype: DType
+  a: StridedOperand
+  b: StridedOperand
+
+  @property
+  def out_shape(self) -> tuple[int, ...]: return self.a.shape[:-1] + self.b.shape[-1:]
+  @property
+  def name(self) -> str: return "matmul_" + "_".join(str(d) for d in self.a.shape + self.b.shape[-1:])
+
+  def run(self, out: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """The CPU routine; out, a and b are the flat buffers."""
+    a_view = blas.strided_view(a, self.a.shape, self.a.strides, self.a.offset)
+    b_view = blas.strided_view(b, self.b.shape, self.b.strides, self.b.offset)
+    blas.matmul(out.reshape(self.out_shape), a_view, b_view)
+
+
+def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:
+  """The node of a (*batch, M, K) @ b (*batch, K, N) with equal batch dims and an equal float dtype."""
+  assert a.dtype == b.dtype and a.dtype in BLAS_DTYPES and a.shape[:-2] == b.shape[:-2] and a.shape[-1] == b.shape[-2]
+  a, b = _in_one_buffer(a), _in_one_buffer(b)
+  arg = Matmul(a.dtype, _strided(a), _strided(b))
+  return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, a.dtype, a.device, arg=arg, srcs=(a, b))
+
+
+def matrix_transpose(x: LazyBuffer) -> LazyBuffer:
+  order = list(range(len(x.shape)))
+  order[-2:] = order[-1], order[-2]
+  return x.permute(order)
+
+
+def _in_one_buffer(x: LazyBuffer) -> LazyBuffer:
+  """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy
+  of it: a view through a reshape of a permute, or one with padding, has no single set of strides."""
+  if len(x.view.levels) == 1 and not x.view.levels[0].conds: return x
+  return LazyBuffer.load(LoadOps.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
+
+
+def _strided(x: LazyBuffer) -> StridedOperand:
+  (strides, offset), = x.view.flattened().levels[0].rows
+  return StridedOperand(x.shape, strides, offset)
