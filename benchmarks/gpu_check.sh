@@ -18,7 +18,8 @@ timeout "${TEST_TIMEOUT:-300}" $PYTHON -m pytest -q -p no:cacheprovider -W ignor
 tests_status=${PIPESTATUS[0]}
 
 echo "== GPU benchmarks"
-timeout "${BENCH_TIMEOUT:-420}" $PYTHON -m pytest -q -p no:cacheprovider benchmarks/test_bench_cuda.py \
+per_test=$($PYTHON -c "import pytest_timeout" 2>/dev/null && echo "--timeout=${PER_BENCH_TIMEOUT:-120}")
+timeout "${BENCH_TIMEOUT:-420}" $PYTHON -m pytest -q -p no:cacheprovider benchmarks/test_bench_cuda.py $per_test \
   --benchmark-json="$LOGS/bench_cuda.json" --benchmark-columns=median,rounds 2>&1 | tee "$LOGS/bench_cuda.log"
 bench_status=${PIPESTATUS[0]}
 

@@ -2,6 +2,7 @@
 from its flat buffer (shape, strides, offset), so each device can hand it to an optimized routine.
 The scheduler realizes the operands' base nodes first; the product never goes through the code generator."""
 from __future__ import annotations
+import itertools
 from dataclasses import dataclass
 import numpy as np
 from nbgrad.dtype import DType, dtypes
@@ -37,6 +38,22 @@ class Matmul:
     a_view = blas.strided_view(a, self.a.shape, self.a.strides, self.a.offset)
     b_view = blas.strided_view(b, self.b.shape, self.b.strides, self.b.offset)
     blas.matmul(out.reshape(self.out_shape), a_view, b_view)
+
+  def run_cuda(self, backend, out, a, b):
+    """The GPU routine: the tiled kernel of nbgrad/cuda/matmul.py, one launch per index of the batch dims
+    before the last one (the last batch dim is the kernel's own)."""
+    from nbgrad.cuda.matmul import matmul as cuda_matmul
+    *batch, m, k = self.a.shape
+    n = self.b.shape[-1]
+    if m * n == 0: return
+    batch = batch or [1]
+    a_strides, b_strides = (list(self.a.strides[:-2]) or [0]), (list(self.b.strides[:-2]) or [0])
+    per_launch = batch[-1] * m * n
+    for number, lead in enumerate(itertools.product(*[range(size) for size in batch[:-1]])):
+      a_offset = self.a.offset + sum(i * st for i, st in zip(lead, a_strides))
+      b_offset = self.b.offset + sum(i * st for i, st in zip(lead, b_strides))
+      cuda_matmul(backend, out[number * per_launch:], a, b, self.dtype, batch[-1], m, n, k,
+                  (a_offset, a_strides[-1], *self.a.strides[-2:]), (b_offset, b_strides[-1], *self.b.strides[-2:]))
 
 
 def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:

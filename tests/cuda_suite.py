@@ -213,7 +213,7 @@ def test_mlp_gradients_and_step():
 
 
 def test_gradient_crosses_devices():
-  w = Tensor([1.0, 2.0, 3.0], requires_grad=True)   # on the CPU
+  w = Tensor([1.0, 2.0, 3.0], device="CPU", requires_grad=True)
   (w.to(GPU) * Tensor([4.0, 5.0, 6.0], device=GPU)).sum().backward()
   assert w.grad.device == "CPU"
   np.testing.assert_array_equal(w.grad.numpy(), [4.0, 5.0, 6.0])
@@ -222,7 +222,7 @@ def test_gradient_crosses_devices():
 # ---- bad input and device names
 def test_mixing_devices_names_both():
   with pytest.raises(ValueError, match="CPU.*CUDA|CUDA.*CPU"):
-    Tensor([1.0]) + Tensor([1.0], device=GPU)
+    Tensor([1.0], device="CPU") + Tensor([1.0], device=GPU)
 
 
 def test_out_of_range_device_names_those_that_exist():
@@ -263,3 +263,10 @@ def test_long_reduce_into_few_outputs(shape, axis):
   for build in (lambda x: x.sum(axis), lambda x: x.max(axis) * 2, lambda x: x.mean(axis) + 1):
     assert_same(*on_both(build, values))
   assert_same(*on_both(lambda x: (x > 0).sum(axis), values))
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 4, 5), (3, 5, 2)), ((2, 1, 4, 5), (1, 3, 5, 6)), ((0, 3), (3, 4)), ((3, 0), (0, 2))], ids=str)
+def test_batched_and_empty_matmul(shapes):
+  a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+  assert_same(*on_both(lambda x, y: x @ y, a, b))
+  assert_same(*on_both(lambda x, y: x @ y, a, b, dtype=dtypes.float64))

@@ -89,7 +89,7 @@ class CudaBackend:
     """A custom kernel runs its GPU routine when it has one (run_cuda), else its host routine on copies."""
     routine = kernel.output.arg
     if hasattr(routine, "run_cuda"):
-      with self.gpu: routine.run_cuda(out, *inputs)
+      with self.gpu: routine.run_cuda(self, out, *inputs)
       return
     dt = kernel.output.dtype
     host_out = np.empty(kernel.output.size, dtype=dt.storage)
