@@ -31,6 +31,8 @@ if SIMULATOR:
   def f16_to_f32(h): return np.float32(np.uint16(h).view(np.float16))
   def f32_to_f16(f): return np.float32(f).astype(np.float16).view(np.uint16)
 else:
+  if not hasattr(np, "row_stack"):   # numba-cuda 0.30 registers this alias of vstack, which numpy 2.5 removed
+    np.row_stack = np.vstack
   try:   # numba-cuda carries its own copies of these; numba's built-in numba.cuda uses numba's
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
