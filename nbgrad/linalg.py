@@ -73,7 +73,8 @@ def matrix_transpose(x: LazyBuffer) -> LazyBuffer:
 def _in_one_buffer(x: LazyBuffer) -> LazyBuffer:
   """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy
   of it: a view through a reshape of a permute, or one with padding, has no single set of strides."""
-  if len(x.view.levels) == 1 and not x.view.levels[0].conds: return x
+  flat = x.view.flattened()
+  if len(flat.levels) == 1 and not flat.levels[0].conds: return x
   return LazyBuffer.load(LoadOps.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
 
 

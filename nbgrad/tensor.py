@@ -1038,10 +1038,14 @@ class Tensor:
     x = self.pad2d(self._conv_padding(padding, dims))
     windows = x._windows(kernel, stride, dilation)                       # (N, Cin, *out, *kernel)
     out_shape = windows.shape[2:2 + dims]
-    windows = windows.reshape(batch, groups, 1, cin_group, *out_shape, *kernel)
-    windows = windows.permute(0, 1, 2, *range(4, 4 + dims), 3, *range(4 + dims, 4 + 2 * dims))  # (N, G, 1, *out, Cin/G, *kernel)
-    w = weight.reshape(1, groups, cout // groups, *([1] * dims), cin_group, *kernel)
-    out = (windows * w).sum(tuple(range(-1 - dims, 0)), acc_dtype=acc_dtype).reshape(batch, cout, *out_shape)
+    # one matrix product per group: (Cout/G, Cin/G * kernel) @ (Cin/G * kernel, N * out positions). The
+    # columns are copied out in that order, which walks the input along its rows (no index division).
+    windows = windows.reshape(batch, groups, cin_group, *out_shape, *kernel)
+    columns = windows.permute(1, 2, *range(3 + dims, 3 + 2 * dims), 0, *range(3, 3 + dims)).contiguous()  # (G, Cin/G, *kernel, N, *out)
+    columns = columns.reshape(groups, cin_group * math.prod(kernel), batch * math.prod(out_shape))
+    w = weight.reshape(groups, cout // groups, cin_group * math.prod(kernel))
+    out = w.dot(columns, acc_dtype=acc_dtype).reshape(groups, cout // groups, batch, *out_shape)
+    out = out.permute(2, 0, 1, *range(3, 3 + dims)).reshape(batch, cout, *out_shape)
     return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
 
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,

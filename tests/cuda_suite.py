@@ -270,3 +270,9 @@ def test_batched_and_empty_matmul(shapes):
   a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
   assert_same(*on_both(lambda x, y: x @ y, a, b))
   assert_same(*on_both(lambda x, y: x @ y, a, b, dtype=dtypes.float64))
+
+
+def test_constant_outputs():
+  assert_same(*on_both(lambda x: Tensor.full((5,), 2.5, device=x.device).contiguous() + x * 0, rng.standard_normal(5)))
+  results = [Tensor.full((3, 2), -1.5, device=d).contiguous().numpy() for d in ("CPU", GPU)]
+  assert_same(*results, exact=True)

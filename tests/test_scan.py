@@ -42,11 +42,12 @@ def viewed(x, how):
   return x
 
 
-@pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("case", list(CASES))
+FORWARD_ROWS = [(case, dtype) for case in CASES for dtype in DTYPES if not case.startswith("long") or dtype == "float32"]
+
+
+@pytest.mark.parametrize("case,dtype", FORWARD_ROWS)
 def test_cumsum_forward(case, dtype):
   shape, axis, how = CASES[case]
-  if case.startswith("long") and dtype != "float32": pytest.skip("one dtype is enough for the long axis")
   value = sample(shape, DTYPES[dtype])
   ours = viewed(Tensor(value), how).cumsum(axis)
   ref = viewed(torch.from_numpy(value), how).cumsum(axis)

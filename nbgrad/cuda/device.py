@@ -79,10 +79,12 @@ class CudaBackend:
     chunks = split_chunks(kernel)
     if chunks:
       with self.gpu: partials = cuda.device_array(outputs * chunks, dtype=np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
-      self.launch(CudaRenderer(kernel, THREADS, "partials", chunks), outputs * chunks, [out, partials, *inputs])
+      partial_blocks = outputs * chunks if uses_block_reduce(kernel) else -(-outputs * chunks // THREADS)
+      self.launch(CudaRenderer(kernel, THREADS, "partials", chunks), partial_blocks, [out, partials, *inputs])
       self.launch(CudaRenderer(kernel, THREADS, "combine", chunks), -(-outputs // THREADS), [out, partials, *inputs])
       return
-    blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
+    if uses_block_reduce(kernel): blocks = outputs
+    else: blocks = -(-outputs // THREADS)
     self.launch(CudaRenderer(kernel, THREADS), blocks, [out, *inputs])
 
   def run_custom(self, kernel: Kernel, out, inputs: list):

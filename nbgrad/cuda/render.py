@@ -36,15 +36,22 @@ SPLIT_MAX_OUTPUTS = 256
 SPLIT_BLOCKS = 2048
 
 
+COLUMN_MIN_CHUNK = 64       # rows per thread of a split column reduce
+RESIDENT_THREADS = 1 << 18  # about what a large GPU keeps running at once (132 SMs x 2048 on an H100/H200)
+
+
 def split_chunks(kernel: Kernel) -> int:
-  """How many chunks each output's reduce is split into (0: not split)."""
-  if len(kernel.stages) != 1 or kernel.full or not uses_block_reduce(kernel): return 0
+  """How many chunks each output's reduce is split into (0: not split): a lone long reduce whose outputs
+  alone do not give the GPU enough blocks (rows) or threads (columns) to work with."""
+  if len(kernel.stages) != 1 or kernel.full: return 0
   reduced = outputs = 1
   for d, s in enumerate(kernel.loop_shape):
     if d in kernel.reduce_axes: reduced *= s
     else: outputs *= s
-  if reduced < SPLIT_MIN_REDUCE or outputs > SPLIT_MAX_OUTPUTS: return 0
-  return max(2, min(SPLIT_BLOCKS // outputs, reduced // SPLIT_MIN_CHUNK))
+  if reduced < SPLIT_MIN_REDUCE: return 0
+  if uses_block_reduce(kernel):
+    return 0 if outputs > SPLIT_MAX_OUTPUTS else max(2, min(SPLIT_BLOCKS // outputs, reduced // SPLIT_MIN_CHUNK))
+  return 0 if outputs * 2 > RESIDENT_THREADS else max(2, min(RESIDENT_THREADS // outputs, reduced // COLUMN_MIN_CHUNK))
 
 
 def _scalar_type(dt: DType) -> str:
@@ -135,21 +142,27 @@ class CudaRenderer(Renderer):
     self.emit(depth, "cuda.syncthreads()")   # every thread has read the total before shared is used again
 
   def render_partials(self, outer, reduce):
-    """Block xb reduces chunk xb % chunks of output xb // chunks into partials[xb]."""
+    """partials[chunk * n_outer + output]: rows are reduced by a block per (output, chunk), columns by a
+    thread per (output, chunk) (neighbouring threads read neighbouring columns)."""
     (op, expr), = self.kernel.stages
-    self.open_block()
+    blocks = uses_block_reduce(self.kernel)
+    if blocks: self.open_block()
     self.emit(1, f"chunks = {self.int_param(self.chunks)}")
     self.emit(1, "per_chunk = (n_reduce + chunks - 1) // chunks")
-    self.emit(1, "for xb in range(cuda.blockIdx.x, n_outer * chunks, cuda.gridDim.x):")
-    self.unflatten(2, "xb // chunks", outer)
-    self.emit(2, "start = xb % chunks * per_chunk")
+    first, step = ("cuda.blockIdx.x", "cuda.gridDim.x") if blocks else ("cuda.grid(1)", "cuda.gridsize(1)")
+    self.emit(1, f"for xp in range({first}, n_outer * chunks, {step}):")
+    self.unflatten(2, "xp % n_outer", outer)
+    self.emit(2, "start = xp // n_outer * per_chunk")
     self.emit(2, f"acc0 = {reduce_identity(op, expr.dtype)}")
-    self.emit(2, f"for xr in range(start + tid, min(start + per_chunk, n_reduce), {self.threads}):")
+    if blocks: self.emit(2, f"for xr in range(start + tid, min(start + per_chunk, n_reduce), {self.threads}):")
+    else: self.emit(2, "for xr in range(start, min(start + per_chunk, n_reduce)):")
     self.unflatten(3, "xr", reduce)
     self.accumulate(3, op, expr, "acc0")
-    self.combine_block(2, 0, op, expr.dtype)
-    self.emit(2, "if tid == 0:")
-    self.emit(3, "partials[xb] = acc0")
+    if blocks:
+      self.combine_block(2, 0, op, expr.dtype)
+      self.emit(2, "if tid == 0:")
+      self.emit(3, "partials[xp] = acc0")
+    else: self.emit(2, "partials[xp] = acc0")
 
   def render_combine(self, outer, reduce):
     (op, expr), = self.kernel.stages
@@ -158,7 +171,7 @@ class CudaRenderer(Renderer):
     self.unflatten(2, "xo", outer)
     self.emit(2, f"acc0 = {reduce_identity(op, expr.dtype)}")
     self.emit(2, "for xc in range(chunks):")
-    self.emit(3, f"acc0 = {BINARY[REDUCE_COMBINE[op]](expr.dtype, 'acc0', 'partials[xo * chunks + xc]')}")
+    self.emit(3, f"acc0 = {BINARY[REDUCE_COMBINE[op]](expr.dtype, 'acc0', 'partials[xc * n_outer + xo]')}")
     self.store_reduced(2, reduce)
 
   def render_blocks(self, outer, reduce):

@@ -201,11 +201,18 @@ class View:
 
   def flattened(self) -> View:
     """The same map into the flat buffer under the base: one row of strides. Kernels read buffers this
-    way, and neighbouring loop dims then merge whenever the strides line up."""
+    way, and neighbouring loop dims then merge whenever the strides line up. Where a level reads the
+    buffer in order with no gaps, the level above it (a reshape of it, then any movement) folds into one
+    row too, so a transpose of a reshaped buffer is still one set of strides."""
     last = self.levels[-1]
+    shape, levels, conds = last.shape, self.levels[:-1], last.conds
     strides, offset = last.strides_into(contiguous_strides(last.base_shape))
-    flat = Affine(last.shape, (prod(last.base_shape),), ((strides, offset),), last.conds)
-    return View(self.levels[:-1] + (flat,))
+    while levels and not conds and all(s == c for s, c, n in zip(strides, contiguous_strides(shape), shape) if n != 1):
+      upper, levels = levels[-1], levels[:-1]
+      strides, upper_offset = upper.strides_into(contiguous_strides(upper.base_shape))
+      shape, conds, offset = upper.shape, upper.conds, offset + upper_offset
+    flat = Affine(shape, (prod(last.base_shape),), ((strides, offset),), conds)
+    return View(levels + (flat,))
 
   def conditions_only(self) -> View:
     """The map with its coordinates dropped: what remains says only which elements are valid."""
