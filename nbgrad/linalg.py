@@ -39,13 +39,13 @@ class Matmul:
     b_view = blas.strided_view(b, self.b.shape, self.b.strides, self.b.offset)
     blas.matmul(out.reshape(self.out_shape), a_view, b_view)
 
-  def run_cuda(self, backend, out, a, b):
+  def run_cuda(self, backend, out, a, b) -> bool:
     """The GPU routine: the tiled kernel of nbgrad/cuda/matmul.py, one launch per index of the batch dims
     before the last one (the last batch dim is the kernel's own)."""
     from nbgrad.cuda.matmul import matmul as cuda_matmul
     *batch, m, k = self.a.shape
     n = self.b.shape[-1]
-    if m * n == 0: return
+    if m * n == 0: return True
     batch = batch or [1]
     a_strides, b_strides = (list(self.a.strides[:-2]) or [0]), (list(self.b.strides[:-2]) or [0])
     per_launch = batch[-1] * m * n
@@ -54,6 +54,7 @@ class Matmul:
       b_offset = self.b.offset + sum(i * st for i, st in zip(lead, b_strides))
       cuda_matmul(backend, out[number * per_launch:], a, b, self.dtype, batch[-1], m, n, k,
                   (a_offset, a_strides[-1], *self.a.strides[-2:]), (b_offset, b_strides[-1], *self.b.strides[-2:]))
+    return True
 
 
 def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:

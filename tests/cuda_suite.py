@@ -276,3 +276,13 @@ def test_constant_outputs():
   assert_same(*on_both(lambda x: Tensor.full((5,), 2.5, device=x.device).contiguous() + x * 0, rng.standard_normal(5)))
   results = [Tensor.full((3, 2), -1.5, device=d).contiguous().numpy() for d in ("CPU", GPU)]
   assert_same(*results, exact=True)
+
+
+@pytest.mark.parametrize("n,low,high", [(1, 0.0, 1.0), (2, 0.0, 1.0), (77, 0.0, 1.0), (300, -2.0, 3.5)])
+def test_uniform_draws_made_on_the_gpu(n, low, high):
+  results = []
+  for device in ("CPU", GPU):
+    Tensor.manual_seed(7)
+    Tensor.rand(3, device=device).realize()   # moves the counter
+    results.append(Tensor.uniform(n, low=low, high=high, device=device).numpy())
+  assert_same(*results, exact=True)

@@ -5,7 +5,7 @@ import weakref
 import numpy as np
 from numba import cuda, config
 from nbgrad.dtype import DType
-from nbgrad.graph.schedule import Kernel
+from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.cuda.render import CudaRenderer, uses_block_reduce, split_chunks
 from nbgrad.jit.render import compute_type
 from nbgrad.cuda.compiler import get_kernel, target_folder
@@ -29,6 +29,7 @@ class CudaBackend:
     self.index, self.gpu = index, cuda.gpus[index]
     self.folder = target_folder(index)
     self.params: dict[tuple, tuple] = {}   # launch parameters stay on the device between calls
+    self.prepared_kernels: dict[tuple, tuple] = {}
     self.pool: dict[tuple, list] = {}
     self.pooled_bytes = 0
 
@@ -68,10 +69,20 @@ class CudaBackend:
                                     cuda.to_device(np.array(floats or [0.0], np.float64)))
     return found
 
-  def launch(self, renderer: CudaRenderer, blocks: int, buffers: list):
-    kernel = renderer.kernel
-    compiled = get_kernel(renderer.render("kernel"), kernel.name + (f"_{renderer.phase}" if renderer.phase else ""), self.folder)
-    ints, floats = self.device_params(renderer.int_params, renderer.float_params)
+  def prepared(self, kernel: Kernel, phase: str = "", chunks: int = 0) -> tuple:
+    """(compiled kernel, its parameters on the device), kept per kernel structure so that a kernel seen
+    before is neither rendered nor given new parameter arrays again."""
+    key = (structure_key(kernel), phase, chunks)
+    found = self.prepared_kernels.get(key)
+    if found is None:
+      renderer = CudaRenderer(kernel, THREADS, phase, chunks)
+      compiled = get_kernel(renderer.render("kernel"), kernel.name + (f"_{phase}" if phase else ""), self.folder)
+      if len(self.prepared_kernels) >= _PARAM_CACHE_LIMIT: self.prepared_kernels.clear()
+      found = self.prepared_kernels[key] = (compiled, *self.device_params(renderer.int_params, renderer.float_params))
+    return found
+
+  def launch(self, kernel: Kernel, blocks: int, buffers: list, phase: str = "", chunks: int = 0):
+    compiled, ints, floats = self.prepared(kernel, phase, chunks)
     with self.gpu: compiled.launch(max(1, min(blocks, MAX_BLOCKS)), THREADS, buffers + [ints, floats])
 
   def run_compute(self, kernel: Kernel, out, inputs: list):
@@ -80,19 +91,19 @@ class CudaBackend:
     if chunks:
       with self.gpu: partials = cuda.device_array(outputs * chunks, dtype=np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
       partial_blocks = outputs * chunks if uses_block_reduce(kernel) else -(-outputs * chunks // THREADS)
-      self.launch(CudaRenderer(kernel, THREADS, "partials", chunks), partial_blocks, [out, partials, *inputs])
-      self.launch(CudaRenderer(kernel, THREADS, "combine", chunks), -(-outputs // THREADS), [out, partials, *inputs])
+      self.launch(kernel, partial_blocks, [out, partials, *inputs], "partials", chunks)
+      self.launch(kernel, -(-outputs // THREADS), [out, partials, *inputs], "combine", chunks)
       return
-    if uses_block_reduce(kernel): blocks = outputs
-    else: blocks = -(-outputs // THREADS)
-    self.launch(CudaRenderer(kernel, THREADS), blocks, [out, *inputs])
+    blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
+    self.launch(kernel, blocks, [out, *inputs])
 
   def run_custom(self, kernel: Kernel, out, inputs: list):
-    """A custom kernel runs its GPU routine when it has one (run_cuda), else its host routine on copies."""
+    """A custom kernel runs its GPU routine when it has one (run_cuda, which returns False for a case it
+    leaves to the host), else its host routine on copies."""
     routine = kernel.output.arg
     if hasattr(routine, "run_cuda"):
-      with self.gpu: routine.run_cuda(self, out, *inputs)
-      return
+      with self.gpu:
+        if routine.run_cuda(self, out, *inputs) is not False: return
     dt = kernel.output.dtype
     host_out = np.empty(kernel.output.size, dtype=dt.storage)
     routine.run(host_out, *[self.to_host(b, src.dtype) for b, src in zip(inputs, kernel.inputs)])

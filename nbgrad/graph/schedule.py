@@ -13,6 +13,7 @@ Rules:
   nodes are loaded, never recomputed.
 """
 from __future__ import annotations
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 from nbgrad.dtype import DType, dtypes
@@ -226,6 +227,21 @@ def collect_views(kernel: Kernel) -> set:
   for _, e in kernel.stages: walk(e)
   walk(kernel.out_expr)
   return views
+
+
+def structure_key(kernel: Kernel) -> tuple:
+  """Everything a kernel's rendered source and launch parameters depend on: kernels with equal keys
+  render alike, so a device can keep what it rendered (and the parameter arrays) under this key."""
+  memo: dict = {}
+
+  def key(e: Expr):
+    if id(e) not in memo:
+      arg = e.arg
+      if e.op == CONST and isinstance(arg, float): arg = (arg, math.copysign(1.0, arg))   # 0.0 == -0.0
+      memo[id(e)] = (e.op, e.dtype, arg, tuple(key(s) for s in e.srcs))
+    return memo[id(e)]
+  return (kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
+          tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr))
 
 
 def kernel_name(kernel: Kernel) -> str:

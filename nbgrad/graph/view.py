@@ -48,6 +48,10 @@ class Affine:
     n = len(shape)
     return Affine(shape, shape, tuple((tuple(int(d == j) for d in range(n)), 0) for j in range(n)))
 
+  # views are dictionary keys all through scheduling: their hash is computed once
+  def __post_init__(self): object.__setattr__(self, "_hash", hash((self.shape, self.base_shape, self.rows, self.conds)))
+  def __hash__(self) -> int: return self._hash
+
   @functools.cached_property
   def identity_map(self) -> bool:
     return self.shape == self.base_shape and self == Affine.identity(self.shape)
@@ -173,6 +177,9 @@ class View:
   @property
   def base_shape(self) -> tuple[int, ...]: return self.levels[-1].base_shape
 
+  def __post_init__(self): object.__setattr__(self, "_hash", hash(self.levels))
+  def __hash__(self) -> int: return self._hash
+
   def is_identity(self) -> bool: return len(self.levels) == 1 and self.levels[0].is_identity()
 
   def is_flat_order(self) -> bool:
@@ -199,7 +206,10 @@ class View:
       return View((Affine.identity(shape),) + self.levels[1:])
     return View((Affine.identity(shape),) + self.levels)
 
-  def flattened(self) -> View:
+  def flattened(self) -> View: return self._flattened
+
+  @functools.cached_property
+  def _flattened(self) -> View:
     """The same map into the flat buffer under the base: one row of strides. Kernels read buffers this
     way, and neighbouring loop dims then merge whenever the strides line up. Where a level reads the
     buffer in order with no gaps, the level above it (a reshape of it, then any movement) folds into one

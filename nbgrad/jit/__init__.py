@@ -1,7 +1,7 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
 import numpy as np
-from nbgrad.graph.schedule import Kernel
+from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
 from nbgrad.jit.compiler import get_kernel, finish_builds, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
@@ -21,12 +21,23 @@ def _as_kernel_array(buffer: np.ndarray) -> np.ndarray:
   return buffer.view(np.uint16) if buffer.dtype == np.float16 else buffer
 
 
+_rendered_cache: dict[tuple, tuple] = {}
+RENDERED_CACHE_LIMIT = 4096
+
+
 def _rendered(kernel: Kernel, parallel: bool):
-  renderer = Renderer(kernel, parallel)
-  compiled = get_kernel(renderer.render("kernel"), parallel, kernel.name)
-  int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
-  float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
-  return compiled, int_params, float_params
+  """The compiled kernel and its parameter arrays; kept per kernel structure, so a kernel seen before is
+  not rendered again (rendering costs more than running a small kernel)."""
+  key = (structure_key(kernel), parallel)
+  found = _rendered_cache.get(key)
+  if found is None:
+    renderer = Renderer(kernel, parallel)
+    compiled = get_kernel(renderer.render("kernel"), parallel, kernel.name)
+    int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
+    float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
+    if len(_rendered_cache) >= RENDERED_CACHE_LIMIT: _rendered_cache.clear()
+    found = _rendered_cache[key] = (compiled, int_params, float_params)
+  return found
 
 
 def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):

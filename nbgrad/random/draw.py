@@ -41,3 +41,10 @@ class RandomDraw:
   def run(self, out):
     if self.kind == "rand": uniform_float32(self.seed, self.counter, self.n, out, low=self.low, high=self.high)
     else: normal_float32(self.seed, self.counter, self.n, out, mean=self.low, std=self.high)
+
+  def run_cuda(self, backend, out) -> bool:
+    """Fills a GPU buffer; False where the draw has no GPU routine (then it is made on the host and copied)."""
+    if self.kind != "rand": return False
+    from nbgrad.cuda.threefry import uniform_float32 as gpu_uniform_float32
+    gpu_uniform_float32(backend, out, self.seed, self.counter, self.n, self.low, self.high)
+    return True
