@@ -47,17 +47,18 @@ else:
 nb_types = types   # the name generated sources use for scalar types
 
 
-def _device_function(name: str):
-  """The CPU helper `name` compiled for the GPU: same body, this module's globals."""
-  body = getattr(cpu_runtime, name).py_func
-  return cuda.jit(device=True)(python_types.FunctionType(body.__code__, globals(), name))
+def device_function(cpu_module, name: str, namespace: dict):
+  """The numba CPU function `name` of cpu_module compiled for the GPU: the same body, looking its globals
+  up in namespace (where the helpers it calls are device functions too)."""
+  body = getattr(cpu_module, name).py_func
+  return cuda.jit(device=True)(python_types.FunctionType(body.__code__, namespace, name))
 
 
-bf16_to_f32 = _device_function("bf16_to_f32")
-f32_to_bf16 = _device_function("f32_to_bf16")
-round_f16 = _device_function("round_f16")
-round_bf16 = _device_function("round_bf16")
-idiv = _device_function("idiv")
-imod = _device_function("imod")
-fmax = _device_function("fmax")
-fmin = _device_function("fmin")
+bf16_to_f32 = device_function(cpu_runtime, "bf16_to_f32", globals())
+f32_to_bf16 = device_function(cpu_runtime, "f32_to_bf16", globals())
+round_f16 = device_function(cpu_runtime, "round_f16", globals())
+round_bf16 = device_function(cpu_runtime, "round_bf16", globals())
+idiv = device_function(cpu_runtime, "idiv", globals())
+imod = device_function(cpu_runtime, "imod", globals())
+fmax = device_function(cpu_runtime, "fmax", globals())
+fmin = device_function(cpu_runtime, "fmin", globals())

@@ -1,11 +1,10 @@
 """threefry2x32 on the GPU: the CPU generator's block function (nbgrad/random/threefry.py) compiled as device
 functions, so a draw made on the GPU has the CPU's bits. Uniform draws run here; normal draws, whose float
 math would have to match the CPU's libm to the bit, are made on the host and copied."""
-import types as python_types
 import numpy as np
 from numba import cuda
 from nbgrad.random import threefry as cpu_threefry
-from nbgrad.cuda.runtime import SIMULATOR
+from nbgrad.cuda.runtime import SIMULATOR, device_function
 
 THREADS = 32 if SIMULATOR else 256
 _KS_PARITY = cpu_threefry._KS_PARITY
@@ -17,18 +16,12 @@ else:
   def fma(a, b, c): return cuda.fma(a, b, c)
 
 
-def _device_function(name: str):
-  """The CPU generator's helper `name` compiled for the GPU: same body, this module's globals."""
-  body = getattr(cpu_threefry, name).py_func
-  return cuda.jit(device=True)(python_types.FunctionType(body.__code__, globals(), name))
-
-
-_rotl = _device_function("_rotl")
-_mix = _device_function("_mix")
-_group = _device_function("_group")
-_threefry_pair = _device_function("_threefry_pair")
-_to_unit = _device_function("_to_unit")
-_keys = _device_function("_keys")
+_rotl = device_function(cpu_threefry, "_rotl", globals())
+_mix = device_function(cpu_threefry, "_mix", globals())
+_group = device_function(cpu_threefry, "_group", globals())
+_threefry_pair = device_function(cpu_threefry, "_threefry_pair", globals())
+_to_unit = device_function(cpu_threefry, "_to_unit", globals())
+_keys = device_function(cpu_threefry, "_keys", globals())
 
 
 @cuda.jit(cache=True)
