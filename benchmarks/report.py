@@ -18,7 +18,9 @@ GROUP_TITLES = {
     "elementwise": "Elementwise, 16M float32 (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
-    "train": "One SGD step of an MLP 784-512-512-10, batch 256, cross-entropy (after warm-up)",
+    "conv": "conv2d, batch 16, 64 -> 64 channels, 56x56, 3x3, padding 1, float32 (after warm-up)",
+    "train": "One SGD step with cross-entropy: MLP 784-512-512-10 on a batch of 256; CNN (conv 32 3x3, "
+             "max-pool, conv 64 3x3, max-pool, linear) on 32x1x28x28 (after warm-up)",
     "compile": "First call in a fresh process, relu(x*y+z) on 1M float32 (import excluded)",
 }
 

@@ -1,8 +1,10 @@
 """Matrix products and a training step: nbgrad against numpy and torch (CPU), in one run.
 
 `matmul`: square float32 products, a fresh lazy product of realized inputs realized on every call.
-`train`: one SGD step (forward, backward, update) of an MLP 784-512-512-10 with cross-entropy on a
-batch of 256, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
+`conv`: conv2d (batch 16, 64 -> 64 channels, 56x56, 3x3, padding 1) forward, and forward with the
+gradients of input and weight, nbgrad against torch.
+`train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
+of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
 Run: python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && python benchmarks/report.py /tmp/bench.json
 """
@@ -54,36 +56,124 @@ def test_matmul_square(benchmark, lib, n):
 
 
 # ---------------------------------------------------------------------------------------------
-# train: one SGD step of an MLP 784-512-512-10, batch 256, sparse categorical cross-entropy
+# conv: conv2d of a batch of 16, 64 -> 64 channels, 56x56, 3x3, padding 1, float32
 # ---------------------------------------------------------------------------------------------
 
-LAYERS = [784, 512, 512, 10]
-BATCH = 256
+CONV_INPUT, CONV_WEIGHT = (16, 64, 56, 56), (64, 64, 3, 3)
+
+
+def conv_data():
+    rng = np.random.default_rng(2)
+    return rng.standard_normal(CONV_INPUT, dtype=np.float32), rng.uniform(-1 / 24, 1 / 24, CONV_WEIGHT).astype(np.float32)
+
+
+def conv_calls(lib, passes):
+    """The timed call of each library and a function giving its answer as numpy arrays: the output, and
+    with a backward pass the gradients of the input and the weight of out.sum()."""
+    backward = passes == "forward_backward"
+    x, w = conv_data()
+    if lib == "torch":
+        tx, tw = torch.tensor(x, requires_grad=backward), torch.tensor(w, requires_grad=backward)
+        def call():
+            out = F.conv2d(tx, tw, padding=1)
+            if backward:
+                tx.grad = tw.grad = None
+                out.sum().backward()
+            return out
+        return call, lambda out: [out.detach().numpy()] + ([tx.grad.numpy(), tw.grad.numpy()] if backward else [])
+    from nbgrad import Tensor
+    nx, nw = (Tensor(a, device="CPU", requires_grad=backward).realize() for a in (x, w))
+    def call():
+        out = nx.conv2d(nw, padding=1)
+        if not backward: return out.realize()
+        nx.grad = nw.grad = None
+        out.sum().backward()
+        return out.realize(nx.grad, nw.grad)
+    return call, lambda out: [out.numpy()] + ([nx.grad.numpy(), nw.grad.numpy()] if backward else [])
+
+
+@pytest.mark.benchmark(group="conv")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+@pytest.mark.parametrize("passes", ["forward", "forward_backward"])
+def test_conv2d_3x3(benchmark, lib, passes):
+    call, answers = conv_calls(lib, passes)
+    reference_call, reference_answers = conv_calls("torch", passes)
+    for got, want in zip(answers(call()), reference_answers(reference_call())):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max(), err_msg=f"{lib} conv2d differs from torch")
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
+    benchmark(call)
+
+
+# ---------------------------------------------------------------------------------------------
+# train: one SGD step (sparse categorical cross-entropy) of an MLP 784-512-512-10 on a batch of 256,
+# and of a small CNN (conv 32 3x3, relu, max-pool 2, conv 64 3x3, relu, max-pool 2, linear to 10) on
+# a batch of 32x1x28x28
+# ---------------------------------------------------------------------------------------------
+
 LEARNING_RATE = 0.01
 
 
+def uniform_layer(rng, shape, fan_in):
+    """A weight or bias drawn as torch's Linear and Conv2d initialize them."""
+    bound = fan_in ** -0.5
+    return rng.uniform(-bound, bound, shape).astype(np.float32)
+
+
 def mlp_data():
-    """Weights (out, in) and biases as torch's Linear initializes them, a batch of inputs and labels."""
+    """Weights (out, in) and biases, a batch of 256 inputs and labels."""
     rng = np.random.default_rng(0)
+    layers = [784, 512, 512, 10]
     params = []
-    for fan_in, fan_out in zip(LAYERS, LAYERS[1:]):
-        bound = fan_in ** -0.5
-        params += [rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32),
-                   rng.uniform(-bound, bound, fan_out).astype(np.float32)]
-    x = rng.standard_normal((BATCH, LAYERS[0]), dtype=np.float32)
-    y = rng.integers(0, LAYERS[-1], BATCH).astype(np.int32)
-    return params, x, y
+    for fan_in, fan_out in zip(layers, layers[1:]):
+        params += [uniform_layer(rng, (fan_out, fan_in), fan_in), uniform_layer(rng, fan_out, fan_in)]
+    return params, rng.standard_normal((256, 784), dtype=np.float32), rng.integers(0, 10, 256).astype(np.int32)
 
 
-def nbgrad_step(params, x, y):
+def cnn_data():
+    """Two conv layers (Cout, Cin, 3, 3) and a linear layer (10, 64*5*5) with biases, 32 images and labels."""
+    rng = np.random.default_rng(3)
+    params = []
+    for shape in [(32, 1, 3, 3), (64, 32, 3, 3), (10, 64 * 5 * 5)]:
+        fan_in = int(np.prod(shape[1:]))
+        params += [uniform_layer(rng, shape, fan_in), uniform_layer(rng, shape[0], fan_in)]
+    return params, rng.standard_normal((32, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 32).astype(np.int32)
+
+
+def nbgrad_mlp(h, weights):
+    for i in range(0, len(weights) - 2, 2): h = h.linear(weights[i].T, weights[i + 1]).relu()
+    return h.linear(weights[-2].T, weights[-1])
+
+
+def torch_mlp(h, weights):
+    for i in range(0, len(weights) - 2, 2): h = torch.relu(F.linear(h, weights[i], weights[i + 1]))
+    return F.linear(h, weights[-2], weights[-1])
+
+
+def nbgrad_cnn(h, weights):
+    h = h.conv2d(weights[0], weights[1]).relu().max_pool2d(2)
+    h = h.conv2d(weights[2], weights[3]).relu().max_pool2d(2)
+    return h.flatten(1).linear(weights[4].T, weights[5])
+
+
+def torch_cnn(h, weights):
+    h = F.max_pool2d(torch.relu(F.conv2d(h, weights[0], weights[1])), 2)
+    h = F.max_pool2d(torch.relu(F.conv2d(h, weights[2], weights[3])), 2)
+    return F.linear(h.flatten(1), weights[4], weights[5])
+
+
+# model -> (data, nbgrad forward, torch forward)
+MODELS = {"mlp": (mlp_data, nbgrad_mlp, torch_mlp), "cnn": (cnn_data, nbgrad_cnn, torch_cnn)}
+
+
+def nbgrad_step(model):
     from nbgrad import Tensor
+    data, forward, _ = MODELS[model]
+    params, x, y = data()
     weights = [Tensor(p, device="CPU", requires_grad=True).realize() for p in params]
     inputs, labels = nbgrad_tensor(x), nbgrad_tensor(y)
 
     def step():
-        h = inputs
-        for i in range(0, len(weights) - 2, 2): h = h.linear(weights[i].T, weights[i + 1]).relu()
-        loss = h.linear(weights[-2].T, weights[-1]).sparse_categorical_crossentropy(labels)
+        loss = forward(inputs, weights).sparse_categorical_crossentropy(labels)
         for w in weights: w.grad = None
         loss.backward()
         for w in weights: w.assign(w.detach() - LEARNING_RATE * w.grad)
@@ -91,14 +181,14 @@ def nbgrad_step(params, x, y):
     return step, weights
 
 
-def torch_step(params, x, y):
+def torch_step(model):
+    data, _, forward = MODELS[model]
+    params, x, y = data()
     weights = [torch.tensor(p, requires_grad=True) for p in params]
     inputs, labels = torch.from_numpy(x), torch.from_numpy(y).long()
 
     def step():
-        h = inputs
-        for i in range(0, len(weights) - 2, 2): h = torch.relu(F.linear(h, weights[i], weights[i + 1]))
-        loss = F.cross_entropy(F.linear(h, weights[-2], weights[-1]), labels)
+        loss = F.cross_entropy(forward(inputs, weights), labels)
         for w in weights: w.grad = None
         loss.backward()
         with torch.no_grad():
@@ -110,24 +200,22 @@ def torch_step(params, x, y):
 _torch_first_step = {}
 
 
-def torch_first_step():
+def torch_first_step(model):
     """torch's loss and updated weights after one step from the initial weights: the reference."""
-    if not _torch_first_step:
-        params, x, y = mlp_data()
-        step, weights = torch_step(params, x, y)
-        _torch_first_step["loss"] = step().item()
-        _torch_first_step["weights"] = [w.detach().numpy().copy() for w in weights]
-    return _torch_first_step
+    if model not in _torch_first_step:
+        step, weights = torch_step(model)
+        _torch_first_step[model] = step().item(), [w.detach().numpy().copy() for w in weights]
+    return _torch_first_step[model]
 
 
 @pytest.mark.benchmark(group="train")
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
-def test_train_mlp_sgd_step(benchmark, lib):
-    params, x, y = mlp_data()
-    step, weights = (nbgrad_step if lib == "nbgrad" else torch_step)(params, x, y)
-    reference = torch_first_step()
-    assert abs(step().item() - reference["loss"]) < 1e-4, f"{lib} first loss differs from torch"
-    for got, want in zip(weights, reference["weights"]):
-        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"{lib} update differs")
+@pytest.mark.parametrize("model", list(MODELS))
+def test_train_sgd_step(benchmark, model, lib):
+    step, weights = (nbgrad_step if lib == "nbgrad" else torch_step)(model)
+    reference_loss, reference_weights = torch_first_step(model)
+    assert abs(step().item() - reference_loss) < 1e-4, f"{lib} first {model} loss differs from torch"
+    for got, want in zip(weights, reference_weights):
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"{lib} {model} update differs")
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
     benchmark(step)

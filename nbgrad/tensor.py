@@ -1045,8 +1045,10 @@ class Tensor:
     columns = columns.reshape(groups, cin_group * math.prod(kernel), batch * math.prod(out_shape))
     w = weight.reshape(groups, cout // groups, cin_group * math.prod(kernel))
     out = w.dot(columns, acc_dtype=acc_dtype).reshape(groups, cout // groups, batch, *out_shape)
-    out = out.permute(2, 0, 1, *range(3, 3 + dims)).reshape(batch, cout, *out_shape)
-    return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
+    if bias is not None: out = out + bias.reshape(groups, cout // groups, *([1] * (1 + dims)))
+    # the output gradient is copied once into this layout, where both gradient products and the bias's sum read it
+    out = out.contiguous_backward()
+    return out.permute(2, 0, 1, *range(3, 3 + dims)).reshape(batch, cout, *out_shape)
 
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,
                        padding=0, output_padding=0) -> Tensor:

@@ -382,6 +382,9 @@ ELEMENTWISE_ON_VIEW_ROWS = [
    lambda a, b: ((a + 1).T[::-1] * b).reshape(-1)[::3]),
   ("views_broadcast_against_each_other", [(2, 3), (3,)], lambda a, b: a.flip(1)[:, None, :] - b[::-1].reshape(3, 1),
    lambda a, b: a[:, ::-1][:, None, :] - b[::-1].reshape(3, 1)),
+  ("padded_terms_summed_then_T_reshape", [(3, 2)],
+   lambda a: (a.pad(((1, 0), None)) + a.pad(((0, 1), None)) + a[:, :1].pad(((1, 0), (1, 0)))).T.reshape(8),
+   lambda a: (np.pad(a, ((1, 0), (0, 0))) + np.pad(a, ((0, 1), (0, 0))) + np.pad(a[:, :1], ((1, 0), (1, 0)))).T.reshape(8)),
   ("0size_views", [(0, 3), (3,)], lambda a, b: a.T.flip(0) + b.reshape(3, 1), lambda a, b: a.T[::-1] + b.reshape(3, 1)),
 ]
 

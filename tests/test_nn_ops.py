@@ -50,6 +50,11 @@ CONV_CASES = {
   "2d_pad4_negative": ((1, 2, 5, 5), (2, 2, 2, 2), True, dict(padding=(-1, 1, 0, -1))),
   "2d_noncontig_dilation_tuple": ((2, 2, 5, 6), (2, 2, 2, 2), False, dict(stride=(1, 2), dilation=(2, 1))),
   "3d_pad_tuple": ((1, 2, 4, 3, 4), (2, 2, 2, 2, 2), True, dict(padding=(1, 0, 1))),
+  "2d_k3_stride2_pad1": ((2, 3, 7, 8), (4, 3, 3, 3), False, dict(stride=2, padding=1)),
+  "2d_k3_stride2_dilation2": ((1, 2, 9, 10), (2, 2, 3, 3), True, dict(stride=2, dilation=2, padding=1)),
+  "2d_k2_stride3_gaps": ((1, 2, 8, 7), (2, 2, 2, 2), False, dict(stride=3)),
+  "3d_k3_pad1": ((1, 2, 4, 5, 4), (2, 2, 3, 3, 3), False, dict(padding=1)),
+  "2d_k7_pad3_many_offsets": ((1, 2, 9, 9), (2, 2, 7, 7), False, dict(padding=3)),
 }
 
 
@@ -135,6 +140,7 @@ POOL_CASES = {
   "max_k32_stride_dilation_tuples": ("max_pool2d", (1, 2, 6, 5), dict(kernel_size=(3, 2), stride=(1, 2), dilation=(2, 1))),
   "max_k13_stride1_dilation12": ("max_pool2d", (1, 2, 5, 6), dict(kernel_size=(1, 3), stride=1, dilation=(1, 2))),
   "max_k2_stride3_gaps": ("max_pool2d", (1, 1, 8, 7), dict(kernel_size=2, stride=3)),
+  "max_k3_stride2_overlapping": ("max_pool2d", (2, 2, 9, 8), dict(kernel_size=3, stride=2)),
 }
 
 

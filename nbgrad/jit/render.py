@@ -184,7 +184,8 @@ class Renderer:
       below = view.levels[level_number + 1].shape if level_number + 1 < len(view.levels) else None
       key = ("levels", view.levels[:level_number + 1], below)
       if below is not None and memo is not None and key in memo:
-        names, conds = memo[key]
+        names, shared_conds = memo[key]
+        conds = list(shared_conds)   # a copy: the levels below append their own tests
         continue
       for coeffs, const, lo, hi in level.conds:
         c = self.tmp()
