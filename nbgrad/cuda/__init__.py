@@ -21,6 +21,7 @@ def device_count() -> int:
     return 0
 
 
+@functools.cache
 def gpu_visible() -> bool:
   """A real GPU is there. The driver's files are looked for first, so CPU-only machines never import numba.cuda."""
   if simulator_enabled(): return False
