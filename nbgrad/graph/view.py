@@ -190,13 +190,20 @@ class View:
 
   def _top(self, new_top: Affine) -> View: return View((new_top,) + self.levels[1:])
 
+  # movement ops are pure functions of (view, argument), and every step of a training loop repeats them
+  @functools.lru_cache(maxsize=1 << 14)
   def permute(self, order) -> View: return self._top(self.levels[0].permute(order))
+  @functools.lru_cache(maxsize=1 << 14)
   def expand(self, shape) -> View: return self._top(self.levels[0].expand(shape))
+  @functools.lru_cache(maxsize=1 << 14)
   def shrink(self, arg) -> View: return self._top(self.levels[0].shrink(arg))
+  @functools.lru_cache(maxsize=1 << 14)
   def flip(self, axes) -> View: return self._top(self.levels[0].flip(axes))
+  @functools.lru_cache(maxsize=1 << 14)
   def pad(self, arg) -> View: return self._top(self.levels[0].pad(arg))
   def windows(self, kernel, stride, dilation) -> View: return self._top(self.levels[0].windows(kernel, stride, dilation))
 
+  @functools.lru_cache(maxsize=1 << 14)
   def reshape(self, shape) -> View:
     shape = tuple(shape)
     if shape == self.shape: return self
@@ -229,6 +236,7 @@ class View:
     last = self.levels[-1]
     return View(self.levels[:-1] + (Affine(last.shape, (), (), last.conds),))
 
+  @functools.lru_cache(maxsize=1 << 14)
   def then(self, other: View) -> View:
     """This view followed by other: other maps this view's base index space to its own base."""
     joined = self.levels[-1].then(other.levels[0])
