@@ -139,6 +139,7 @@ class Renderer:
     self.float_params: list[float] = []
     self.header: list[str] = []
     self.temporaries = 0
+    self.loop_names: dict[int, str] = {}   # a loop dim read under another name (a second row in flight)
 
   def tmp(self) -> str:
     self.temporaries += 1
@@ -178,7 +179,7 @@ class Renderer:
   def view_index(self, view: View, lines: list[str], memo: Optional[dict] = None) -> tuple[list[str], list[str]]:
     """Statements appended to lines; returns (base coordinate names, condition texts). With a memo, the
     upper levels that views share (every read behind the same chain of reshapes) are computed once."""
-    names = [f"x{d}" for d in range(len(view.shape))]
+    names = [self.loop_names.get(d, f"x{d}") for d in range(len(view.shape))]
     conds: list[str] = []
     for level_number, level in enumerate(view.levels):
       below = view.levels[level_number + 1].shape if level_number + 1 < len(view.levels) else None
@@ -422,9 +423,11 @@ class Renderer:
       self.emit(depth, f"acc{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
       self.emit(depth, f"for xi in range({COLUMN}):")
       self.emit(depth + 1, f"acc{number}[xi] = {reduce_identity(op, expr.dtype)}")
-      body = self.loops(depth, reduce)
-      self.emit(body, f"for x{inner} in range(xstart, xend):")
-      self.accumulate(body + 1, op, expr, f"acc{number}[x{inner} - xstart]")
+      if len(reduce) == 1: self.accumulate_row_pairs(depth, reduce[0], inner, op, expr, f"acc{number}[x{inner} - xstart]")
+      else:
+        body = self.loops(depth, reduce)
+        self.emit(body, f"for x{inner} in range(xstart, xend):")
+        self.accumulate(body + 1, op, expr, f"acc{number}[x{inner} - xstart]")
     if k.full:
       body = self.loops(depth, reduce)
     else:
@@ -432,6 +435,23 @@ class Renderer:
       body = depth
     self.emit(body, f"for x{inner} in range(xstart, xend):")
     self.store(body + 1)
+
+  def accumulate_row_pairs(self, depth: int, row: int, inner: int, op, expr: Expr, target: str):
+    """A column reduce over one dim takes two rows per pass: the block of accumulators is read and written
+    half as often (a max over axis 0 is bound by that traffic, not by the rows it reads)."""
+    rows, combine, dt = self.sizes[row], BINARY[REDUCE_COMBINE[op]], expr.dtype
+    self.emit(depth, f"for x{row} in range(0, {rows} - 1, 2):")
+    self.emit(depth + 1, f"x{row}_next = x{row} + 1")
+    self.emit(depth + 1, f"for x{inner} in range(xstart, xend):")
+    first = self.emit_body(depth + 2, expr)
+    self.loop_names[row] = f"x{row}_next"
+    second = self.emit_body(depth + 2, expr)
+    del self.loop_names[row]
+    self.emit(depth + 2, f"{target} = {combine(dt, target, combine(dt, first, second))}")
+    self.emit(depth, f"if {rows} % 2 == 1:")   # the last row of an odd count
+    self.emit(depth + 1, f"x{row} = {rows} - 1")
+    self.emit(depth + 1, f"for x{inner} in range(xstart, xend):")
+    self.accumulate(depth + 2, op, expr, target)
 
   def render_split(self, reduce):
     k = self.kernel
