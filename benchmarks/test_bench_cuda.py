@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from nbgrad import Tensor, Device
 from nbgrad import cuda as cuda_device
+from test_bench_linalg import MODELS, conv_calls, nbgrad_step, torch_step
 
 if cuda_device.simulator_enabled() or not cuda_device.gpu_visible() or not torch.cuda.is_available():
   pytest.skip("needs an NVIDIA GPU that both numba.cuda and torch can use", allow_module_level=True)
@@ -121,112 +122,27 @@ def test_cuda_matmul_matches_torch():
   check(a @ b, ta @ tb, rtol=1e-4, atol=1e-3)
 
 
-# ---- convolution: a ResNet-style 3x3 layer
-CONV = dict(x=(16, 64, 56, 56), w=(64, 64, 3, 3))
-CONV_FLOPS = 2 * 16 * 64 * 56 * 56 * 64 * 9
+# ---- convolution and training: the CPU benchmarks' workloads (test_bench_linalg.py), on the GPU
+CONV_FLOPS = 2 * 16 * 64 * 56 * 56 * 64 * 9   # the direct convolution's, per pass
 
 
 @pytest.mark.benchmark(group="cuda-conv")
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 @pytest.mark.parametrize("mode", ["forward", "forward_backward"])
 def test_cuda_conv(benchmark, lib, mode):
-  x, w = inputs(lib, CONV["x"], CONV["w"])
-  if lib == "torch":
-    w.requires_grad_(True)
-    conv = lambda: F.conv2d(x, w, padding=1)  # noqa: E731
-  else:
-    w.requires_grad = True
-    conv = lambda: x.conv2d(w, padding=1)  # noqa: E731
-  if mode == "forward": fn = (lambda: conv()) if lib == "torch" else (lambda: conv().realize())
-  else:
-    def fn():
-      w.grad = None
-      conv().sum().backward()
-      return w.grad if lib == "torch" else w.grad.realize()
-  run(benchmark, lib, fn, flops=CONV_FLOPS * (1 if mode == "forward" else 3))
-
-
-# ---- train: one SGD step
-def mlp_step(lib):
-  rng = np.random.default_rng(0)
-  sizes = [784, 512, 512, 10]
-  weights = [rng.standard_normal((a, b), dtype=np.float32) * np.float32(a ** -0.5) for a, b in zip(sizes, sizes[1:])]
-  x, labels = rng.standard_normal((256, 784), dtype=np.float32), rng.integers(0, 10, 256)
-  if lib == "torch":
-    params = [torch.from_numpy(w).cuda().requires_grad_(True) for w in weights]
-    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(labels).cuda()
-
-    def step():
-      h = tx
-      for i, p in enumerate(params): h = h @ p if i == len(params) - 1 else (h @ p).relu()
-      loss = F.cross_entropy(h, ty)
-      for p in params: p.grad = None
-      loss.backward()
-      with torch.no_grad():
-        for p in params: p -= 0.01 * p.grad
-      return loss
-    return step
-  params = [Tensor(w, device=GPU, requires_grad=True).realize() for w in weights]
-  nx, ny = Tensor(x, device=GPU).realize(), Tensor(labels.astype(np.int32), device=GPU).realize()
-
-  def step():
-    h = nx
-    for i, p in enumerate(params): h = h @ p if i == len(params) - 1 else (h @ p).relu()
-    loss = h.sparse_categorical_crossentropy(ny)
-    for p in params: p.grad = None
-    loss.backward()
-    with Tensor.inference_mode():
-      for p in params: p.assign(p - p.grad * 0.01)
-      Tensor.realize(loss, *params)
-    return loss
-  return step
-
-
-def cnn_step(lib):
-  rng = np.random.default_rng(1)
-  shapes = [(32, 1, 3, 3), (64, 32, 3, 3), (64 * 5 * 5, 10)]
-  fan_in = [9, 32 * 9, 64 * 5 * 5]
-  weights = [rng.standard_normal(s, dtype=np.float32) * np.float32(n ** -0.5) for s, n in zip(shapes, fan_in)]
-  x, labels = rng.standard_normal((32, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 32)
-  if lib == "torch":
-    params = [torch.from_numpy(w).cuda().requires_grad_(True) for w in weights]
-    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(labels).cuda()
-
-    def step():
-      h = F.max_pool2d(F.relu(F.conv2d(tx, params[0])), 2)
-      h = F.max_pool2d(F.relu(F.conv2d(h, params[1])), 2)
-      loss = F.cross_entropy(h.flatten(1) @ params[2], ty)
-      for p in params: p.grad = None
-      loss.backward()
-      with torch.no_grad():
-        for p in params: p -= 0.01 * p.grad
-      return loss
-    return step
-  params = [Tensor(w, device=GPU, requires_grad=True).realize() for w in weights]
-  nx, ny = Tensor(x, device=GPU).realize(), Tensor(labels.astype(np.int32), device=GPU).realize()
-
-  def step():
-    h = nx.conv2d(params[0]).relu().max_pool2d(2)
-    h = h.conv2d(params[1]).relu().max_pool2d(2)
-    loss = (h.flatten(1) @ params[2]).sparse_categorical_crossentropy(ny)
-    for p in params: p.grad = None
-    loss.backward()
-    with Tensor.inference_mode():
-      for p in params: p.assign(p - p.grad * 0.01)
-      Tensor.realize(loss, *params)
-    return loss
-  return step
+  call, _ = conv_calls(lib, mode, GPU)
+  run(benchmark, lib, call, flops=CONV_FLOPS * (1 if mode == "forward" else 3))
 
 
 @pytest.mark.benchmark(group="cuda-train")
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
-@pytest.mark.parametrize("model", ["mlp", "cnn"])
+@pytest.mark.parametrize("model", list(MODELS))
 def test_cuda_train_step(benchmark, lib, model):
-  step = (mlp_step if model == "mlp" else cnn_step)(lib)
+  step, _ = (nbgrad_step if lib == "nbgrad" else torch_step)(model, GPU)
   run(benchmark, lib, step)
 
 
 def test_cuda_train_losses_match_torch():
-  for make in (mlp_step, cnn_step):
-    ours, theirs = make("nbgrad"), make("torch")
+  for model in MODELS:
+    (ours, _), (theirs, _) = nbgrad_step(model, GPU), torch_step(model, GPU)
     for _ in range(3): np.testing.assert_allclose(ours().numpy(), theirs().item(), rtol=1e-3)

@@ -16,9 +16,14 @@ import torch.nn.functional as F
 LIBS = ["nbgrad", "numpy", "torch"]
 
 
-def nbgrad_tensor(array):
+def nbgrad_tensor(array, device="CPU"):
     from nbgrad import Tensor
-    return Tensor(array, device="CPU").realize()
+    return Tensor(array, device=device).realize()
+
+
+def torch_device(device: str) -> str:
+    """torch's name for an nbgrad device (the GPU benchmarks reuse these workloads on "CUDA")."""
+    return "cuda" if device.upper().startswith("CUDA") else "cpu"
 
 
 def finish_nbgrad_warm_up(benchmark, call):
@@ -67,22 +72,22 @@ def conv_data():
     return rng.standard_normal(CONV_INPUT, dtype=np.float32), rng.uniform(-1 / 24, 1 / 24, CONV_WEIGHT).astype(np.float32)
 
 
-def conv_calls(lib, passes):
+def conv_calls(lib, passes, device="CPU"):
     """The timed call of each library and a function giving its answer as numpy arrays: the output, and
     with a backward pass the gradients of the input and the weight of out.sum()."""
     backward = passes == "forward_backward"
     x, w = conv_data()
     if lib == "torch":
-        tx, tw = torch.tensor(x, requires_grad=backward), torch.tensor(w, requires_grad=backward)
+        tx, tw = (torch.tensor(a, device=torch_device(device), requires_grad=backward) for a in (x, w))
         def call():
             out = F.conv2d(tx, tw, padding=1)
             if backward:
                 tx.grad = tw.grad = None
                 out.sum().backward()
             return out
-        return call, lambda out: [out.detach().numpy()] + ([tx.grad.numpy(), tw.grad.numpy()] if backward else [])
+        return call, lambda out: [out.detach().cpu().numpy()] + ([tx.grad.cpu().numpy(), tw.grad.cpu().numpy()] if backward else [])
     from nbgrad import Tensor
-    nx, nw = (Tensor(a, device="CPU", requires_grad=backward).realize() for a in (x, w))
+    nx, nw = (Tensor(a, device=device, requires_grad=backward).realize() for a in (x, w))
     def call():
         out = nx.conv2d(nw, padding=1)
         if not backward: return out.realize()
@@ -165,12 +170,12 @@ def torch_cnn(h, weights):
 MODELS = {"mlp": (mlp_data, nbgrad_mlp, torch_mlp), "cnn": (cnn_data, nbgrad_cnn, torch_cnn)}
 
 
-def nbgrad_step(model):
+def nbgrad_step(model, device="CPU"):
     from nbgrad import Tensor
     data, forward, _ = MODELS[model]
     params, x, y = data()
-    weights = [Tensor(p, device="CPU", requires_grad=True).realize() for p in params]
-    inputs, labels = nbgrad_tensor(x), nbgrad_tensor(y)
+    weights = [Tensor(p, device=device, requires_grad=True).realize() for p in params]
+    inputs, labels = nbgrad_tensor(x, device), nbgrad_tensor(y, device)
 
     def step():
         loss = forward(inputs, weights).sparse_categorical_crossentropy(labels)
@@ -181,11 +186,11 @@ def nbgrad_step(model):
     return step, weights
 
 
-def torch_step(model):
+def torch_step(model, device="CPU"):
     data, _, forward = MODELS[model]
     params, x, y = data()
-    weights = [torch.tensor(p, requires_grad=True) for p in params]
-    inputs, labels = torch.from_numpy(x), torch.from_numpy(y).long()
+    weights = [torch.tensor(p, device=torch_device(device), requires_grad=True) for p in params]
+    inputs, labels = torch.from_numpy(x).to(torch_device(device)), torch.from_numpy(y).long().to(torch_device(device))
 
     def step():
         loss = F.cross_entropy(forward(inputs, weights), labels)

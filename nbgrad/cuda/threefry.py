@@ -4,9 +4,9 @@ math would have to match the CPU's libm to the bit, are made on the host and cop
 import numpy as np
 from numba import cuda
 from nbgrad.random import threefry as cpu_threefry
+from nbgrad.cuda.device import THREADS, MAX_BLOCKS
 from nbgrad.cuda.runtime import SIMULATOR, device_function
 
-THREADS = 32 if SIMULATOR else 256
 _KS_PARITY = cpu_threefry._KS_PARITY
 
 if SIMULATOR:   # the simulator has no cuda.fma; float32 products are exact in float64
@@ -38,6 +38,6 @@ def _uniform_kernel(out, seed, counter, n, scale, shift):
 
 def uniform_float32(backend, out, seed: int, counter: int, n: int, low: float, high: float):
   """rand (or tinygrad's float32 uniform) of n values at counter into the device array out."""
-  blocks = max(1, min(-(-n // (2 * THREADS)), 4 if SIMULATOR else 8192))
+  blocks = max(1, min(-(-n // (2 * THREADS)), MAX_BLOCKS))
   with backend.gpu:
     _uniform_kernel[blocks, THREADS](out, np.uint32(seed), np.uint32(counter), np.int64(n), np.float32(high - low), np.float32(low))
