@@ -3,13 +3,16 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
-import torch
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+# nbgrad first, as the README advises: its thread settings (nbgrad/__init__.py) are read when numpy's BLAS and
+# numba's thread pool start, and every library timed here runs in this one process under them.
+import nbgrad  # noqa: E402,F401
+import numpy as np
+import pytest
+import torch
 
 # Every library gets the whole machine: numba's parallel kernels use all cores by default
 # (NUMBA_NUM_THREADS), so torch must too or the comparison measures thread counts.

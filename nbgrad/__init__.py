@@ -1,8 +1,23 @@
 """nbgrad: a lazy, fusing array library with automatic differentiation, compiled with numba."""
+import os
+
+# Idle worker threads must not spin: nbgrad alternates numpy's BLAS (matrix products) with numba's parallel
+# kernels, and a pool busy-waiting for work takes the cores the other pool needs. Both are read when the
+# library starts, so they are set before numpy and numba load (when numpy is imported before nbgrad, its BLAS
+# keeps its own setting). Measured here on 2 cores (benchmarks/ group train, min of the SGD step):
+# - OpenBLAS spins 2^28 cycles (about 0.1 s) after each product by default: MLP step 51.9 ms, CNN step 148 ms
+#   with it, 19.3 ms and 59.6 ms with OPENBLAS_THREAD_TIMEOUT=4 (the shortest, 2^4 cycles).
+# - OpenMP workers (numba's thread pool) busy-wait between kernels by default: a 256x512x512 product followed
+#   by two small parallel kernels took 47-60 ms a round with them, 2.4-8.8 ms with OMP_WAIT_POLICY=PASSIVE.
+# A user's own setting wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from nbgrad.dtype import dtypes, DType   # noqa: E402  (the settings above come first)
 from nbgrad.dtype import dtypes, DType
-from nbgrad.device import Device
-from nbgrad.tensor import Tensor
-from nbgrad.helpers import eager, GlobalCounters
-from nbgrad import helpers
+from nbgrad.device import Device   # noqa: E402
+from nbgrad.tensor import Tensor   # noqa: E402
+from nbgrad.helpers import eager, GlobalCounters   # noqa: E402
+from nbgrad import helpers   # noqa: E402
 
 __all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "helpers"]

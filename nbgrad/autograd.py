@@ -206,6 +206,15 @@ class Matmul(Function):
            (linalg.matmul(linalg.matrix_transpose(self.a), grad) if self.needs_input_grad[1] else None)
 
 
+class AxisTransform(Function):
+  """A constant matrix applied along some axes: a linear map whose gradient is the transposed matrix
+  applied along the same axes."""
+  def forward(self, x, matrix, axes):
+    self.transposed, self.axes = tuple(zip(*matrix)), axes
+    return linalg.axis_transform(x, matrix, axes)
+  def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes)
+
+
 # ---- movement
 class Reshape(Function):
   def forward(self, x, shape):

@@ -108,6 +108,7 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.tensor import Tensor
   from nbgrad.device import backend
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
+  from nbgrad.linalg import forget_derived_nodes
   if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
   items = indices if isinstance(indices, tuple) else (indices,)
   if any(isinstance(i, (Tensor, list, np.ndarray)) for i in items):
@@ -119,4 +120,5 @@ def set_basic_index(tensor, indices, value):
   host = tensor if tensor.device == "CPU" else tensor.to("CPU").realize()   # other devices: written on a host copy
   buffer = host._realized_array()
   buffer[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
+  forget_derived_nodes(tensor.lazydata.base)   # nodes computed from the old values must not be shared
   if host is not tensor: tensor.lazydata.base.buffer = backend(tensor.device).from_host(buffer.reshape(-1), tensor.dtype)

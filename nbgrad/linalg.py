@@ -1,13 +1,16 @@
-"""The matrix-product kernel kind: a custom graph node whose descriptor says how each operand is read
+"""Linear-algebra kernel kinds: the matrix product, and a small constant matrix applied along some axes
+(Winograd's tile transforms). Each is a custom graph node whose descriptor says how each operand is read
 from its flat buffer (shape, strides, offset), so each device can hand it to an optimized routine.
-The scheduler realizes the operands' base nodes first; the product never goes through the code generator."""
+The scheduler realizes the operands' base nodes first; these never go through the code generator."""
 from __future__ import annotations
 import itertools
+import weakref
 from dataclasses import dataclass
 import numpy as np
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
+from nbgrad.graph.view import contiguous_strides
 from nbgrad.jit import blas
 
 BLAS_DTYPES = (dtypes.float32, dtypes.float64)
@@ -63,6 +66,49 @@ def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:
   a, b = _in_one_buffer(a), _in_one_buffer(b)
   arg = Matmul(a.dtype, _strided(a), _strided(b))
   return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, a.dtype, a.device, arg=arg, srcs=(a, b))
+
+
+@dataclass(frozen=True)
+class AxisTransform:
+  """out = x with matrix (rows, cols) applied along each of axes: out[..., a1, .., ak, ...] = sum over
+  c1..ck of matrix[a1][c1] * ... * matrix[ak][ck] * x[..., c1, .., ck, ...]. out is contiguous, its
+  axes in x's order."""
+  dtype: DType
+  matrix: tuple[tuple[float, ...], ...]
+  axes: tuple[int, ...]
+  x: StridedOperand
+
+  @property
+  def out_shape(self) -> tuple[int, ...]:
+    return tuple(len(self.matrix) if i in self.axes else s for i, s in enumerate(self.x.shape))
+  @property
+  def name(self) -> str: return f"axis_transform_{len(self.matrix)}x{len(self.matrix[0])}_" + "_".join(map(str, self.x.shape))
+
+  def run(self, out: np.ndarray, x: np.ndarray):
+    from nbgrad.jit.transform import axis_transform   # the CPU routine
+    out_strides = contiguous_strides(self.out_shape)
+    batch = [i for i in range(len(self.x.shape)) if i not in self.axes]
+    axis_transform(out, x, self.matrix, [self.x.shape[i] for i in batch], [self.x.strides[i] for i in batch],
+                   [out_strides[i] for i in batch], [self.x.strides[i] for i in self.axes],
+                   [out_strides[i] for i in self.axes], self.x.offset)
+
+
+def axis_transform(x: LazyBuffer, matrix: tuple, axes: tuple[int, ...]) -> LazyBuffer:
+  """The node of AxisTransform. A node made from the same view of the same realized or lazy base is made
+  once and shared (Winograd's transformed weights are then computed once per weight, not once per use)."""
+  assert x.dtype in BLAS_DTYPES and all(x.shape[a] == len(matrix[0]) for a in axes)
+  shared = x.base.__dict__.setdefault("derived_nodes", weakref.WeakValueDictionary())
+  key = (x.view, matrix, axes)
+  if (node := shared.get(key)) is not None: return node
+  source = _in_one_buffer(x)
+  arg = AxisTransform(x.dtype, matrix, axes, _strided(source))
+  node = shared[key] = LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
+  return node
+
+
+def forget_derived_nodes(base: LazyBuffer):
+  """Called when base's buffer is overwritten in place: the shared nodes computed from it are stale."""
+  base.__dict__.pop("derived_nodes", None)
 
 
 def matrix_transpose(x: LazyBuffer) -> LazyBuffer:

@@ -5,7 +5,7 @@ import contextlib
 import math
 from typing import Optional, Sequence, Union
 import numpy as np
-from nbgrad import autograd as F
+from nbgrad import autograd as F, winograd
 from nbgrad.device import Device, run_schedule
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
   float32_to_bfloat16_bits
@@ -996,10 +996,13 @@ class Tensor:
   # ---- pooling and convolution
   def _windows(self, kernel: tuple, stride: tuple, dilation: tuple) -> Tensor:
     """(..., *spatial) -> (..., *out, *kernel): every sliding window, as one strided view (no copy)."""
-    spatial = self.shape[-len(kernel):]
-    out = [(size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip(spatial, kernel, stride, dilation)]
-    if any(o <= 0 for o in out): raise ValueError(f"kernel {kernel} (dilation {dilation}) is larger than the input {spatial}")
+    self._check_window_fits(kernel, dilation)
     return F.Windows.apply(self, kernel=kernel, stride=stride, dilation=dilation)
+
+  def _check_window_fits(self, kernel: tuple, dilation: tuple):
+    spatial = self.shape[-len(kernel):]
+    if any(size < d * (k - 1) + 1 for size, k, d in zip(spatial, kernel, dilation)):
+      raise ValueError(f"kernel {kernel} (dilation {dilation}) is larger than the input {spatial}")
 
   def _pool_args(self, kernel_size, stride, dilation, dims: Optional[int] = None):
     kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * (dims or 2)
@@ -1036,6 +1039,10 @@ class Tensor:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     x = self.pad2d(self._conv_padding(padding, dims))
+    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and winograd.chosen(x.shape, weight.shape, groups, x.device):
+      x._check_window_fits(kernel, dilation)
+      out = winograd.conv(x, weight, groups)
+      return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
     windows = x._windows(kernel, stride, dilation)                       # (N, Cin, *out, *kernel)
     out_shape = windows.shape[2:2 + dims]
     # one matrix product per group: (Cout/G, Cin/G * kernel) @ (Cin/G * kernel, N * out positions). The

@@ -2,16 +2,8 @@
 An operand laid out row- or column-major is read in place (a transpose costs nothing); any other
 layout is copied first, since numpy's fallback loop for such strides is many times slower than BLAS."""
 from __future__ import annotations
-import os
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-
-# numba's OpenMP workers busy-wait between parallel kernels by default, and OpenBLAS's workers do so after
-# a product: on a 2-core machine each then takes the cores the other needs. Measured here, a 256x512x512
-# product followed by two small parallel kernels, repeated: 47-60 ms a round with busy-waiting OpenMP
-# workers, 2.4-8.8 ms with passive ones (an MLP training step: about 200 ms against 18-80 ms). It must be
-# set before numba starts its thread pool (at the first parallel kernel); a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:

@@ -1,0 +1,67 @@
+"""Winograd's minimal filtering F(4x4, 3x3) (Lavin & Gray 2015) for convolutions with 3-wide kernels, stride 1
+and dilation 1, in any number of spatial dims. Every 6^d input tile (tiles overlap by 2) and every 3^d kernel
+are transformed; the 6^d transformed positions are then 6^d independent matrix products over the channels;
+the products are transformed back into 4^d output tiles. Per output, the products do (6/4)^d multiply-adds
+per channel pair instead of 3^d: 2.25 instead of 9 in 2-D.
+
+Everything is built from differentiable primitives (the transforms are nbgrad.linalg.AxisTransform nodes),
+so the gradients of input, weight and bias come from autograd and run through the same kernels."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING
+from nbgrad import autograd as F
+from nbgrad.dtype import dtypes
+from nbgrad.helpers import getenv
+
+if TYPE_CHECKING: from nbgrad.tensor import Tensor
+
+G = ((1 / 4, 0, 0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6), (1 / 24, -1 / 12, 1 / 6), (0, 0, 1))
+BT = ((4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0), (0, -2, -1, 2, 1, 0), (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1))
+AT = ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1))
+TILE_IN, TILE_OUT, KERNEL = 6, 4, 3
+
+
+def eligible(x: Tensor, weight: Tensor, stride: tuple, dilation: tuple, acc_dtype) -> bool:
+  """Whether F(4x4, 3x3) computes this convolution: 3-wide kernels, stride 1, dilation 1, and one float
+  dtype the matrix product runs in (other dtypes and accumulation dtypes take the direct path)."""
+  return all(k == KERNEL for k in weight.shape[2:]) and all(s == 1 for s in stride) and all(d == 1 for d in dilation) \
+    and x.dtype == weight.dtype and x.dtype in (dtypes.float32, dtypes.float64) and acc_dtype in (None, x.dtype)
+
+
+def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
+  """WINO=1 forces Winograd for an eligible convolution and WINO=0 forbids it; otherwise the measured rule."""
+  forced = getenv("WINO", -1)
+  if forced in (0, 1): return bool(forced)
+  return faster_than_direct(x_shape, weight_shape, groups, device)
+
+
+def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
+  """The rule, from benchmarks/test_bench_conv.py on the 2-core CPU: Winograd pays when the matrix products
+  dominate, that is with enough channels per group on both sides; with few channels the transforms' passes
+  over memory cost more than the multiply-adds saved."""
+  cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
+  return device == "CPU" and cin_group >= 16 and cout_group >= 16
+
+
+def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
+  """The convolution of the padded input x (N, Cin, *S) with weight (Cout, Cin/groups, 3, .., 3)."""
+  dims = weight.ndim - 2
+  batch, cout, cin_group = x.shape[0], weight.shape[0], weight.shape[1]
+  out_sizes = [s - KERNEL + 1 for s in x.shape[2:]]
+  tiles = [-(-o // TILE_OUT) for o in out_sizes]
+  # the tiles cover the output, so the input is padded on the far side to 4 * tiles + 2
+  extra = [(0, TILE_OUT * t + KERNEL - 1 - s) for t, s in zip(tiles, x.shape[2:])]
+  x = x.pad(((0, 0), (0, 0), *extra)).contiguous()
+  tile_view = x._windows((TILE_IN,) * dims, (TILE_OUT,) * dims, (1,) * dims)          # (N, Cin, *tiles, *6)
+  tile_view = tile_view.reshape(batch, groups, cin_group, *tiles, *(TILE_IN,) * dims)
+  tile_view = tile_view.permute(*range(3 + dims, 3 + 2 * dims), 1, 2, 0, *range(3, 3 + dims))  # (*6, G, Cin/G, N, *tiles)
+  v = F.AxisTransform.apply(tile_view, matrix=BT, axes=tuple(range(dims)))
+  v = v.reshape(TILE_IN ** dims * groups, cin_group, batch * math.prod(tiles))
+  w = weight.reshape(groups, cout // groups, cin_group, *weight.shape[2:]).permute(*range(3, 3 + dims), 0, 1, 2)
+  u = F.AxisTransform.apply(w, matrix=G, axes=tuple(range(dims))).reshape(TILE_IN ** dims * groups, cout // groups, cin_group)
+  m = u.dot(v).reshape(*(TILE_IN,) * dims, cout, batch, *tiles)
+  # (N, Cout, tiles_1, 6, tiles_2, 6, ...): the output transform then writes each 4^d tile in place
+  interleaved = [axis for i in range(dims) for axis in (dims + 2 + i, i)]
+  y = F.AxisTransform.apply(m.permute(dims + 1, dims, *interleaved), matrix=AT, axes=tuple(range(3, 2 + 2 * dims, 2)))
+  y = y.reshape(batch, cout, *(TILE_OUT * t for t in tiles))
+  return y.shrink(((0, batch), (0, cout), *((0, o) for o in out_sizes)))
