@@ -18,7 +18,8 @@ GROUP_TITLES = {
     "elementwise": "Elementwise, 16M float32 (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
-    "conv": "conv2d, batch 16, 64 -> 64 channels, 56x56, 3x3, padding 1, float32 (after warm-up)",
+    "conv": "conv2d 3x3, stride 1, padding 1, float32: ResNet-style layers, nbgrad's choice, Winograd (WINO=1) and "
+            "direct (WINO=0) against torch (after warm-up)",
     "train": "One SGD step with cross-entropy: MLP 784-512-512-10 on a batch of 256; CNN (conv 32 3x3, "
              "max-pool, conv 64 3x3, max-pool, linear) on 32x1x28x28 (after warm-up)",
     "compile": "First call in a fresh process, relu(x*y+z) on 1M float32 (import excluded)",
@@ -114,6 +115,9 @@ def render(data):
         "python benchmarks/report.py /tmp/bench.json`",
     ]
     for group, workloads in collect(data.get("benchmarks", [])).items():
+        if group == "conv":
+            lines += ["", f"## {GROUP_TITLES[group]}", ""] + render_conv(workloads)
+            continue
         lines += ["", f"## {GROUP_TITLES.get(group, group)}", "",
                   "| workload | nbgrad | numpy | torch | nbgrad/numpy | nbgrad/torch | nbgrad notes |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -125,6 +129,27 @@ def render(data):
                     nbgrad_notes(by_lib["nbgrad"]) if "nbgrad" in by_lib else ""]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+CONV_LIBS = ["nbgrad", "nbgrad-wino", "nbgrad-direct", "torch"]
+
+
+def render_conv(workloads):
+    """Median time and effective GFLOP/s of each choice; how far nbgrad's choice is from the faster of
+    Winograd and direct; the forward's extra memory over the layer's input plus output."""
+    lines = ["Effective GFLOP/s = the direct convolution's FLOPs (x3 with backward) / the fastest call.", "",
+             "| workload | " + " | ".join(CONV_LIBS) + " | choice / best nbgrad | nbgrad/torch | Winograd extra memory |",
+             "| --- |" + " ---: |" * (len(CONV_LIBS) + 3)]
+    for workload, by_lib in workloads.items():
+        medians = {lib: by_lib[lib]["stats"]["median"] if lib in by_lib else None for lib in CONV_LIBS}
+        cells = [f"{format_seconds(medians[lib])} ({by_lib[lib]['extra_info'].get('gflops', '?')} GF/s)" if lib in by_lib else "-"
+                 for lib in CONV_LIBS]
+        best = min((medians[lib] for lib in ("nbgrad-wino", "nbgrad-direct") if medians[lib]), default=None)
+        memory = (by_lib.get("nbgrad-wino", {}).get("extra_info") or {}).get("extra_memory_ratio")
+        lines.append("| " + " | ".join([workload, *cells, format_ratio(medians["nbgrad"], best),
+                                        format_ratio(medians["nbgrad"], medians["torch"]),
+                                        f"{memory}x in+out" if memory is not None else "-"]) + " |")
+    return lines
 
 
 GPU_MARKER = "<!-- GPU results: written by benchmarks/gpu_check.sh -->"

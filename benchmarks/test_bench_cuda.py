@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from nbgrad import Tensor, Device
 from nbgrad import cuda as cuda_device
-from test_bench_linalg import MODELS, conv_calls, nbgrad_step, torch_step
+from test_bench_conv import conv_calls, conv_flops
+from test_bench_linalg import MODELS, nbgrad_step, torch_step
 
 if cuda_device.simulator_enabled() or not cuda_device.gpu_visible() or not torch.cuda.is_available():
   pytest.skip("needs an NVIDIA GPU that both numba.cuda and torch can use", allow_module_level=True)
@@ -122,8 +123,7 @@ def test_cuda_matmul_matches_torch():
   check(a @ b, ta @ tb, rtol=1e-4, atol=1e-3)
 
 
-# ---- convolution and training: the CPU benchmarks' workloads (test_bench_linalg.py), on the GPU
-CONV_FLOPS = 2 * 16 * 64 * 56 * 56 * 64 * 9   # the direct convolution's, per pass
+# ---- convolution and training: the CPU benchmarks' workloads (test_bench_conv.py, test_bench_linalg.py), on the GPU
 
 
 @pytest.mark.benchmark(group="cuda-conv")
@@ -131,7 +131,7 @@ CONV_FLOPS = 2 * 16 * 64 * 56 * 56 * 64 * 9   # the direct convolution's, per pa
 @pytest.mark.parametrize("mode", ["forward", "forward_backward"])
 def test_cuda_conv(benchmark, lib, mode):
   call, _ = conv_calls(lib, mode, GPU)
-  run(benchmark, lib, call, flops=CONV_FLOPS * (1 if mode == "forward" else 3))
+  run(benchmark, lib, call, flops=conv_flops() * (1 if mode == "forward" else 3))
 
 
 @pytest.mark.benchmark(group="cuda-train")

@@ -1,8 +1,6 @@
 """Matrix products and a training step: nbgrad against numpy and torch (CPU), in one run.
 
 `matmul`: square float32 products, a fresh lazy product of realized inputs realized on every call.
-`conv`: conv2d (batch 16, 64 -> 64 channels, 56x56, 3x3, padding 1) forward, and forward with the
-gradients of input and weight, nbgrad against torch.
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
@@ -56,55 +54,6 @@ def test_matmul_square(benchmark, lib, n):
         def call(): return (na @ nb).realize()
     result = np.asarray(call().numpy() if lib != "numpy" else call())
     np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-2, err_msg=f"{lib} matmul differs from numpy")
-    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
-    benchmark(call)
-
-
-# ---------------------------------------------------------------------------------------------
-# conv: conv2d of a batch of 16, 64 -> 64 channels, 56x56, 3x3, padding 1, float32
-# ---------------------------------------------------------------------------------------------
-
-CONV_INPUT, CONV_WEIGHT = (16, 64, 56, 56), (64, 64, 3, 3)
-
-
-def conv_data():
-    rng = np.random.default_rng(2)
-    return rng.standard_normal(CONV_INPUT, dtype=np.float32), rng.uniform(-1 / 24, 1 / 24, CONV_WEIGHT).astype(np.float32)
-
-
-def conv_calls(lib, passes, device="CPU"):
-    """The timed call of each library and a function giving its answer as numpy arrays: the output, and
-    with a backward pass the gradients of the input and the weight of out.sum()."""
-    backward = passes == "forward_backward"
-    x, w = conv_data()
-    if lib == "torch":
-        tx, tw = (torch.tensor(a, device=torch_device(device), requires_grad=backward) for a in (x, w))
-        def call():
-            out = F.conv2d(tx, tw, padding=1)
-            if backward:
-                tx.grad = tw.grad = None
-                out.sum().backward()
-            return out
-        return call, lambda out: [out.detach().cpu().numpy()] + ([tx.grad.cpu().numpy(), tw.grad.cpu().numpy()] if backward else [])
-    from nbgrad import Tensor
-    nx, nw = (Tensor(a, device=device, requires_grad=backward).realize() for a in (x, w))
-    def call():
-        out = nx.conv2d(nw, padding=1)
-        if not backward: return out.realize()
-        nx.grad = nw.grad = None
-        out.sum().backward()
-        return out.realize(nx.grad, nw.grad)
-    return call, lambda out: [out.numpy()] + ([nx.grad.numpy(), nw.grad.numpy()] if backward else [])
-
-
-@pytest.mark.benchmark(group="conv")
-@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
-@pytest.mark.parametrize("passes", ["forward", "forward_backward"])
-def test_conv2d_3x3(benchmark, lib, passes):
-    call, answers = conv_calls(lib, passes)
-    reference_call, reference_answers = conv_calls("torch", passes)
-    for got, want in zip(answers(call()), reference_answers(reference_call())):
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max(), err_msg=f"{lib} conv2d differs from torch")
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
 

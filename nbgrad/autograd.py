@@ -208,10 +208,10 @@ class Matmul(Function):
 
 class AxisTransform(Function):
   """A constant matrix applied along some axes: a linear map whose gradient is the transposed matrix
-  applied along the same axes."""
-  def forward(self, x, matrix, axes):
+  applied along the same axes (written in x's own axis order, whatever layout the forward wrote)."""
+  def forward(self, x, matrix, axes, layout=None):
     self.transposed, self.axes = tuple(zip(*matrix)), axes
-    return linalg.axis_transform(x, matrix, axes)
+    return linalg.axis_transform(x, matrix, axes, layout)
   def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes)
 
 

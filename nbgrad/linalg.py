@@ -70,40 +70,47 @@ def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:
 
 @dataclass(frozen=True)
 class AxisTransform:
-  """out = x with matrix (rows, cols) applied along each of axes: out[..., a1, .., ak, ...] = sum over
-  c1..ck of matrix[a1][c1] * ... * matrix[ak][ck] * x[..., c1, .., ck, ...]. out is contiguous, its
-  axes in x's order."""
+  """y = x with matrix (rows, cols) applied along each of axes: y[..., a1, .., ak, ...] = sum over c1..ck of
+  matrix[a1][c1] * ... * matrix[ak][ck] * x[..., c1, .., ck, ...]. The buffer holds y contiguous with its
+  axes in the order `layout` (buffer dim i is y's axis layout[i]), so a consumer can read it in order."""
   dtype: DType
   matrix: tuple[tuple[float, ...], ...]
   axes: tuple[int, ...]
+  layout: tuple[int, ...]
   x: StridedOperand
 
   @property
-  def out_shape(self) -> tuple[int, ...]:
+  def y_shape(self) -> tuple[int, ...]:
     return tuple(len(self.matrix) if i in self.axes else s for i, s in enumerate(self.x.shape))
+  @property
+  def out_shape(self) -> tuple[int, ...]: return tuple(self.y_shape[i] for i in self.layout)
   @property
   def name(self) -> str: return f"axis_transform_{len(self.matrix)}x{len(self.matrix[0])}_" + "_".join(map(str, self.x.shape))
 
   def run(self, out: np.ndarray, x: np.ndarray):
     from nbgrad.jit.transform import axis_transform   # the CPU routine
-    out_strides = contiguous_strides(self.out_shape)
-    batch = [i for i in range(len(self.x.shape)) if i not in self.axes]
+    y_strides = [0] * len(self.layout)
+    for stride, axis in zip(contiguous_strides(self.out_shape), self.layout): y_strides[axis] = stride
+    # the batch dims are walked in the buffer's order, so the writes stream through it
+    batch = sorted((i for i in range(len(self.x.shape)) if i not in self.axes), key=lambda i: -y_strides[i])
     axis_transform(out, x, self.matrix, [self.x.shape[i] for i in batch], [self.x.strides[i] for i in batch],
-                   [out_strides[i] for i in batch], [self.x.strides[i] for i in self.axes],
-                   [out_strides[i] for i in self.axes], self.x.offset)
+                   [y_strides[i] for i in batch], [self.x.strides[i] for i in self.axes],
+                   [y_strides[i] for i in self.axes], self.x.offset)
 
 
-def axis_transform(x: LazyBuffer, matrix: tuple, axes: tuple[int, ...]) -> LazyBuffer:
-  """The node of AxisTransform. A node made from the same view of the same realized or lazy base is made
-  once and shared (Winograd's transformed weights are then computed once per weight, not once per use)."""
+def axis_transform(x: LazyBuffer, matrix: tuple, axes: tuple[int, ...], layout=None) -> LazyBuffer:
+  """The node of AxisTransform, seen in x's axis order whatever its buffer's layout (default: that order).
+  A node made from the same view of the same realized or lazy base is made once and shared (Winograd's
+  transformed weights are then computed once per weight, not once per use)."""
   assert x.dtype in BLAS_DTYPES and all(x.shape[a] == len(matrix[0]) for a in axes)
+  layout = tuple(range(len(x.shape))) if layout is None else tuple(layout)
   shared = x.base.__dict__.setdefault("derived_nodes", weakref.WeakValueDictionary())
-  key = (x.view, matrix, axes)
-  if (node := shared.get(key)) is not None: return node
-  source = _in_one_buffer(x)
-  arg = AxisTransform(x.dtype, matrix, axes, _strided(source))
-  node = shared[key] = LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
-  return node
+  key = (x.view, matrix, axes, layout)
+  if (node := shared.get(key)) is None:
+    source = _in_one_buffer(x)
+    arg = AxisTransform(x.dtype, matrix, axes, layout, _strided(source))
+    node = shared[key] = LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
+  return node.permute(tuple(layout.index(axis) for axis in range(len(layout))))
 
 
 def forget_derived_nodes(base: LazyBuffer):

@@ -54,14 +54,19 @@ def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   x = x.pad(((0, 0), (0, 0), *extra)).contiguous()
   tile_view = x._windows((TILE_IN,) * dims, (TILE_OUT,) * dims, (1,) * dims)          # (N, Cin, *tiles, *6)
   tile_view = tile_view.reshape(batch, groups, cin_group, *tiles, *(TILE_IN,) * dims)
-  tile_view = tile_view.permute(*range(3 + dims, 3 + 2 * dims), 1, 2, 0, *range(3, 3 + dims))  # (*6, G, Cin/G, N, *tiles)
-  v = F.AxisTransform.apply(tile_view, matrix=BT, axes=tuple(range(dims)))
+  # Each transform reads its input in the order its gradient is wanted in (the backward transform writes that
+  # order) and writes its buffer in the order the next step reads: (*6, G, Cin/G, N, *tiles) for the products.
+  tile_axes = tuple(range(3 + dims, 3 + 2 * dims))
+  v_layout = (*tile_axes, 1, 2, 0, *range(3, 3 + dims))
+  v = F.AxisTransform.apply(tile_view, matrix=BT, axes=tile_axes, layout=v_layout).permute(*v_layout)
   v = v.reshape(TILE_IN ** dims * groups, cin_group, batch * math.prod(tiles))
-  w = weight.reshape(groups, cout // groups, cin_group, *weight.shape[2:]).permute(*range(3, 3 + dims), 0, 1, 2)
-  u = F.AxisTransform.apply(w, matrix=G, axes=tuple(range(dims))).reshape(TILE_IN ** dims * groups, cout // groups, cin_group)
-  m = u.dot(v).reshape(*(TILE_IN,) * dims, cout, batch, *tiles)
-  # (N, Cout, tiles_1, 6, tiles_2, 6, ...): the output transform then writes each 4^d tile in place
-  interleaved = [axis for i in range(dims) for axis in (dims + 2 + i, i)]
-  y = F.AxisTransform.apply(m.permute(dims + 1, dims, *interleaved), matrix=AT, axes=tuple(range(3, 2 + 2 * dims, 2)))
+  w = weight.reshape(groups, cout // groups, cin_group, *weight.shape[2:])
+  kernel_axes = tuple(range(3, 3 + dims))
+  u_layout = (*kernel_axes, 0, 1, 2)
+  u = F.AxisTransform.apply(w, matrix=G, axes=kernel_axes, layout=u_layout).permute(*u_layout)
+  m = u.reshape(TILE_IN ** dims * groups, cout // groups, cin_group).dot(v).reshape(*(TILE_IN,) * dims, cout, batch, *tiles)
+  # (N, Cout, tiles_1, 4, tiles_2, 4, ...): each 4^d output tile lands in place
+  y_layout = (dims + 1, dims, *(axis for i in range(dims) for axis in (dims + 2 + i, i)))
+  y = F.AxisTransform.apply(m, matrix=AT, axes=tuple(range(dims)), layout=y_layout).permute(*y_layout)
   y = y.reshape(batch, cout, *(TILE_OUT * t for t in tiles))
   return y.shrink(((0, batch), (0, cout), *((0, o) for o in out_sizes)))

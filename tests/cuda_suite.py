@@ -164,6 +164,13 @@ def test_conv2d_and_pooling():
   assert_same(*on_both(lambda x, w: x.conv2d(w, stride=2, groups=1).avg_pool2d(kernel_size=(1, 1)), x, w))
 
 
+def test_winograd_conv2d_forced(monkeypatch):
+  """WINO=1 on the GPU: the tile transforms have no GPU routine yet and run on host copies."""
+  monkeypatch.setenv("WINO", "1")
+  x, w = rng.standard_normal((2, 3, 7, 6)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  assert_same(*on_both(lambda x, w: x.conv2d(w, padding=1), x, w))
+
+
 def test_indexing():
   x = rng.standard_normal((4, 5))
   assert_same(*on_both(lambda t: t[1:3, ::-2], x), exact=True)

@@ -1,0 +1,155 @@
+"""Winograd F(4x4, 3x3) convolutions against torch's direct convolution: forward values and the gradients of
+input, weight and bias, for every form of the layer the issue names; the WINO switch and the default rule;
+the transformed weights computed once; errors identical to the direct path's."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nbgrad import Tensor, dtypes
+
+TORCH_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def assert_close(got, want):
+  """float32 tolerance: 1e-4 relative, 1e-5 absolute on the scale of the tensor (a weight gradient summed over
+  many positions is large, and its small entries carry the rounding of the large sums)."""
+  np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(want).max(initial=0))))
+
+
+def kernel_names(t: Tensor) -> list[str]:
+  return [k.name for k in t.schedule()]
+
+
+def padded(x: np.ndarray, pads: list) -> np.ndarray:
+  """x padded (negative: cropped) as pad2d reads pads: (before, after) pairs, last dim first."""
+  for i, (before, after) in enumerate(zip(pads[::2], pads[1::2])):
+    axis = x.ndim - 1 - i
+    x = np.pad(x, [(max(before, 0), max(after, 0)) if a == axis else (0, 0) for a in range(x.ndim)])
+    x = x[(slice(None),) * axis + (slice(-min(before, 0), x.shape[axis] + min(after, 0)),)]
+  return x
+
+
+def pad2d_list(padding, dims: int) -> list:
+  if isinstance(padding, int): return [padding] * (2 * dims)
+  if len(padding) == dims: return [p for p in reversed(padding) for _ in range(2)]
+  return list(padding)
+
+
+def compare_with_torch(x_shape, w_shape, groups=1, padding=0, bias=True, dtype=np.float32, seed=0):
+  """Runs conv2d forward and backward of (out * r).sum() on nbgrad and torch; returns nbgrad's output."""
+  rng = np.random.default_rng(seed)
+  # a layer as torch initializes it, fed activations in [-1, 1): outputs of order 1, where the tolerance applies
+  bound = float(np.prod(w_shape[1:])) ** -0.5
+  x = rng.uniform(-1, 1, x_shape).astype(dtype)
+  w, b = rng.uniform(-bound, bound, w_shape).astype(dtype), rng.uniform(-bound, bound, w_shape[0]).astype(dtype)
+  dims = len(w_shape) - 2
+  tw, tb = (torch.tensor(a, requires_grad=True) for a in (w, b))
+  x_padded = torch.tensor(padded(x, pad2d_list(padding, dims)), requires_grad=True)
+  ref = TORCH_CONV[dims](x_padded, tw, tb if bias else None, groups=groups)
+  r = rng.standard_normal(tuple(ref.shape)).astype(dtype)
+  (ref * torch.tensor(r)).sum().backward()
+  nx, nw, nb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+  out = nx.conv2d(nw, nb if bias else None, groups=groups, padding=padding)
+  assert out.shape == tuple(ref.shape) and out.dtype == (dtypes.float32 if dtype == np.float32 else dtypes.float64)
+  (out * Tensor(r)).sum().backward()
+  assert_close(out.numpy(), ref.detach().numpy())
+  # the unpadded input's gradient: the padded input's, with the padding undone (a crop, or zeros where cropped)
+  grad_x = Tensor(x_padded.grad.numpy()).pad2d([-p for p in pad2d_list(padding, dims)]).numpy()
+  assert_close(nx.grad.numpy(), grad_x)
+  assert_close(nw.grad.numpy(), tw.grad.numpy())
+  if bias: assert_close(nb.grad.numpy(), tb.grad.numpy())
+  return out
+
+
+CASES = {
+  "2d-padding-1": ((2, 3, 9, 7), (4, 3, 3, 3), 1, 1),
+  "output-smaller-than-a-tile": ((1, 2, 4, 5), (3, 2, 3, 3), 1, 0),
+  "one-input-channel": ((2, 1, 8, 8), (4, 1, 3, 3), 1, 1),
+  "groups-2-per-dim-padding": ((2, 4, 10, 11), (6, 2, 3, 3), 2, (1, 2)),
+  "depthwise": ((2, 4, 7, 6), (4, 1, 3, 3), 4, 1),
+  "four-paddings": ((1, 3, 6, 9), (2, 3, 3, 3), 1, (1, 0, 2, 1)),
+  "negative-padding": ((1, 2, 9, 8), (3, 2, 3, 3), 1, (-1, 2, 1, -1)),
+  "batch-3-multiple-of-4": ((3, 2, 10, 10), (5, 2, 3, 3), 1, 0),
+  "1d": ((2, 3, 10), (4, 3, 3), 1, 1),
+  "3d": ((1, 2, 6, 5, 7), (3, 2, 3, 3, 3), 1, 1),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_winograd_matches_direct_forward_and_backward(case, monkeypatch):
+  monkeypatch.setenv("WINO", "1")
+  x_shape, w_shape, groups, padding = CASES[case]
+  out = compare_with_torch(x_shape, w_shape, groups, padding, bias=case != "one-input-channel")
+  assert any(name.startswith("axis_transform") for name in kernel_names(Tensor.ones(*x_shape).conv2d(Tensor.ones(*w_shape), groups=groups, padding=padding)))
+  assert out.numel() > 0
+
+
+def test_winograd_float64(monkeypatch):
+  monkeypatch.setenv("WINO", "1")
+  compare_with_torch((2, 3, 7, 9), (2, 3, 3, 3), padding=1, dtype=np.float64)
+
+
+def test_winograd_empty_batch(monkeypatch):
+  monkeypatch.setenv("WINO", "1")
+  out = Tensor.ones(0, 3, 8, 8).conv2d(Tensor.ones(4, 3, 3, 3), padding=1)
+  assert out.shape == (0, 4, 8, 8) and out.numpy().shape == (0, 4, 8, 8)
+
+
+def test_wino_0_forbids_and_ineligible_layers_stay_direct(monkeypatch):
+  monkeypatch.setenv("WINO", "0")
+  assert not any(n.startswith("axis_transform") for n in kernel_names(Tensor.ones(1, 32, 8, 8).conv2d(Tensor.ones(32, 32, 3, 3))))
+  monkeypatch.setenv("WINO", "1")
+  rng = np.random.default_rng(1)
+  x, w = rng.standard_normal((1, 2, 9, 9)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+  for kwargs in ({"stride": 2}, {"dilation": 2}):   # not F(4x4, 3x3): computed directly, still right
+    out = Tensor(x).conv2d(Tensor(w), **kwargs)
+    assert not any(n.startswith("axis_transform") for n in kernel_names(out))
+    assert_close(out.numpy(), F.conv2d(torch.tensor(x), torch.tensor(w), **kwargs).numpy())
+  assert not any(n.startswith("axis_transform") for n in kernel_names(Tensor.ones(1, 2, 9, 9).conv2d(Tensor.ones(3, 2, 5, 5))))
+  int_conv = Tensor.ones(1, 2, 6, 6, dtype=dtypes.int32).conv2d(Tensor.ones(3, 2, 3, 3, dtype=dtypes.int32))
+  assert int_conv.dtype == dtypes.int32 and (int_conv.numpy() == 18).all()
+
+
+def test_default_rule_uses_winograd_for_wide_layers_only(monkeypatch):
+  monkeypatch.delenv("WINO", raising=False)
+  wide = Tensor.ones(2, 32, 12, 12).conv2d(Tensor.ones(32, 32, 3, 3), padding=1)
+  narrow = Tensor.ones(2, 3, 12, 12).conv2d(Tensor.ones(8, 3, 3, 3), padding=1)
+  assert any(n.startswith("axis_transform") for n in kernel_names(wide))
+  assert not any(n.startswith("axis_transform") for n in kernel_names(narrow))
+
+
+def test_transformed_weight_is_computed_once_per_realize(monkeypatch):
+  monkeypatch.setenv("WINO", "1")
+  rng = np.random.default_rng(2)
+  w = Tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32)).realize()
+  a, b = (Tensor(rng.standard_normal((2, 3, 8, 8)).astype(np.float32)) for _ in range(2))
+  total = a.conv2d(w, padding=1).sum() + b.conv2d(w, padding=1).sum()
+  weight_transforms = [n for n in kernel_names(total) if n.startswith("axis_transform_6x3")]
+  assert len(weight_transforms) == 1
+  want = sum(F.conv2d(torch.tensor(t.numpy()), torch.tensor(w.numpy()), padding=1).sum().item() for t in (a, b))
+  np.testing.assert_allclose(total.item(), want, rtol=1e-4)
+
+
+def test_weight_written_in_place_is_transformed_again(monkeypatch):
+  monkeypatch.setenv("WINO", "1")
+  x = Tensor.ones(1, 2, 6, 6)
+  w = Tensor.ones(3, 2, 3, 3).contiguous().realize()
+  first = x.conv2d(w)
+  np.testing.assert_allclose(first.numpy(), np.full((1, 3, 4, 4), 18.0), rtol=RTOL)
+  w[0] = 2.0
+  np.testing.assert_allclose(x.conv2d(w).numpy()[0, :, 0, 0], [36.0, 18.0, 18.0], rtol=RTOL)
+
+
+@pytest.mark.parametrize("wino", ["0", "1"])
+def test_errors_are_those_of_the_direct_path(wino, monkeypatch):
+  monkeypatch.setenv("WINO", wino)
+  with pytest.raises(ValueError, match="input channels 3") as channels:
+    Tensor.ones(1, 3, 8, 8).conv2d(Tensor.ones(4, 2, 3, 3))
+  with pytest.raises(ValueError, match="larger than the input") as too_big:
+    Tensor.ones(1, 2, 2, 8).conv2d(Tensor.ones(4, 2, 3, 3))
+  with pytest.raises(ValueError, match="groups=2"):
+    Tensor.ones(1, 4, 8, 8).conv2d(Tensor.ones(3, 2, 3, 3), groups=2)
+  for error in (channels, too_big):
+    assert "wino" not in str(error.value).lower() and "tile" not in str(error.value).lower()
