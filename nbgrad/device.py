@@ -132,10 +132,20 @@ def _run(kernel: Kernel, backend_):
   return out
 
 
+def _count_memory(node, nbytes: int):
+  GlobalCounters.mem_used += nbytes
+  GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
+  weakref.finalize(node, _uncount_memory, nbytes)
+
+
+def _uncount_memory(nbytes: int): GlobalCounters.mem_used -= nbytes
+
+
 def run_schedule(schedule: list[Kernel]):
   if DEBUG >= 2 and schedule:
     print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
-  for kernel in schedule:
+  for index, kernel in enumerate(schedule):
+    schedule[index] = None   # the list must not keep buffers alive: each is freed once nothing reads it
     base = kernel.output
     if base.buffer is not None: continue
     backend_ = backend(base.device)
@@ -150,5 +160,6 @@ def run_schedule(schedule: list[Kernel]):
       GlobalCounters.global_ops += base.size
       if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     base.buffer = out
+    _count_memory(base, out.nbytes)
     backend_.keep_for_reuse(base, out)
     base.op, base.srcs, base.arg = LoadOps.BUFFER, (), None

@@ -18,12 +18,15 @@ class GlobalCounters:
   global_ops = 0        # estimated arithmetic operations
   global_mem = 0        # bytes read and written by kernels
   time_sum_s = 0.0      # seconds spent running kernels
+  mem_used = 0          # bytes of the buffers kernels made that are alive now
+  mem_peak = 0          # the most mem_used has been since reset()
 
   @staticmethod
   def reset():
     GlobalCounters.kernel_count = GlobalCounters.compile_count = GlobalCounters.disk_cache_hits = 0
     GlobalCounters.global_ops = GlobalCounters.global_mem = 0
     GlobalCounters.time_sum_s = 0.0
+    GlobalCounters.mem_peak = GlobalCounters.mem_used
 
 
 class _Eager:

@@ -132,3 +132,19 @@ def test_schedule_of_several_outputs():
   assert GlobalCounters.kernel_count - before == n
   np.testing.assert_allclose(s.numpy(), (x * y).sum(1), rtol=1e-5)
   np.testing.assert_allclose(m.numpy(), (x - y).max(0), rtol=1e-6)
+
+
+def test_intermediate_buffers_are_freed_during_the_realize():
+  """A chain of kernels keeps at most its live buffers: each intermediate goes once its reader has run, and
+  mem_used/mem_peak count the bytes."""
+  x = Tensor(np.ones((256, 256), np.float32)).realize()   # from numpy: not made by a kernel, not counted
+  GlobalCounters.reset()
+  before = GlobalCounters.mem_used
+  step = x
+  for _ in range(4): step = (step.sum(1, keepdim=True) + step).contiguous()   # four kernels, each reading the last
+  step.realize()
+  one = 256 * 256 * 4
+  assert GlobalCounters.mem_used - before == one                   # only the result is left
+  assert GlobalCounters.mem_peak - before <= 2 * one + 4 * 1024    # a kernel's input and output, never all four
+  del step
+  assert GlobalCounters.mem_used == before

@@ -153,3 +153,13 @@ def test_errors_are_those_of_the_direct_path(wino, monkeypatch):
     Tensor.ones(1, 4, 8, 8).conv2d(Tensor.ones(3, 2, 3, 3), groups=2)
   for error in (channels, too_big):
     assert "wino" not in str(error.value).lower() and "tile" not in str(error.value).lower()
+
+
+def test_winograd_peak_extra_memory_is_at_most_4x_input_plus_output(monkeypatch):
+  from nbgrad import GlobalCounters
+  monkeypatch.setenv("WINO", "1")
+  x, w = Tensor.ones(2, 16, 20, 20).contiguous().realize(), Tensor.ones(16, 16, 3, 3).contiguous().realize()
+  GlobalCounters.reset()
+  before = GlobalCounters.mem_used
+  out = x.conv2d(w, padding=1).realize()
+  assert GlobalCounters.mem_peak - before - out.nbytes() <= 4 * (x.nbytes() + out.nbytes())
