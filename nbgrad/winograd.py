@@ -29,18 +29,32 @@ def eligible(x: Tensor, weight: Tensor, stride: tuple, dilation: tuple, acc_dtyp
 
 
 def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
-  """WINO=1 forces Winograd for an eligible convolution and WINO=0 forbids it; otherwise the measured rule."""
+  """WINO=1 forces Winograd for an eligible convolution and WINO=0 forbids it; otherwise the measured rule.
+  x_shape is the padded input's shape."""
   forced = getenv("WINO", -1)
   if forced in (0, 1): return bool(forced)
   return faster_than_direct(x_shape, weight_shape, groups, device)
 
 
+# The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (min times, forward / forward+backward, ms):
+#   batch 16,  64 ch, 56x56: Winograd 60.7 / 168, direct 60.1 / 154   (a tie forward, direct ahead with backward)
+#   batch 16, 128 ch, 28x28: Winograd 37.3 / 104, direct 42.3 / 119   (Winograd 12-13% ahead)
+#   batch 16, 256 ch, 14x14: Winograd 37.0 / 95,  direct 34.1 / 92   (14 is not a multiple of 4: 30% of the
+#                                                                     products are tile padding)
+#   batch 1,   64 ch, 56x56: Winograd 6.7 / 17,   direct 3.8 / 12    (products of 196 columns are too small)
+# The tile transforms cost per channel and tile what the products save per channel pair, so Winograd pays with
+# wide layers (128 channels a group or more on both sides), outputs that are whole tiles, and enough tiles for
+# the 36 products to run at speed (512 or more). Other devices compute the direct convolution: the transforms
+# have no GPU routine yet.
+MIN_CHANNELS, MIN_TILES = 128, 512
+
+
 def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
-  """The rule, from benchmarks/test_bench_conv.py on the 2-core CPU: Winograd pays when the matrix products
-  dominate, that is with enough channels per group on both sides; with few channels the transforms' passes
-  over memory cost more than the multiply-adds saved."""
   cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
-  return device == "CPU" and cin_group >= 16 and cout_group >= 16
+  out_sizes = [s - KERNEL + 1 for s in x_shape[2:]]
+  tiles = x_shape[0] * math.prod(-(-o // TILE_OUT) for o in out_sizes)
+  return device == "CPU" and min(cin_group, cout_group) >= MIN_CHANNELS and all(o % TILE_OUT == 0 for o in out_sizes) \
+    and tiles >= MIN_TILES
 
 
 def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
