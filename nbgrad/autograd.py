@@ -208,11 +208,12 @@ class Matmul(Function):
 
 class AxisTransform(Function):
   """A constant matrix applied along some axes: a linear map whose gradient is the transposed matrix
-  applied along the same axes (written in x's own axis order, whatever layout the forward wrote)."""
-  def forward(self, x, matrix, axes, layout=None):
-    self.transposed, self.axes = tuple(zip(*matrix)), axes
+  applied along the same axes. layout orders the forward's buffer and grad_layout the gradient's (both
+  default to x's axis order)."""
+  def forward(self, x, matrix, axes, layout=None, grad_layout=None):
+    self.transposed, self.axes, self.grad_layout = tuple(zip(*matrix)), axes, grad_layout
     return linalg.axis_transform(x, matrix, axes, layout)
-  def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes)
+  def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes, self.grad_layout)
 
 
 # ---- movement

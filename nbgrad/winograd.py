@@ -65,22 +65,26 @@ def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   tiles = [-(-o // TILE_OUT) for o in out_sizes]
   # the tiles cover the output, so the input is padded on the far side to 4 * tiles + 2
   extra = [(0, TILE_OUT * t + KERNEL - 1 - s) for t, s in zip(tiles, x.shape[2:])]
-  x = x.pad(((0, 0), (0, 0), *extra)).contiguous()
+  # Channels last: the transforms' loops then run along the channels, contiguous in every buffer they read and
+  # write, and vectorize (nbgrad/jit/transform.py). Buffers: the padded input (N, *S, Cin); the transformed
+  # tiles (*6, G, N, *tiles, Cin/G); the products (*6, G, N, *tiles, Cout/G); the output (N, *S, Cout).
+  x = x.pad(((0, 0), (0, 0), *extra)).permute(0, *range(2, 2 + dims), 1).contiguous().permute(0, dims + 1, *range(1, dims + 1))
   tile_view = x._windows((TILE_IN,) * dims, (TILE_OUT,) * dims, (1,) * dims)          # (N, Cin, *tiles, *6)
   tile_view = tile_view.reshape(batch, groups, cin_group, *tiles, *(TILE_IN,) * dims)
-  # Each transform reads its input in the order its gradient is wanted in (the backward transform writes that
-  # order) and writes its buffer in the order the next step reads: (*6, G, Cin/G, N, *tiles) for the products.
-  tile_axes = tuple(range(3 + dims, 3 + 2 * dims))
-  v_layout = (*tile_axes, 1, 2, 0, *range(3, 3 + dims))
-  v = F.AxisTransform.apply(tile_view, matrix=BT, axes=tile_axes, layout=v_layout).permute(*v_layout)
-  v = v.reshape(TILE_IN ** dims * groups, cin_group, batch * math.prod(tiles))
+  tile_axes, tile_counts = tuple(range(3 + dims, 3 + 2 * dims)), tuple(range(3, 3 + dims))
+  v_layout = (*tile_axes, 1, 0, *tile_counts, 2)
+  v = F.AxisTransform.apply(tile_view, matrix=BT, axes=tile_axes, layout=v_layout,
+                            grad_layout=(0, *tile_counts, *tile_axes, 1, 2)).permute(*v_layout)
+  v = v.reshape(TILE_IN ** dims * groups, batch * math.prod(tiles), cin_group)
   w = weight.reshape(groups, cout // groups, cin_group, *weight.shape[2:])
   kernel_axes = tuple(range(3, 3 + dims))
   u_layout = (*kernel_axes, 0, 1, 2)
   u = F.AxisTransform.apply(w, matrix=G, axes=kernel_axes, layout=u_layout).permute(*u_layout)
-  m = u.reshape(TILE_IN ** dims * groups, cout // groups, cin_group).dot(v).reshape(*(TILE_IN,) * dims, cout, batch, *tiles)
-  # (N, Cout, tiles_1, 4, tiles_2, 4, ...): each 4^d output tile lands in place
-  y_layout = (dims + 1, dims, *(axis for i in range(dims) for axis in (dims + 2 + i, i)))
+  u = u.reshape(TILE_IN ** dims * groups, cout // groups, cin_group)
+  m = v.dot(u.transpose(1, 2)).reshape(*(TILE_IN,) * dims, groups, batch, *tiles, cout // groups)
+  # (N, tiles_1, 4, tiles_2, 4, ..., G, Cout/G): each 4^d output tile lands in place
+  y_layout = (dims + 1, *(axis for i in range(dims) for axis in (dims + 2 + i, i)), dims, 2 * dims + 2)
   y = F.AxisTransform.apply(m, matrix=AT, axes=tuple(range(dims)), layout=y_layout).permute(*y_layout)
-  y = y.reshape(batch, cout, *(TILE_OUT * t for t in tiles))
+  # the output's gradient is copied channels last once, so the transforms of the backward read along channels too
+  y = y.reshape(batch, *(TILE_OUT * t for t in tiles), cout).contiguous_backward().permute(0, dims + 1, *range(1, dims + 1))
   return y.shrink(((0, batch), (0, cout), *((0, o) for o in out_sizes)))

@@ -6,10 +6,15 @@ registers (a 6x6 tile of Winograd's Bt costs about 150 adds instead of 2 x 216 m
 A work item is one index of the batch dims but the last (found by one division per dim) and walks the
 last batch dim's tiles."""
 from __future__ import annotations
+import functools
 import itertools
 import numpy as np
+from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.compiler import get_kernel, LAUNCH_LOCK
+
+ROW_MIN = 8       # the row path needs rows of at least one vector
+ROW_CHUNKS = 64   # parallel chunks of work items (each allocates its scratch once)
 
 
 def _term(coefficient: float, name: str, literal) -> str:
@@ -54,6 +59,118 @@ def _render(matrix: tuple, k: int, literal) -> str:
   return "\n".join(lines) + "\n"
 
 
+_FLAGS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+
+
+@njit(**_FLAGS)
+def _combine(dst, d, n, count, a, c0, o0, c1, o1, c2, o2, c3, o3, c4, o4, c5, o5):
+  """dst[d:d+n] = c0 * a[o0:o0+n] + c1 * a[o1:o1+n] + ... over the first count terms: one loop with one store
+  stream and a few loads, which LLVM vectorizes. Offsets are unsigned, so indexing needs no wraparound for
+  negative indices (which would keep the loop scalar)."""
+  if count == 1:
+    for l in range(n): dst[d + l] = c0 * a[o0 + l]
+  elif count == 2:
+    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l]
+  elif count == 3:
+    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l]
+  elif count == 4:
+    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l]
+  elif count == 5:
+    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l] + c4 * a[o4 + l]
+  elif count == 6:
+    for l in range(n):
+      dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l] + c4 * a[o4 + l] + c5 * a[o5 + l]
+  else:
+    for l in range(n): dst[d + l] = 0
+
+
+@njit(**_FLAGS)
+def _tile_rows(out, x, xb, ob, n, counts, coefs, sources, stage_sizes, in_offsets, out_offsets, current, following):
+  """One work item of the row path: every value of the tile is a row of n (the last batch dim, contiguous in x
+  and out), and each value of each stage is one _combine of rows of the stage before (current and following
+  are scratch for the stages)."""
+  k, un = len(stage_sizes), np.uint64(n)
+  for stage in range(k):
+    for o in range(stage_sizes[stage]):
+      count = counts[stage, o]
+      t1, t2, t3, t4, t5 = min(1, count - 1), min(2, count - 1), min(3, count - 1), min(4, count - 1), min(5, count - 1)
+      r0 = _row(stage, sources[stage, o, 0], xb, n, in_offsets)
+      r1, r2 = _row(stage, sources[stage, o, t1], xb, n, in_offsets), _row(stage, sources[stage, o, t2], xb, n, in_offsets)
+      r3, r4 = _row(stage, sources[stage, o, t3], xb, n, in_offsets), _row(stage, sources[stage, o, t4], xb, n, in_offsets)
+      r5 = _row(stage, sources[stage, o, t5], xb, n, in_offsets)
+      c0, c1, c2 = coefs[stage, o, 0], coefs[stage, o, t1], coefs[stage, o, t2]
+      c3, c4, c5 = coefs[stage, o, t3], coefs[stage, o, t4], coefs[stage, o, t5]
+      # explicit calls: an array assigned to a variable costs a reference count, which the threads share
+      if stage == 0 and stage == k - 1:
+        _combine(out, np.uint64(ob + out_offsets[o]), un, count, x, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+      elif stage == 0:
+        _combine(following, np.uint64(o * n), un, count, x, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+      elif stage == k - 1:
+        _combine(out, np.uint64(ob + out_offsets[o]), un, count, current, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+      else:
+        _combine(following, np.uint64(o * n), un, count, current, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+    current, following = following, current
+
+
+@njit(**_FLAGS)
+def _row(stage, value, xb, n, in_offsets):
+  """Where value's row starts: in x for the first stage, else in the scratch of the stage before."""
+  return np.uint64(xb + in_offsets[value]) if stage == 0 else np.uint64(value * n)
+
+
+@njit(**_FLAGS)
+def _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, start, stop, plan, in_offsets, out_offsets):
+  """The work items start..stop of the row path, with one pair of scratch buffers."""
+  last, n = len(sizes) - 1, sizes[len(sizes) - 1]
+  current, following = np.empty(plan[3].max() * n, x.dtype), np.empty(plan[3].max() * n, x.dtype)
+  for outer in range(start, stop):
+    xb, ob = offset, 0
+    for d in range(last):
+      i = (outer // divisors[d]) % sizes[d]
+      xb += i * in_strides[d]
+      ob += i * out_strides[d]
+    _tile_rows(out, x, xb, ob, n, plan[0], plan[1], plan[2], plan[3], in_offsets, out_offsets, current, following)
+
+
+@njit(**_FLAGS)
+def _rows_serial(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
+  _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, 0, outer_count, plan, in_offsets, out_offsets)
+
+
+@njit(**_FLAGS, parallel=True)
+def _rows_parallel(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
+  chunks = min(outer_count, ROW_CHUNKS)
+  for chunk in prange(chunks):
+    _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * outer_count // chunks,
+               (chunk + 1) * outer_count // chunks, plan, in_offsets, out_offsets)
+
+
+@functools.lru_cache(maxsize=None)
+def _row_plan(matrix: tuple, k: int, dtype: str) -> tuple:
+  """(counts, coefficients, sources, stage sizes): for stage s and value o, the nonzero terms that make it
+  from the values of stage s - 1, in the order _stages lists the values."""
+  rows, cols = len(matrix), len(matrix[0])
+  assert all(sum(1 for v in row if v != 0) <= 6 for row in matrix), "a row of more than 6 terms"
+  stage_sizes = [rows ** (s + 1) * cols ** (k - s - 1) for s in range(k)]
+  counts = np.zeros((k, max(stage_sizes)), np.int64)
+  coefs = np.zeros((k, max(stage_sizes), 6), dtype)
+  sources = np.zeros((k, max(stage_sizes), 6), np.int64)
+  for s in range(k):
+    after = cols ** (k - s - 1)
+    for o in range(stage_sizes[s]):
+      lead, a, tail = o // (rows * after), (o // after) % rows, o % after
+      for c in range(cols):
+        if matrix[a][c] == 0: continue
+        coefs[s, o, counts[s, o]], sources[s, o, counts[s, o]] = matrix[a][c], (lead * cols + c) * after + tail
+        counts[s, o] += 1
+  return counts, coefs, sources, np.array(stage_sizes, np.int64)
+
+
+def _tile_offsets(size: int, strides: tuple) -> np.ndarray:
+  """The offset of every tile element (row-major over the tile axes) for the given per-axis strides."""
+  return np.array([sum(i * s for i, s in zip(index, strides)) for index in itertools.product(range(size), repeat=len(strides))], np.int64)
+
+
 def _literal_for(dtype: np.dtype):
   """Constants in the buffers' own precision (a bare Python float would make numba compute in float64)."""
   name = np.dtype(dtype).name
@@ -71,8 +188,12 @@ def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: t
   k = len(tile_in_strides)
   divisors = [int(np.prod(batch_sizes[d + 1:-1])) for d in range(len(batch_sizes) - 1)] + [1]   # the outer dims' index steps
   parallel = tiles * len(matrix) ** k >= PARALLEL_MIN_ELEMENTS and tiles // batch_sizes[-1] > 1
-  name = f"axis_transform_{len(matrix)}x{len(matrix[0])}_{k}d"
-  kernel = get_kernel(_render(matrix, k, _literal_for(x.dtype)), parallel, name)
-  with LAUNCH_LOCK:
-    kernel(out, x, np.array(batch_sizes, np.int64), np.array(divisors, np.int64), np.array(in_strides, np.int64), np.array(out_strides, np.int64),
-           offset, tiles // batch_sizes[-1], *tile_in_strides, *tile_out_strides)
+  arrays = (np.array(batch_sizes, np.int64), np.array(divisors, np.int64), np.array(in_strides, np.int64),
+            np.array(out_strides, np.int64), offset, tiles // batch_sizes[-1])
+  if in_strides[-1] == 1 and out_strides[-1] == 1 and batch_sizes[-1] >= ROW_MIN:
+    with LAUNCH_LOCK:
+      (_rows_parallel if parallel else _rows_serial)(out, x, *arrays, _row_plan(matrix, k, x.dtype.name),
+                                                      _tile_offsets(len(matrix[0]), tile_in_strides), _tile_offsets(len(matrix), tile_out_strides))
+    return
+  kernel = get_kernel(_render(matrix, k, _literal_for(x.dtype)), parallel, f"axis_transform_{len(matrix)}x{len(matrix[0])}_{k}d")
+  with LAUNCH_LOCK: kernel(out, x, *arrays, *tile_in_strides, *tile_out_strides)
