@@ -216,6 +216,16 @@ class AxisTransform(Function):
   def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes, self.grad_layout)
 
 
+class Tiles(Function):
+  """x (N, *spatial, C), channels last, seen as overlapping tiles (N, C, *tiles, *tile) a step apart: a view,
+  whose gradient adds the tiles' gradients back where they overlap, channels last (one custom kernel)."""
+  def forward(self, x, tile, step):
+    self.spatial, self.step = x.shape[1:-1], step
+    dims = len(tile)
+    return x.permute((0, dims + 1, *range(1, dims + 1))).windows(tile, (step,) * dims, (1,) * dims)
+  def backward(self, grad): return linalg.overlap_add(grad, self.spatial, self.step)
+
+
 # ---- movement
 class Reshape(Function):
   def forward(self, x, shape):

@@ -113,6 +113,35 @@ def axis_transform(x: LazyBuffer, matrix: tuple, axes: tuple[int, ...], layout=N
   return node.permute(tuple(layout.index(axis) for axis in range(len(layout))))
 
 
+@dataclass(frozen=True)
+class OverlapAdd:
+  """The gradient of overlapping tiles: out (N, *S, C), contiguous channels last, is zero plus, for every tile
+  index t and tile element e of x (N, C, *tiles, *tile), x[n, c, *t, *e] added at out[n, *(step * t + e), c]."""
+  dtype: DType
+  out_shape: tuple[int, ...]
+  step: int
+  x: StridedOperand
+
+  @property
+  def name(self) -> str: return "overlap_add_" + "_".join(map(str, self.x.shape))
+
+  def run(self, out: np.ndarray, x: np.ndarray):
+    from nbgrad.jit.transform import overlap_add   # the CPU routine
+    dims = len(self.out_shape) - 2
+    out_strides = contiguous_strides(self.out_shape)
+    tiles, tile = self.x.shape[2:2 + dims], self.x.shape[2 + dims:]
+    overlap_add(out, x, self.out_shape[0], self.out_shape[-1], tiles, tile, self.step, self.x.strides, self.x.offset,
+                out_strides[1:1 + dims], out_strides[0])
+
+
+def overlap_add(x: LazyBuffer, spatial: tuple[int, ...], step: int) -> LazyBuffer:
+  """The node of OverlapAdd: x (N, C, *tiles, *tile) summed into (N, *spatial, C)."""
+  assert x.dtype in BLAS_DTYPES
+  source = _in_one_buffer(x)
+  arg = OverlapAdd(x.dtype, (x.shape[0], *spatial, x.shape[1]), step, _strided(source))
+  return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
+
+
 def forget_derived_nodes(base: LazyBuffer):
   """Called when base's buffer is overwritten in place: the shared nodes computed from it are stale."""
   base.__dict__.pop("derived_nodes", None)

@@ -37,24 +37,22 @@ def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> boo
 
 
 # The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (min times, forward / forward+backward, ms):
-#   batch 16,  64 ch, 56x56: Winograd 60.7 / 168, direct 60.1 / 154   (a tie forward, direct ahead with backward)
-#   batch 16, 128 ch, 28x28: Winograd 37.3 / 104, direct 42.3 / 119   (Winograd 12-13% ahead)
-#   batch 16, 256 ch, 14x14: Winograd 37.0 / 95,  direct 34.1 / 92   (14 is not a multiple of 4: 30% of the
-#                                                                     products are tile padding)
-#   batch 1,   64 ch, 56x56: Winograd 6.7 / 17,   direct 3.8 / 12    (products of 196 columns are too small)
-# The tile transforms cost per channel and tile what the products save per channel pair, so Winograd pays with
-# wide layers (128 channels a group or more on both sides), outputs that are whole tiles, and enough tiles for
-# the 36 products to run at speed (512 or more). Other devices compute the direct convolution: the transforms
-# have no GPU routine yet.
-MIN_CHANNELS, MIN_TILES = 128, 512
+#   batch 16,  64 ch, 56x56: Winograd 22.3 / 84.3, direct 37.9 / 112.7
+#   batch 16, 128 ch, 28x28: Winograd 19.9 / 37.0, direct 39.7 / 94.6
+#   batch 16, 256 ch, 14x14: Winograd 21.9 / 59.2, direct 28.2 / 85.7   (14 = 3.5 tiles: 30% of the products pad)
+#   batch 1,   64 ch, 56x56: Winograd 3.6 / 9.3,   direct 2.6 / 7.9     (products of 196 columns run slowly)
+# The tile transforms cost per channel and tile what the products save per channel pair: Winograd pays with
+# wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 4M multiply-
+# adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones).
+# Other devices compute the direct convolution: the transforms have no GPU routine yet.
+MIN_CHANNELS, MIN_PRODUCT = 64, 1 << 22
 
 
 def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
   cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
   out_sizes = [s - KERNEL + 1 for s in x_shape[2:]]
   tiles = x_shape[0] * math.prod(-(-o // TILE_OUT) for o in out_sizes)
-  return device == "CPU" and min(cin_group, cout_group) >= MIN_CHANNELS and all(o % TILE_OUT == 0 for o in out_sizes) \
-    and tiles >= MIN_TILES
+  return device == "CPU" and min(cin_group, cout_group) >= MIN_CHANNELS and cin_group * cout_group * tiles >= MIN_PRODUCT
 
 
 def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
@@ -68,8 +66,8 @@ def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   # Channels last: the transforms' loops then run along the channels, contiguous in every buffer they read and
   # write, and vectorize (nbgrad/jit/transform.py). Buffers: the padded input (N, *S, Cin); the transformed
   # tiles (*6, G, N, *tiles, Cin/G); the products (*6, G, N, *tiles, Cout/G); the output (N, *S, Cout).
-  x = x.pad(((0, 0), (0, 0), *extra)).permute(0, *range(2, 2 + dims), 1).contiguous().permute(0, dims + 1, *range(1, dims + 1))
-  tile_view = x._windows((TILE_IN,) * dims, (TILE_OUT,) * dims, (1,) * dims)          # (N, Cin, *tiles, *6)
+  x = x.pad(((0, 0), (0, 0), *extra)).permute(0, *range(2, 2 + dims), 1).contiguous()
+  tile_view = F.Tiles.apply(x, tile=(TILE_IN,) * dims, step=TILE_OUT)                   # (N, Cin, *tiles, *6)
   tile_view = tile_view.reshape(batch, groups, cin_group, *tiles, *(TILE_IN,) * dims)
   tile_axes, tile_counts = tuple(range(3 + dims, 3 + 2 * dims)), tuple(range(3, 3 + dims))
   v_layout = (*tile_axes, 1, 0, *tile_counts, 2)

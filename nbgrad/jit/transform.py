@@ -8,6 +8,7 @@ last batch dim's tiles."""
 from __future__ import annotations
 import functools
 import itertools
+import math
 import numpy as np
 from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
@@ -166,9 +167,54 @@ def _row_plan(matrix: tuple, k: int, dtype: str) -> tuple:
   return counts, coefs, sources, np.array(stage_sizes, np.int64)
 
 
-def _tile_offsets(size: int, strides: tuple) -> np.ndarray:
-  """The offset of every tile element (row-major over the tile axes) for the given per-axis strides."""
-  return np.array([sum(i * s for i, s in zip(index, strides)) for index in itertools.product(range(size), repeat=len(strides))], np.int64)
+@njit(**_FLAGS)
+def _overlap_add_items(out, x, first, stop, blocks, channels, tile_x, tile_out, element_x, element_out, x_batch, out_batch):
+  """Work items first..stop: item (n, channel block) adds every tile element's row of channels of image n.
+  Items touch disjoint channels or images, so they run in parallel without races."""
+  for item in range(first, stop):
+    n, c0 = item // blocks, (item % blocks) * CHANNEL_BLOCK
+    width = np.uint64(min(CHANNEL_BLOCK, channels - c0))
+    for t in range(len(tile_x)):
+      xt, ot = n * x_batch + tile_x[t] + c0, n * out_batch + tile_out[t] + c0
+      for e in range(len(element_x)):
+        xo, oo = np.uint64(xt + element_x[e]), np.uint64(ot + element_out[e])
+        for l in range(width): out[oo + l] += x[xo + l]
+
+
+@njit(**_FLAGS, parallel=True)
+def _overlap_add_parallel(out, x, items, blocks, channels, tile_x, tile_out, element_x, element_out, x_batch, out_batch):
+  for item in prange(items):
+    _overlap_add_items(out, x, item, item + 1, blocks, channels, tile_x, tile_out, element_x, element_out, x_batch, out_batch)
+
+
+CHANNEL_BLOCK = 32   # channels one overlap-add work item covers
+
+
+def overlap_add(out: np.ndarray, x: np.ndarray, batch: int, channels: int, tiles: tuple, tile: tuple, step: int,
+                x_strides: tuple, x_offset: int, out_spatial_strides: tuple, out_batch_stride: int):
+  """out (N, *S, C) contiguous = the sum of x's tiles (N, C, *tiles, *tile) placed a step apart."""
+  out.fill(0)
+  if x.size == 0 or out.size == 0: return
+  dims = len(tiles)
+  if x_strides[1] != 1:   # rows of channels must be contiguous: copy x channels last (not the case Winograd makes)
+    from nbgrad.jit.blas import strided_view
+    view = strided_view(x, (batch, channels, *tiles, *tile), x_strides, x_offset)
+    x = np.ascontiguousarray(np.moveaxis(view, 1, -1)).reshape(-1)
+    grid = tuple(tiles) + tuple(tile)
+    x_strides, x_offset = (x.size // batch, 1, *[math.prod(grid[i + 1:]) * channels for i in range(2 * dims)]), 0
+  tile_x = _tile_offsets_grid(tiles, x_strides[2:2 + dims]) + x_offset
+  tile_out = _tile_offsets_grid(tiles, tuple(step * s for s in out_spatial_strides))
+  element_x, element_out = _tile_offsets_grid(tile, x_strides[2 + dims:]), _tile_offsets_grid(tile, out_spatial_strides)
+  blocks = -(-channels // CHANNEL_BLOCK)
+  args = (blocks, channels, tile_x, tile_out, element_x, element_out, x_strides[0], out_batch_stride)
+  with LAUNCH_LOCK:
+    if out.size >= PARALLEL_MIN_ELEMENTS and batch * blocks > 1: _overlap_add_parallel(out, x, batch * blocks, *args)
+    else: _overlap_add_items(out, x, 0, batch * blocks, *args)
+
+
+def _tile_offsets_grid(sizes: tuple, strides: tuple) -> np.ndarray:
+  """The offset of every index of a grid of sizes (row-major) for the given per-dim strides."""
+  return np.array([sum(i * s for i, s in zip(index, strides)) for index in itertools.product(*map(range, sizes))], np.int64)
 
 
 def _literal_for(dtype: np.dtype):
@@ -193,7 +239,7 @@ def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: t
   if in_strides[-1] == 1 and out_strides[-1] == 1 and batch_sizes[-1] >= ROW_MIN:
     with LAUNCH_LOCK:
       (_rows_parallel if parallel else _rows_serial)(out, x, *arrays, _row_plan(matrix, k, x.dtype.name),
-                                                      _tile_offsets(len(matrix[0]), tile_in_strides), _tile_offsets(len(matrix), tile_out_strides))
+                                                      _tile_offsets_grid((len(matrix[0]),) * k, tile_in_strides), _tile_offsets_grid((len(matrix),) * k, tile_out_strides))
     return
   kernel = get_kernel(_render(matrix, k, _literal_for(x.dtype)), parallel, f"axis_transform_{len(matrix)}x{len(matrix[0])}_{k}d")
   with LAUNCH_LOCK: kernel(out, x, *arrays, *tile_in_strides, *tile_out_strides)
