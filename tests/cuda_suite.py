@@ -168,7 +168,9 @@ def test_winograd_conv2d_forced(monkeypatch):
   """WINO=1 on the GPU: the tile transforms have no GPU routine yet and run on host copies."""
   monkeypatch.setenv("WINO", "1")
   x, w = rng.standard_normal((2, 3, 7, 6)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-  assert_same(*on_both(lambda x, w: x.conv2d(w, padding=1), x, w))
+  cpu, gpu = on_both(lambda x, w: x.conv2d(w, padding=1), x, w)
+  # Winograd's float32 tolerance: the GPU's products sum in another order, and the output transform scales by 8
+  np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5 * np.abs(cpu).max())
 
 
 def test_indexing():

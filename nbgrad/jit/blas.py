@@ -6,10 +6,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 
-def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int, writeable=False) -> np.ndarray:
   """The elements of a flat buffer at offset + sum(index * strides) as an array of shape (no copy)."""
   itemsize = buffer.itemsize
-  return as_strided(buffer[offset:], shape, tuple(s * itemsize for s in strides), writeable=False)
+  return as_strided(buffer[offset:], shape, tuple(s * itemsize for s in strides), writeable=writeable)
 
 
 def blas_readable(matrices: np.ndarray) -> np.ndarray:

@@ -1,10 +1,11 @@
-"""The CPU kernel of the axis transform (nbgrad/linalg.py's AxisTransform): a small constant matrix applied
-along each of k axes of every tile. The source is specialized on the matrix: its entries are literals, zero
-terms are left out and products by +-1 are plain adds, so LLVM sees straight-line scalar code over
-registers (a 6x6 tile of Winograd's Bt costs about 150 adds instead of 2 x 216 multiply-adds).
+"""CPU kernels of the tile custom nodes of nbgrad/linalg.py: the axis transform (a small constant matrix applied
+along each of k axes of every tile: Winograd's Bt d B, G g Gt, At m A) and the overlap-add of tiles.
 
-A work item is one index of the batch dims but the last (found by one division per dim) and walks the
-last batch dim's tiles."""
+Both work on rows: the last batch dim (the channels, in Winograd's channels-last buffers) is a row of n values
+for every tile element, and every loop runs along a row. A loop that stores to one row and reads a few
+vectorizes; a loop over whole tiles would store to 36 rows and read 36, more pairs than LLVM checks for
+overlap, and would stay scalar. The matrix is data (a plan of the nonzero terms of each value of each stage),
+so one compiled kernel serves every matrix, dimension count and layout."""
 from __future__ import annotations
 import functools
 import itertools
@@ -12,62 +13,19 @@ import math
 import numpy as np
 from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
-from nbgrad.jit.compiler import get_kernel, LAUNCH_LOCK
-
-ROW_MIN = 8       # the row path needs rows of at least one vector
-ROW_CHUNKS = 64   # parallel chunks of work items (each allocates its scratch once)
-
-
-def _term(coefficient: float, name: str, literal) -> str:
-  if coefficient == 1: return f"+ {name}"
-  if coefficient == -1: return f"- {name}"
-  return f"+ {literal(coefficient)} * {name}"
-
-
-def _render(matrix: tuple, k: int, literal) -> str:
-  """The kernel body: out tile = matrix applied along each of the k tile axes of the input tile."""
-  rows, cols = len(matrix), len(matrix[0])
-  tile_args = ", ".join(f"s{a}" for a in range(k)) + ", " + ", ".join(f"t{a}" for a in range(k))
-  lines = [f"def kernel(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, {tile_args}):",
-           "  last = len(sizes) - 1",
-           "  for outer in prange(outer_count):",
-           "    x_base, out_base = offset, 0",
-           "    for d in range(last):",
-           "      i = (outer // divisors[d]) % sizes[d]",
-           "      x_base += i * in_strides[d]",
-           "      out_base += i * out_strides[d]",
-           "    for j in range(sizes[last]):",
-           "      xb, ob = x_base + j * in_strides[last], out_base + j * out_strides[last]"]
-  # stage a: values indexed by (rows for axes < a, cols for axes >= a); stage 0 is the loaded tile
-  for index in itertools.product(range(cols), repeat=k):
-    position = " + ".join(f"{i} * s{a}" for a, i in enumerate(index))
-    lines.append(f"      v0_{'_'.join(map(str, index))} = x[xb + {position}]")
-  for axis in range(k):
-    shapes = [range(rows)] * (axis + 1) + [range(cols)] * (k - axis - 1)
-    for index in itertools.product(*shapes):
-      terms = []
-      for c in range(cols):
-        coefficient = matrix[index[axis]][c]
-        if coefficient == 0: continue
-        source = index[:axis] + (c,) + index[axis + 1:]
-        terms.append(_term(coefficient, f"v{axis}_{'_'.join(map(str, source))}", literal))
-      expression = " ".join(terms).removeprefix("+ ") if terms else literal(0.0)
-      if expression.startswith("- "): expression = "-" + expression[2:]
-      lines.append(f"      v{axis + 1}_{'_'.join(map(str, index))} = {expression}")
-  for index in itertools.product(range(rows), repeat=k):
-    position = " + ".join(f"{i} * t{a}" for a, i in enumerate(index))
-    lines.append(f"      out[ob + {position}] = v{k}_{'_'.join(map(str, index))}")
-  return "\n".join(lines) + "\n"
-
+from nbgrad.jit.blas import strided_view
+from nbgrad.jit.compiler import LAUNCH_LOCK
 
 _FLAGS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+ROW_CHUNKS = 64       # parallel chunks of transform work items (each allocates its scratch once)
+CHANNEL_BLOCK = 32    # channels one overlap-add work item covers
+MAX_TERMS = 6         # nonzero entries a matrix row may have
 
 
 @njit(**_FLAGS)
 def _combine(dst, d, n, count, a, c0, o0, c1, o1, c2, o2, c3, o3, c4, o4, c5, o5):
-  """dst[d:d+n] = c0 * a[o0:o0+n] + c1 * a[o1:o1+n] + ... over the first count terms: one loop with one store
-  stream and a few loads, which LLVM vectorizes. Offsets are unsigned, so indexing needs no wraparound for
-  negative indices (which would keep the loop scalar)."""
+  """dst[d:d+n] = c0 * a[o0:o0+n] + c1 * a[o1:o1+n] + ... over the first count terms, in one loop. Offsets are
+  unsigned, so indexing needs no wraparound for negative indices (which would keep the loop scalar)."""
   if count == 1:
     for l in range(n): dst[d + l] = c0 * a[o0 + l]
   elif count == 2:
@@ -87,9 +45,8 @@ def _combine(dst, d, n, count, a, c0, o0, c1, o1, c2, o2, c3, o3, c4, o4, c5, o5
 
 @njit(**_FLAGS)
 def _tile_rows(out, x, xb, ob, n, counts, coefs, sources, stage_sizes, in_offsets, out_offsets, current, following):
-  """One work item of the row path: every value of the tile is a row of n (the last batch dim, contiguous in x
-  and out), and each value of each stage is one _combine of rows of the stage before (current and following
-  are scratch for the stages)."""
+  """One work item: each value of each stage is one _combine of rows of the stage before (x for the first,
+  out for the last; current and following are scratch for the stages between)."""
   k, un = len(stage_sizes), np.uint64(n)
   for stage in range(k):
     for o in range(stage_sizes[stage]):
@@ -120,8 +77,9 @@ def _row(stage, value, xb, n, in_offsets):
 
 
 @njit(**_FLAGS)
-def _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, start, stop, plan, in_offsets, out_offsets):
-  """The work items start..stop of the row path, with one pair of scratch buffers."""
+def _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, start, stop, plan, in_offsets, out_offsets):
+  """Work items start..stop: item i is an index of the batch dims but the last, whose tile values are rows
+  along the last (contiguous in x and out). One pair of scratch buffers serves them all."""
   last, n = len(sizes) - 1, sizes[len(sizes) - 1]
   current, following = np.empty(plan[3].max() * n, x.dtype), np.empty(plan[3].max() * n, x.dtype)
   for outer in range(start, stop):
@@ -134,28 +92,29 @@ def _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, start, 
 
 
 @njit(**_FLAGS)
-def _rows_serial(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
-  _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, 0, outer_count, plan, in_offsets, out_offsets)
+def _transform_serial(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
+  _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, 0, outer_count, plan, in_offsets, out_offsets)
 
 
 @njit(**_FLAGS, parallel=True)
-def _rows_parallel(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
+def _transform_parallel(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
   chunks = min(outer_count, ROW_CHUNKS)
   for chunk in prange(chunks):
-    _row_chunk(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * outer_count // chunks,
+    _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * outer_count // chunks,
                (chunk + 1) * outer_count // chunks, plan, in_offsets, out_offsets)
 
 
 @functools.lru_cache(maxsize=None)
-def _row_plan(matrix: tuple, k: int, dtype: str) -> tuple:
-  """(counts, coefficients, sources, stage sizes): for stage s and value o, the nonzero terms that make it
-  from the values of stage s - 1, in the order _stages lists the values."""
+def _plan(matrix: tuple, k: int, dtype: str) -> tuple:
+  """(counts, coefficients, sources, stage sizes): stage s maps values shaped (rows^s, cols, cols^(k-s-1)) to
+  (rows^s, rows, cols^(k-s-1)), and value o of stage s sums counts[s, o] terms coefficient * source value."""
   rows, cols = len(matrix), len(matrix[0])
-  assert all(sum(1 for v in row if v != 0) <= 6 for row in matrix), "a row of more than 6 terms"
+  if any(sum(1 for v in row if v != 0) > MAX_TERMS for row in matrix):
+    raise ValueError(f"an axis transform takes matrices of at most {MAX_TERMS} nonzero entries a row")
   stage_sizes = [rows ** (s + 1) * cols ** (k - s - 1) for s in range(k)]
   counts = np.zeros((k, max(stage_sizes)), np.int64)
-  coefs = np.zeros((k, max(stage_sizes), 6), dtype)
-  sources = np.zeros((k, max(stage_sizes), 6), np.int64)
+  coefs = np.zeros((k, max(stage_sizes), MAX_TERMS), dtype)
+  sources = np.zeros((k, max(stage_sizes), MAX_TERMS), np.int64)
   for s in range(k):
     after = cols ** (k - s - 1)
     for o in range(stage_sizes[s]):
@@ -165,6 +124,45 @@ def _row_plan(matrix: tuple, k: int, dtype: str) -> tuple:
         coefs[s, o, counts[s, o]], sources[s, o, counts[s, o]] = matrix[a][c], (lead * cols + c) * after + tail
         counts[s, o] += 1
   return counts, coefs, sources, np.array(stage_sizes, np.int64)
+
+
+def _grid_offsets(sizes: tuple, strides: tuple) -> np.ndarray:
+  """The offset of every index of a grid of sizes (row-major) for the given per-dim strides."""
+  return np.array([sum(i * s for i, s in zip(index, strides)) for index in itertools.product(*map(range, sizes))], np.int64)
+
+
+def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: tuple, in_strides: tuple,
+                   out_strides: tuple, tile_in_strides: tuple, tile_out_strides: tuple, offset: int):
+  """out[b, a1..ak] = sum over c1..ck of matrix[a1][c1]...matrix[ak][ck] * x[b, c1..ck], for every index b
+  of the batch dims; the strides are in elements of the flat buffers out and x. The kernel wants the last batch
+  dim contiguous in both: otherwise x is copied that way first, or the result is made that way and copied out
+  (Winograd's big transforms never need it; its weight transforms and small cases do)."""
+  batch_sizes, in_strides, out_strides = tuple(batch_sizes) or (1,), tuple(in_strides) or (0,), tuple(out_strides) or (0,)
+  if math.prod(batch_sizes) == 0: return
+  k, rows, cols = len(tile_in_strides), len(matrix), len(matrix[0])
+  if in_strides[-1] != 1:
+    view = strided_view(x, batch_sizes + (cols,) * k, in_strides + tuple(tile_in_strides), offset)
+    x = np.ascontiguousarray(np.moveaxis(view, len(batch_sizes) - 1, -1))        # (*outer batch, *tile, last batch)
+    in_strides = tuple(s // x.itemsize for s in np.moveaxis(x, -1, len(batch_sizes) - 1).strides)
+    x, offset, tile_in_strides = x.reshape(-1), 0, in_strides[len(batch_sizes):]
+    in_strides = in_strides[:len(batch_sizes)]
+  if out_strides[-1] != 1:
+    shape = batch_sizes[:-1] + (rows,) * k + batch_sizes[-1:]
+    result = np.empty(shape, out.dtype)
+    strides = tuple(s // result.itemsize for s in np.moveaxis(result, -1, len(batch_sizes) - 1).strides)
+    axis_transform(result.reshape(-1), x, matrix, batch_sizes, in_strides, strides[:len(batch_sizes)], tile_in_strides,
+                   strides[len(batch_sizes):], offset)
+    target = strided_view(out, batch_sizes + (rows,) * k, out_strides + tuple(tile_out_strides), 0, writeable=True)
+    np.copyto(target, np.moveaxis(result, -1, len(batch_sizes) - 1))
+    return
+  items = math.prod(batch_sizes[:-1])
+  divisors = [math.prod(batch_sizes[d + 1:-1]) for d in range(len(batch_sizes) - 1)] + [1]   # the outer dims' index steps
+  args = (np.array(batch_sizes, np.int64), np.array(divisors, np.int64), np.array(in_strides, np.int64),
+          np.array(out_strides, np.int64), offset, items, _plan(tuple(map(tuple, matrix)), k, x.dtype.name),
+          _grid_offsets((cols,) * k, tile_in_strides), _grid_offsets((rows,) * k, tile_out_strides))
+  with LAUNCH_LOCK:
+    if math.prod(batch_sizes) * rows ** k >= PARALLEL_MIN_ELEMENTS and items > 1: _transform_parallel(out, x, *args)
+    else: _transform_serial(out, x, *args)
 
 
 @njit(**_FLAGS)
@@ -187,9 +185,6 @@ def _overlap_add_parallel(out, x, items, blocks, channels, tile_x, tile_out, ele
     _overlap_add_items(out, x, item, item + 1, blocks, channels, tile_x, tile_out, element_x, element_out, x_batch, out_batch)
 
 
-CHANNEL_BLOCK = 32   # channels one overlap-add work item covers
-
-
 def overlap_add(out: np.ndarray, x: np.ndarray, batch: int, channels: int, tiles: tuple, tile: tuple, step: int,
                 x_strides: tuple, x_offset: int, out_spatial_strides: tuple, out_batch_stride: int):
   """out (N, *S, C) contiguous = the sum of x's tiles (N, C, *tiles, *tile) placed a step apart."""
@@ -197,49 +192,15 @@ def overlap_add(out: np.ndarray, x: np.ndarray, batch: int, channels: int, tiles
   if x.size == 0 or out.size == 0: return
   dims = len(tiles)
   if x_strides[1] != 1:   # rows of channels must be contiguous: copy x channels last (not the case Winograd makes)
-    from nbgrad.jit.blas import strided_view
     view = strided_view(x, (batch, channels, *tiles, *tile), x_strides, x_offset)
     x = np.ascontiguousarray(np.moveaxis(view, 1, -1)).reshape(-1)
     grid = tuple(tiles) + tuple(tile)
     x_strides, x_offset = (x.size // batch, 1, *[math.prod(grid[i + 1:]) * channels for i in range(2 * dims)]), 0
-  tile_x = _tile_offsets_grid(tiles, x_strides[2:2 + dims]) + x_offset
-  tile_out = _tile_offsets_grid(tiles, tuple(step * s for s in out_spatial_strides))
-  element_x, element_out = _tile_offsets_grid(tile, x_strides[2 + dims:]), _tile_offsets_grid(tile, out_spatial_strides)
+  tile_x = _grid_offsets(tiles, x_strides[2:2 + dims]) + x_offset
+  tile_out = _grid_offsets(tiles, tuple(step * s for s in out_spatial_strides))
+  element_x, element_out = _grid_offsets(tile, x_strides[2 + dims:]), _grid_offsets(tile, out_spatial_strides)
   blocks = -(-channels // CHANNEL_BLOCK)
   args = (blocks, channels, tile_x, tile_out, element_x, element_out, x_strides[0], out_batch_stride)
   with LAUNCH_LOCK:
     if out.size >= PARALLEL_MIN_ELEMENTS and batch * blocks > 1: _overlap_add_parallel(out, x, batch * blocks, *args)
     else: _overlap_add_items(out, x, 0, batch * blocks, *args)
-
-
-def _tile_offsets_grid(sizes: tuple, strides: tuple) -> np.ndarray:
-  """The offset of every index of a grid of sizes (row-major) for the given per-dim strides."""
-  return np.array([sum(i * s for i, s in zip(index, strides)) for index in itertools.product(*map(range, sizes))], np.int64)
-
-
-def _literal_for(dtype: np.dtype):
-  """Constants in the buffers' own precision (a bare Python float would make numba compute in float64)."""
-  name = np.dtype(dtype).name
-  return lambda value: f"np.{name}({float(value)!r})"
-
-
-def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: tuple, in_strides: tuple,
-                   out_strides: tuple, tile_in_strides: tuple, tile_out_strides: tuple, offset: int):
-  """out[b, a1..ak] = sum over c1..ck of matrix[a1][c1]...matrix[ak][ck] * x[b, c1..ck], for every index b
-  of the batch dims; the strides are in elements of the flat buffers out and x."""
-  batch_sizes = tuple(batch_sizes) or (1,)
-  in_strides, out_strides = tuple(in_strides) or (0,), tuple(out_strides) or (0,)
-  tiles = int(np.prod(batch_sizes))
-  if tiles == 0: return
-  k = len(tile_in_strides)
-  divisors = [int(np.prod(batch_sizes[d + 1:-1])) for d in range(len(batch_sizes) - 1)] + [1]   # the outer dims' index steps
-  parallel = tiles * len(matrix) ** k >= PARALLEL_MIN_ELEMENTS and tiles // batch_sizes[-1] > 1
-  arrays = (np.array(batch_sizes, np.int64), np.array(divisors, np.int64), np.array(in_strides, np.int64),
-            np.array(out_strides, np.int64), offset, tiles // batch_sizes[-1])
-  if in_strides[-1] == 1 and out_strides[-1] == 1 and batch_sizes[-1] >= ROW_MIN:
-    with LAUNCH_LOCK:
-      (_rows_parallel if parallel else _rows_serial)(out, x, *arrays, _row_plan(matrix, k, x.dtype.name),
-                                                      _tile_offsets_grid((len(matrix[0]),) * k, tile_in_strides), _tile_offsets_grid((len(matrix),) * k, tile_out_strides))
-    return
-  kernel = get_kernel(_render(matrix, k, _literal_for(x.dtype)), parallel, f"axis_transform_{len(matrix)}x{len(matrix[0])}_{k}d")
-  with LAUNCH_LOCK: kernel(out, x, *arrays, *tile_in_strides, *tile_out_strides)
