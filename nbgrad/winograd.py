@@ -36,11 +36,11 @@ def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> boo
   return faster_than_direct(x_shape, weight_shape, groups, device)
 
 
-# The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (min times, forward / forward+backward, ms):
-#   batch 16,  64 ch, 56x56: Winograd 22.3 / 84.3, direct 37.9 / 112.7
-#   batch 16, 128 ch, 28x28: Winograd 19.9 / 37.0, direct 39.7 / 94.6
-#   batch 16, 256 ch, 14x14: Winograd 21.9 / 59.2, direct 28.2 / 85.7   (14 = 3.5 tiles: 30% of the products pad)
-#   batch 1,   64 ch, 56x56: Winograd 3.6 / 9.3,   direct 2.6 / 7.9     (products of 196 columns run slowly)
+# The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (fastest call, forward / forward+backward, ms):
+#   batch 16,  64 ch, 56x56: Winograd 24.9 / 72.5, direct 34.3 / 97.4
+#   batch 16, 128 ch, 28x28: Winograd 10.2 / 33.8, direct 28.5 / 68.1
+#   batch 16, 256 ch, 14x14: Winograd 14.6 / 43.2, direct 19.3 / 55.9   (14 = 3.5 tiles: 30% of the products pad)
+#   batch 1,   64 ch, 56x56: Winograd 2.7 / 6.5,   direct 2.4 / 6.7     (products of 196 columns run slowly)
 # The tile transforms cost per channel and tile what the products save per channel pair: Winograd pays with
 # wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 4M multiply-
 # adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones).
