@@ -1,4 +1,5 @@
 """Fusion rules, stated as kernel counts of Tensor.schedule() on realized inputs, and schedule() leaving no trace."""
+import gc
 import numpy as np
 import pytest
 
@@ -138,6 +139,7 @@ def test_intermediate_buffers_are_freed_during_the_realize():
   """A chain of kernels keeps at most its live buffers: each intermediate goes once its reader has run, and
   mem_used/mem_peak count the bytes."""
   x = Tensor(np.ones((256, 256), np.float32)).realize()   # from numpy: not made by a kernel, not counted
+  gc.collect()   # buffers of earlier tests freed now, not in the middle of this one
   GlobalCounters.reset()
   before = GlobalCounters.mem_used
   step = x
@@ -148,3 +150,32 @@ def test_intermediate_buffers_are_freed_during_the_realize():
   assert GlobalCounters.mem_peak - before <= 2 * one + 4 * 1024    # a kernel's input and output, never all four
   del step
   assert GlobalCounters.mem_used == before
+
+
+def test_a_graph_of_the_same_structure_reuses_its_schedule_with_its_own_buffers():
+  from nbgrad.graph import schedule as schedule_module
+  a, b = (Tensor(np.full((4, 5), v, np.float32)).realize() for v in (1.0, 2.0))
+  first = (a * 3 + 1).relu().sum(1)
+  kernels = first.schedule()
+  templates = len(schedule_module._templates)
+  second = (b * 3 + 1).relu().sum(1)
+  again = second.schedule()
+  assert len(schedule_module._templates) == templates                      # found, not scheduled afresh
+  assert [k.name for k in again] == [k.name for k in kernels] and again[0].inputs[0] is b.lazydata.base
+  np.testing.assert_array_equal(second.numpy(), np.full(4, 35.0))
+  np.testing.assert_array_equal(first.numpy(), np.full(4, 20.0))
+  # a different constant (even -0.0 for 0.0) is a different graph
+  np.testing.assert_array_equal((a * -0.0).numpy().view(np.uint32), np.full((4, 5), 0x80000000, np.uint32))
+  np.testing.assert_array_equal((a * 0.0).numpy().view(np.uint32), np.zeros((4, 5), np.uint32))
+  np.testing.assert_array_equal((b * 5 + 1).relu().sum(1).numpy(), np.full(4, 55.0))
+
+
+def test_a_kept_schedule_keeps_no_buffer_alive():
+  import weakref
+  x = Tensor(np.ones((64, 64), np.float32)).realize()
+  middle = (x + 1).contiguous()
+  (middle * 2).realize()
+  node = weakref.ref(middle.lazydata.base)
+  del middle
+  gc.collect()
+  assert node() is None

@@ -1,6 +1,7 @@
 """Winograd F(4x4, 3x3) convolutions against torch's direct convolution: forward values and the gradients of
 input, weight and bias, for every form of the layer the issue names; the WINO switch and the default rule;
 the transformed weights computed once; errors identical to the direct path's."""
+import gc
 import numpy as np
 import pytest
 import torch
@@ -160,6 +161,7 @@ def test_winograd_peak_extra_memory_is_at_most_4x_input_plus_output(monkeypatch)
   from nbgrad import GlobalCounters
   monkeypatch.setenv("WINO", "1")
   x, w = Tensor.ones(2, 16, 20, 20).contiguous().realize(), Tensor.ones(16, 16, 3, 3).contiguous().realize()
+  gc.collect()   # buffers of earlier tests freed now, not in the middle of this one
   GlobalCounters.reset()
   before = GlobalCounters.mem_used
   out = x.conv2d(w, padding=1).realize()

@@ -298,7 +298,46 @@ class _Scheduler:
 
 
 def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
-  """The kernels that realize outs, in an order where each kernel's inputs come first."""
+  """The kernels that realize outs, in an order where each kernel's inputs come first. A graph of the same
+  structure as one scheduled before (a training step repeats its graph every step) reuses that schedule:
+  its kernels are the same but for the nodes they realize and read."""
+  nodes, key = graph_structure(outs)
+  template = _templates.get(key) if key is not None else None
+  if template is not None:
+    return [replace(kernel, output=nodes[output], inputs=[nodes[i] for i in inputs]) for kernel, output, inputs in template]
   scheduler = _Scheduler(outs)
   for out in outs: scheduler.schedule_base(out.base)
+  if key is not None:
+    number = {id(node): i for i, node in enumerate(nodes)}
+    if len(_templates) >= TEMPLATE_LIMIT: _templates.clear()
+    _templates[key] = [(replace(k, output=None, inputs=[]), number[id(k.output)], [number[id(i)] for i in k.inputs])
+                       for k in scheduler.schedule]
   return scheduler.schedule
+
+
+_templates: dict = {}
+TEMPLATE_LIMIT = 1024
+
+
+def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[tuple]]:
+  """The base nodes reachable from outs (realized ones are leaves), numbered, and a key equal for graphs the
+  scheduler cuts alike: every node's op, argument, dtype, shape and device, and each source's number and view.
+  The key is None when an argument cannot be hashed (such a graph is scheduled afresh)."""
+  nodes, number, stack = [], {}, [o.base for o in reversed(outs)]
+  while stack:
+    base = stack.pop()
+    if id(base) in number: continue
+    number[id(base)] = len(nodes)
+    nodes.append(base)
+    if base.buffer is None: stack.extend(s.base for s in reversed(base.srcs))
+  records = []
+  for base in nodes:
+    if base.buffer is not None:
+      records.append((base.dtype, base.shape, base.device))
+      continue
+    arg = ("float", repr(base.arg)) if isinstance(base.arg, float) else base.arg   # repr tells -0.0 and nan apart
+    records.append((base.op, arg, base.dtype, base.shape, base.device, tuple((number[id(s.base)], s.view) for s in base.srcs)))
+  key = (tuple(records), tuple(number[id(o.base)] for o in outs))
+  try: hash(key)
+  except TypeError: return nodes, None
+  return nodes, key
