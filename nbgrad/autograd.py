@@ -202,8 +202,12 @@ class Matmul(Function):
     self.a, self.b = a, b
     return linalg.matmul(a, b)
   def backward(self, grad):
-    return (linalg.matmul(grad, linalg.matrix_transpose(self.b)) if self.needs_input_grad[0] else None), \
-           (linalg.matmul(linalg.matrix_transpose(self.a), grad) if self.needs_input_grad[1] else None)
+    grad_a = linalg.matmul(grad, linalg.matrix_transpose(self.b)) if self.needs_input_grad[0] else None
+    if not self.needs_input_grad[1]: return grad_a, None
+    # b read transposed (a weight used as w.T) gets its gradient made in w's own layout: (grad^T a)^T, not
+    # a^T grad, so the update w - lr * grad reads it in order
+    if linalg.column_major(self.b): return grad_a, linalg.matrix_transpose(linalg.matmul(linalg.matrix_transpose(grad), self.a))
+    return grad_a, linalg.matmul(linalg.matrix_transpose(self.a), grad)
 
 
 class AxisTransform(Function):
