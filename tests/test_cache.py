@@ -42,6 +42,7 @@ def env_for(cache_dir, **extra):
   env["NBGRAD_CACHE_DIR"] = str(cache_dir)
   env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
   env.pop("NBGRAD_EAGER", None)
+  env.pop("NUMBA_CACHE_DIR", None)   # numba's machine code then sits beside the kernel files, where these tests look
   env.update(extra)
   return env
 
