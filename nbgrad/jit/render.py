@@ -125,6 +125,13 @@ def reduce_identity(op: ReduceOps, dt: DType) -> str:
   return f"{t}({-(1 << (bits - 1))})" if op is ReduceOps.MAX else f"{t}({(1 << (bits - 1)) - 1})"
 
 
+def unsigned(offset: str) -> str:
+  """An index numba takes as it is: a signed one gets a wraparound for negative values, which keeps LLVM from
+  vectorizing the loop (benchmarks/ group reduce, sum of 16M float32: 4.98 ms signed, 1.52 ms unsigned;
+  fma_relu of 16M: 14.3 -> 10.1 ms)."""
+  return f"np.uint64({offset})"
+
+
 class Renderer:
   # float math: op -> (function for 16/32-bit floats, function for 64-bit floats)
   MATH = {
@@ -243,10 +250,10 @@ class Renderer:
     if op == LOAD:
       number, view = expr.arg
       offset, conds = self.buffer_offset(view, lines, memo)
-      value = load_from_storage(dt, f"b{number}[{offset}]")
       name = self.tmp()
-      if conds: lines.append(f"{name} = {value} if {' & '.join(conds)} else {compute_type(dt)}(0)")
-      else: lines.append(f"{name} = {value}")
+      if conds:   # the offset may be out of range where a condition fails: kept signed (wraps, never faults)
+        lines.append(f"{name} = {load_from_storage(dt, f'b{number}[{offset}]')} if {' & '.join(conds)} else {compute_type(dt)}(0)")
+      else: lines.append(f"{name} = {load_from_storage(dt, f'b{number}[{unsigned(offset)}]')}")
     elif op == CONST:
       name = self.const(expr.arg, dt)
     elif op == INDEX:
@@ -325,7 +332,7 @@ class Renderer:
 
   def store(self, depth: int, known: Optional[dict] = None):
     value = self.emit_body(depth, self.kernel.out_expr, known)
-    self.emit(depth, f"out[{self.out_offset(depth)}] = {store_to_storage(self.kernel.output.dtype, value)}")
+    self.emit(depth, f"out[{unsigned(self.out_offset(depth))}] = {store_to_storage(self.kernel.output.dtype, value)}")
 
   def reusable_stage_value(self) -> Optional[Expr]:
     """In a full kernel, the last stage's per-element value when the output uses it again (softmax's exp):
