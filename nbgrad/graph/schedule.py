@@ -51,6 +51,7 @@ class Kernel:
   out_view: Optional[View] = None  # loop index -> output index (reduce axes read as 0 unless full)
   full: bool = True               # the output covers the whole loop space (else: the reduced space)
   name: str = ""
+  structure: Optional[tuple] = None   # structure_key, once computed (a reused schedule carries it)
 
   def __repr__(self): return f"<Kernel {self.name}>"
 
@@ -232,6 +233,7 @@ def collect_views(kernel: Kernel) -> set:
 def structure_key(kernel: Kernel) -> tuple:
   """Everything a kernel's rendered source and launch parameters depend on: kernels with equal keys
   render alike, so a device can keep what it rendered (and the parameter arrays) under this key."""
+  if kernel.structure is not None: return kernel.structure
   memo: dict = {}
 
   def key(e: Expr):
@@ -240,8 +242,9 @@ def structure_key(kernel: Kernel) -> tuple:
       if e.op == CONST and isinstance(arg, float): arg = (arg, math.copysign(1.0, arg))   # 0.0 == -0.0
       memo[id(e)] = (e.op, e.dtype, arg, tuple(key(s) for s in e.srcs))
     return memo[id(e)]
-  return (kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
-          tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr))
+  kernel.structure = (kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
+                      tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr))
+  return kernel.structure
 
 
 def kernel_name(kernel: Kernel) -> str:
@@ -310,8 +313,8 @@ def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
   if key is not None:
     number = {id(node): i for i, node in enumerate(nodes)}
     if len(_templates) >= TEMPLATE_LIMIT: _templates.clear()
-    _templates[key] = [(replace(k, output=None, inputs=[]), number[id(k.output)], [number[id(i)] for i in k.inputs])
-                       for k in scheduler.schedule]
+    _templates[key] = [(replace(k, output=None, inputs=[], structure=structure_key(k) if k.kind == "compute" else None),
+                        number[id(k.output)], [number[id(i)] for i in k.inputs]) for k in scheduler.schedule]
   return scheduler.schedule
 
 
