@@ -101,7 +101,7 @@ def _transform_parallel(out, x, sizes, divisors, in_strides, out_strides, offset
   chunks = min(outer_count, ROW_CHUNKS)
   for chunk in prange(chunks):
     _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * outer_count // chunks,
-               (chunk + 1) * outer_count // chunks, plan, in_offsets, out_offsets)
+                     (chunk + 1) * outer_count // chunks, plan, in_offsets, out_offsets)
 
 
 @functools.lru_cache(maxsize=None)
