@@ -14,7 +14,6 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from nbgrad.dtype import dtypes, DType   # noqa: E402  (the settings above come first)
-from nbgrad.dtype import dtypes, DType
 from nbgrad.device import Device   # noqa: E402
 from nbgrad.tensor import Tensor   # noqa: E402
 from nbgrad.helpers import eager, GlobalCounters   # noqa: E402

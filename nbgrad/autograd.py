@@ -6,8 +6,14 @@ import math
 from nbgrad import linalg
 from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
-from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, ALU_OPS
+from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum
+
+
+def computed_once(x: LazyBuffer) -> LazyBuffer:
+  """x stored in a buffer if it is computed (an elementwise node), so the kernels reading it many times load
+  it rather than compute it again each time."""
+  return x.contiguous() if isinstance(x.base.op, ALU_OPS) else x
 
 
 class Function:
@@ -31,13 +37,13 @@ class Function:
 
 # ---- unary
 class Contiguous(Function):
-  def forward(self, x): return LazyBuffer.load(LoadOps.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
+  def forward(self, x): return x.contiguous()
   def backward(self, grad): return grad
 
 
 class ContiguousBackward(Function):
   def forward(self, x): return x
-  def backward(self, grad): return LazyBuffer.load(LoadOps.CONTIGUOUS, grad.shape, grad.dtype, grad.device, srcs=(grad,))
+  def backward(self, grad): return grad.contiguous()
 
 
 class Cast(Function):
@@ -182,10 +188,9 @@ class Max(Function):
   def backward(self, grad):
     is_max = self.x.alu(BinaryOps.CMPEQ, self.ret.expand(self.x.shape)).cast(grad.dtype)
     count = is_max.reduce(ReduceOps.SUM, self.axes).expand(self.x.shape)
-    if isinstance(grad.base.op, ALU_OPS):
-      # computed once, not once per element of the window it is broadcast over (a max-pool after a conv gets the
-      # conv's nine-term input gradient: its kernel in the CNN training step 16.4 -> 5.8 + 1.4 ms)
-      grad = LazyBuffer.load(LoadOps.CONTIGUOUS, grad.shape, grad.dtype, grad.device, srcs=(grad,))
+    # the gradient is read once per element of the window it is broadcast over (a max-pool after a conv gets the
+    # conv's nine-term input gradient: its kernel in the CNN training step 16.4 -> 5.8 + 1.4 ms)
+    grad = computed_once(grad)
     return is_max.alu(BinaryOps.DIV, count).alu(BinaryOps.MUL, grad.expand(self.x.shape))
 
 
@@ -296,9 +301,8 @@ class Windows(Function):
     kernel, stride, dilation = self.args
     terms = math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation))
     if terms > MAX_SHIFTED_TERMS: return window_sums(grad, self.input_shape, *self.args)
-    if terms > 1 and isinstance(grad.base.op, ALU_OPS):
-      # computed once, not once per term: a pooling gradient inlined into four terms compiled in 9.7 s, not 2
-      grad = LazyBuffer.load(LoadOps.CONTIGUOUS, grad.shape, grad.dtype, grad.device, srcs=(grad,))
+    # read once per term: a pooling gradient inlined into four terms compiled in 9.7 s, not 2
+    if terms > 1: grad = computed_once(grad)
     return shifted_window_sums(grad, self.input_shape, *self.args)
 
 

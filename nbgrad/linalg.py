@@ -166,7 +166,7 @@ def _in_one_buffer(x: LazyBuffer) -> LazyBuffer:
   of it: a view through a reshape of a permute, or one with padding, has no single set of strides."""
   flat = x.view.flattened()
   if len(flat.levels) == 1 and not flat.levels[0].conds: return x
-  return LazyBuffer.load(LoadOps.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
+  return x.contiguous()
 
 
 def _strided(x: LazyBuffer) -> StridedOperand:

@@ -50,17 +50,21 @@ MIN_CHANNELS, MIN_PRODUCT = 64, 1 << 22
 
 def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
   cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
-  out_sizes = [s - KERNEL + 1 for s in x_shape[2:]]
-  tiles = x_shape[0] * math.prod(-(-o // TILE_OUT) for o in out_sizes)
+  tiles = x_shape[0] * math.prod(output_tiles(x_shape[2:])[1])
   return device == "CPU" and min(cin_group, cout_group) >= MIN_CHANNELS and cin_group * cout_group * tiles >= MIN_PRODUCT
+
+
+def output_tiles(spatial: tuple) -> tuple[list[int], list[int]]:
+  """The output sizes of a padded input's spatial sizes, and the 4-wide tiles along each that cover them."""
+  out_sizes = [s - KERNEL + 1 for s in spatial]
+  return out_sizes, [-(-o // TILE_OUT) for o in out_sizes]
 
 
 def conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   """The convolution of the padded input x (N, Cin, *S) with weight (Cout, Cin/groups, 3, .., 3)."""
   dims = weight.ndim - 2
   batch, cout, cin_group = x.shape[0], weight.shape[0], weight.shape[1]
-  out_sizes = [s - KERNEL + 1 for s in x.shape[2:]]
-  tiles = [-(-o // TILE_OUT) for o in out_sizes]
+  out_sizes, tiles = output_tiles(x.shape[2:])
   # the tiles cover the output, so the input is padded on the far side to 4 * tiles + 2
   extra = [(0, TILE_OUT * t + KERNEL - 1 - s) for t, s in zip(tiles, x.shape[2:])]
   # Channels last: the transforms' loops then run along the channels, contiguous in every buffer they read and

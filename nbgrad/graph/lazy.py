@@ -55,10 +55,13 @@ class LazyBuffer:
     if base.op is LoadOps.CONST and base.buffer is None and all(not lv.conds for lv in self.view.levels): return base.arg
     return None
 
+  def contiguous(self) -> LazyBuffer:
+    """These values in a buffer of their own, laid out in order (a copy node)."""
+    return LazyBuffer.load(LoadOps.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
+
   def copy_to(self, device: str) -> LazyBuffer:
     """These values on another device (a copy node; contiguous first where the view needs it)."""
-    src = self if self is self.base or self.view.is_flat_order() else \
-      LazyBuffer.load(LoadOps.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
+    src = self if self is self.base or self.view.is_flat_order() else self.contiguous()
     return LazyBuffer.load(LoadOps.COPY, self.shape, self.dtype, device, srcs=(src,))
 
   # ---- compute
