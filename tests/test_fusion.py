@@ -179,3 +179,26 @@ def test_a_kept_schedule_keeps_no_buffer_alive():
   del middle
   gc.collect()
   assert node() is None
+
+
+def test_a_reduce_an_earlier_kernel_computes_is_read_not_recomputed():
+  """A max-pool's window maximum is computed once: its gradient's tie count and mask read that buffer."""
+  import torch
+  from nbgrad.graph.ops import ReduceOps
+  rng = np.random.default_rng(5)
+  data = rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
+  data[0, 0, :2, :2] = 1.0                               # a tie: the window's gradient is split in four
+  x = Tensor(data, requires_grad=True)
+  pooled = x.max_pool2d(2)
+  loss = (pooled * pooled).sum()
+  loss.backward()
+  kernels = loss.schedule(x.grad)      # the pooled tensor is no output here: a kernel of the loss computes it
+  assert sum(op is ReduceOps.MAX for k in kernels for op, _ in k.stages) == 1
+  loss.realize(x.grad)
+  ref = torch.tensor(data, requires_grad=True)
+  ref_pooled = torch.nn.functional.max_pool2d(ref, 2)
+  (ref_pooled * ref_pooled).sum().backward()
+  np.testing.assert_allclose(pooled.numpy(), ref_pooled.detach().numpy())
+  expected = ref.grad.numpy().copy()
+  expected[0, 0, :2, :2] = 2.0 / 4                       # torch gives the whole gradient to one of the tied
+  np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)

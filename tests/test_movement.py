@@ -169,6 +169,9 @@ MOVE_ROWS = [
    lambda a: np.pad(a[1:4, 2:5], ((2, 1), (1, 2)))[1:5, 0:5], True),
   ("chain_pad_T_reshape_T", (2, 3), lambda t: t.pad(((0, 1), (1, 0))).T.reshape(3, 4).T,
    lambda a: np.pad(a, ((0, 1), (1, 0))).T.reshape(3, 4).T, True),
+  # split by powers of two (shifts and masks) below a padded, flipped level, where coordinates go negative
+  ("chain_pow2_split_of_padded_flip", (3, 6), lambda t: t.pad(((3, 1), (2, 0))).flip(0).reshape(7, 4, 2)[::-1, 1:, :],
+   lambda a: np.pad(a, ((3, 1), (2, 0)))[::-1].reshape(7, 4, 2)[::-1, 1:, :], True),
   ("chain_getitem_of_getitem", (4, 5, 6), lambda t: t[::-1][1:][:, ::2][..., None, 1::2],
    lambda a: a[::-1][1:][:, ::2][..., None, 1::2], True),
   ("chain_repeat_of_T", (2, 3), lambda t: t.T.repeat(2, 2), via_torch(lambda x: x.T.repeat(2, 2)), True),

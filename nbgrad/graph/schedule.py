@@ -8,7 +8,8 @@ Rules:
   reads it broadcast back over the reduced axes, the consumer is fused as a loop after the reduce
   loop ("full" kernel: softmax is one kernel this way);
 - several reduces over the same loop space and axes share one kernel, one stage each, when each reads
-  the earlier ones broadcast back; any other reduce is realized by a kernel of its own first;
+  the earlier ones broadcast back, unless an earlier kernel realizes one already; any other reduce is
+  realized by a kernel of its own first;
 - realized buffers, tensors being realized in the same call, contiguous(), custom, copy and empty
   nodes are loaded, never recomputed.
 """
@@ -74,8 +75,8 @@ MAX_INLINED_VIEWS = 4
 
 
 class KernelBuilder:
-  def __init__(self, root: LazyBuffer, targets: set, schedule_base):
-    self.root, self.targets, self.schedule_base = root, targets, schedule_base
+  def __init__(self, root: LazyBuffer, targets: set, planned: set, schedule_base):
+    self.root, self.targets, self.planned, self.schedule_base = root, targets, planned, schedule_base
     self.inputs: list[LazyBuffer] = []
     self.stages: list = []
     self.stage_of: dict[int, int] = {}
@@ -121,8 +122,10 @@ class KernelBuilder:
     return None
 
   def is_loaded(self, base: LazyBuffer) -> bool:
+    """Read from a buffer rather than computed here; that includes a reduce some earlier kernel of the schedule
+    computes already (a max-pool's maximum, which its gradient's tie count and mask read again)."""
     return base.buffer is not None or base.op in (LoadOps.BUFFER, LoadOps.EMPTY, LoadOps.CUSTOM, LoadOps.CONTIGUOUS, LoadOps.COPY) \
-      or (base is not self.root and id(base) in self.targets)
+      or (base is not self.root and (id(base) in self.targets or (base.op in ReduceOps and id(base) in self.planned)))
 
   def stage(self, red: LazyBuffer) -> int:
     if id(red) not in self.stage_of:
@@ -287,7 +290,7 @@ class _Scheduler:
       self.schedule_base(src)
       self.schedule.append(Kernel("copy", base, [src], name=f"copy_{base.size}_{src.device}_to_{base.device}".lower()))
       return
-    builder = KernelBuilder(base, self.targets, self.schedule_base)
+    builder = KernelBuilder(base, self.targets, self.planned, self.schedule_base)
     if base.op is LoadOps.CONTIGUOUS:  # a copy of the source into a buffer of its own
       builder.loop_shape, builder.axes = base.shape, ()
       src = base.srcs[0]
