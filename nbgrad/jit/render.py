@@ -125,6 +125,12 @@ def reduce_identity(op: ReduceOps, dt: DType) -> str:
   return f"{t}({-(1 << (bits - 1))})" if op is ReduceOps.MAX else f"{t}({(1 << (bits - 1)) - 1})"
 
 
+# A reduce over at most this many elements per output (a pooling window) has its loop bounds written out, so
+# LLVM unrolls it, and a float max compares floats directly (order keys only pay in a loop LLVM vectorizes).
+# relu then max-pool 2x2 of 32x32x26x26 float32: 1.71 -> 0.45 ms.
+SMALL_WINDOW = 16
+
+
 def is_power_of_two(n: int) -> bool: return n > 0 and n & (n - 1) == 0
 
 
@@ -150,6 +156,7 @@ class Renderer:
     self.header: list[str] = []
     self.temporaries = 0
     self.loop_names: dict[int, str] = {}   # a loop dim read under another name (a second row in flight)
+    self.window = False   # the reduce is a small window, unrolled (see SMALL_WINDOW)
 
   def tmp(self) -> str:
     self.temporaries += 1
@@ -332,6 +339,9 @@ class Renderer:
     reduce = [d for d in range(n) if d in axes]
     self.code: list[str] = []
     self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce)
+    self.window = not self.column and bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
+    if self.window:
+      for d in reduce: self.sizes[d] = str(k.loop_shape[d])
     if self.parallel and not outer and reduce: self.render_split(reduce)
     elif self.column: self.render_column(outer, reduce)
     else: self.render_rows(outer, reduce)
@@ -382,7 +392,7 @@ class Renderer:
     """A float max/min along a loop compares order-preserving integer keys and keeps a NaN flag: LLVM
     vectorizes that, not a float select. Across columns (an array of accumulators) the NaN-aware float
     select vectorizes as it is."""
-    return op is not ReduceOps.SUM and dt.kind == "f" and not self.column
+    return op is not ReduceOps.SUM and dt.kind == "f" and not self.column and not self.window
 
   def init_accumulator(self, depth: int, op, dt: DType, target: str):
     if self._keyed(op, dt):
