@@ -117,6 +117,27 @@ def test_transposed_operand_is_read_in_place():
   assert [k.kind for k in (x.T @ g).schedule()] == ["custom"]
 
 
+@pytest.mark.parametrize("a_shape,b_shape,transpose", [((4, 20001), (20001, 3), False), ((2, 3, 9000), (2, 9000, 5), True),
+                                                      ((3, 8192), (1, 8192, 2), False)])
+def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpose):
+  """K far larger than the output (a convolution's weight gradient): cut along K, a remainder piece too,
+  with transposed and broadcast operands, forward and both gradients."""
+  rng = np.random.default_rng(7)
+  a_data, b_data = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+  if transpose: b_data = np.ascontiguousarray(np.swapaxes(b_data, -1, -2))
+  a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
+  ta, tb = torch.tensor(a_data, dtype=torch.float64, requires_grad=True), torch.tensor(b_data, dtype=torch.float64, requires_grad=True)
+  out = a @ (b.transpose(-1, -2) if transpose else b)
+  ref = ta @ (tb.transpose(-1, -2) if transpose else tb)
+  weights = rng.standard_normal(ref.shape).astype(np.float32)
+  (out * Tensor(weights)).sum().backward()
+  (ref * torch.tensor(weights, dtype=torch.float64)).sum().backward()
+  scale = float(np.sqrt(a_shape[-1]))
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-5 * scale)
+  np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
+
+
 # id -> (input dtype, acc_dtype, whether BLAS can honour it)
 ACC_CASES = {
   "float16_acc_float32": ("float16", dtypes.float32, True),
