@@ -28,10 +28,9 @@ class Function:
 
   @classmethod
   def apply(cls, *tensors, **kwargs):
-    from nbgrad.tensor import Tensor
     ctx = cls(tensors[0].device, *tensors)
-    out = Tensor(ctx.forward(*[t.lazydata for t in tensors], **kwargs), device=ctx.device, requires_grad=ctx.requires_grad)
-    if ctx.requires_grad and not Tensor.no_grad: out._ctx = ctx
+    out = type(tensors[0])(ctx.forward(*[t.lazydata for t in tensors], **kwargs), requires_grad=ctx.requires_grad)
+    if ctx.requires_grad and not out.no_grad: out._ctx = ctx
     return out._after_op()
 
 

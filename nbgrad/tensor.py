@@ -110,6 +110,9 @@ class Tensor:
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
+    if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
+      self.lazydata, self.requires_grad, self.grad, self._ctx = data, requires_grad, None, None
+      return
     device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
     if isinstance(data, LazyBuffer):
@@ -590,23 +593,24 @@ class Tensor:
     set_basic_index(self, indices, value)
 
   # ---- elementwise: broadcasting and promotion
-  def _const_like(self, value: Scalar) -> Tensor:
-    """A Python scalar as a tensor, typed by API.md's scalar rules."""
+  def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:
+    """A Python scalar as a tensor of shape (a broadcast constant), typed by API.md's scalar rules."""
     if not isinstance(value, (bool, int, float, np.generic)): raise TypeError(f"unsupported operand {value!r}")
     if isinstance(value, np.generic): value = value.item()
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
     dtype = self.dtype if keeps_tensor_dtype else own
-    return Tensor(LazyBuffer.full(value, (), dtype, self.device))
+    return Tensor(LazyBuffer.full(value, shape, dtype, self.device))
 
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
-    if not isinstance(y, Tensor): y = x._const_like(y)
+    if not isinstance(y, Tensor): y = x._const_like(y, x.shape)
     if x.device != y.device: raise ValueError(f"operands are on different devices: {x.device} and {y.device}")
     if match_dtype and x.dtype != y.dtype:
       dtype = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(dtype), y.cast(dtype)
     if reverse: x, y = y, x
+    if x.shape == y.shape: return x, y
     shape = broadcast_shape(x.shape, y.shape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
 
