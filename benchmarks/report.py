@@ -136,7 +136,7 @@ CONV_LIBS = ["nbgrad", "nbgrad-wino", "nbgrad-direct", "torch"]
 
 def render_conv(workloads):
     """Fastest time and effective GFLOP/s of each choice; how far nbgrad's choice is from the faster of
-    Winograd and direct; the forward's extra memory over the layer's input plus output."""
+    Winograd and direct, and which path it took; the forward's extra memory over the layer's input plus output."""
     lines = ["Fastest call of each (medians move by 30% or more between runs on this shared machine). Effective "
              "GFLOP/s = the direct convolution's FLOPs (x3 with backward) / that time.", "",
              "| workload | " + " | ".join(CONV_LIBS) + " | choice / best nbgrad | nbgrad/torch | Winograd extra memory |",
@@ -147,7 +147,9 @@ def render_conv(workloads):
                  for lib in CONV_LIBS]
         best = min((fastest[lib] for lib in ("nbgrad-wino", "nbgrad-direct") if fastest[lib]), default=None)
         memory = (by_lib.get("nbgrad-wino", {}).get("extra_info") or {}).get("extra_memory_ratio")
-        lines.append("| " + " | ".join([workload, *cells, format_ratio(fastest["nbgrad"], best),
+        path = (by_lib.get("nbgrad", {}).get("extra_info") or {}).get("path")
+        choice = format_ratio(fastest["nbgrad"], best) + (f" ({path})" if path else "")
+        lines.append("| " + " | ".join([workload, *cells, choice,
                                         format_ratio(fastest["nbgrad"], fastest["torch"]),
                                         f"{memory}x in+out" if memory is not None else "-"]) + " |")
     return lines
