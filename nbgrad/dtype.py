@@ -20,6 +20,9 @@ class DType:
 
   def __repr__(self): return f"dtypes.{self.name}"
   def __lt__(self, other: DType): return self.priority < other.priority
+  # kept: kernel and graph keys hash a dtype per node (a frozen dataclass would hash its five fields each time)
+  def __post_init__(self): object.__setattr__(self, "_hash", hash((self.priority, self.itemsize, self.name, self.kind, self.storage)))
+  def __hash__(self) -> int: return self._hash
 
 
 class dtypes:

@@ -11,6 +11,19 @@ def getenv(key: str, default=0):
 DEBUG = getenv("DEBUG", 0)
 
 
+class HashedKey:
+  """A big nested tuple used as a dict key again and again (a kernel's structure, a graph's): Python does not
+  keep a tuple's hash, so this keeps it, and a key compared with itself is equal at once."""
+  __slots__ = ("value", "_hash")
+
+  def __init__(self, value: tuple):
+    self.value, self._hash = value, hash(value)
+
+  def __hash__(self) -> int: return self._hash
+  def __eq__(self, other) -> bool:
+    return self is other or (isinstance(other, HashedKey) and self._hash == other._hash and self.value == other.value)
+
+
 class GlobalCounters:
   kernel_count = 0      # kernels run
   compile_count = 0     # numba compiles done

@@ -21,6 +21,7 @@ from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, ALU_OPS
 from nbgrad.graph.view import View, prod
+from nbgrad.helpers import HashedKey
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Kernel:
   out_view: Optional[View] = None  # loop index -> output index (reduce axes read as 0 unless full)
   full: bool = True               # the output covers the whole loop space (else: the reduced space)
   name: str = ""
-  structure: Optional[tuple] = None   # structure_key, once computed (a reused schedule carries it)
+  structure: Optional[HashedKey] = None   # structure_key, once computed (a reused schedule carries it)
 
   def __repr__(self): return f"<Kernel {self.name}>"
 
@@ -233,7 +234,7 @@ def collect_views(kernel: Kernel) -> set:
   return views
 
 
-def structure_key(kernel: Kernel) -> tuple:
+def structure_key(kernel: Kernel) -> HashedKey:
   """Everything a kernel's rendered source and launch parameters depend on: kernels with equal keys
   render alike, so a device can keep what it rendered (and the parameter arrays) under this key."""
   if kernel.structure is not None: return kernel.structure
@@ -245,8 +246,8 @@ def structure_key(kernel: Kernel) -> tuple:
       if e.op == CONST and isinstance(arg, float): arg = (arg, math.copysign(1.0, arg))   # 0.0 == -0.0
       memo[id(e)] = (e.op, e.dtype, arg, tuple(key(s) for s in e.srcs))
     return memo[id(e)]
-  kernel.structure = (kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
-                      tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr))
+  kernel.structure = HashedKey((kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
+                                tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr)))
   return kernel.structure
 
 
@@ -325,7 +326,7 @@ _templates: dict = {}
 TEMPLATE_LIMIT = 1024
 
 
-def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[tuple]]:
+def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[HashedKey]]:
   """The base nodes reachable from outs (realized ones are leaves), numbered, and a key equal for graphs the
   scheduler cuts alike: every node's op, argument, dtype, shape and device, and each source's number and view.
   The key is None when an argument cannot be hashed (such a graph is scheduled afresh)."""
@@ -343,7 +344,5 @@ def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[tuple]]:
       continue
     arg = ("float", repr(base.arg)) if isinstance(base.arg, float) else base.arg   # repr tells -0.0 and nan apart
     records.append((base.op, arg, base.dtype, base.shape, base.device, tuple((number[id(s.base)], s.view) for s in base.srcs)))
-  key = (tuple(records), tuple(number[id(o.base)] for o in outs))
-  try: hash(key)
+  try: return nodes, HashedKey((tuple(records), tuple(number[id(o.base)] for o in outs)))
   except TypeError: return nodes, None
-  return nodes, key
