@@ -1,20 +1,15 @@
 """The CUDA device without a GPU: tests/cuda_suite.py under numba's simulator, and device names and errors."""
-import os
-import subprocess
-import sys
 import pytest
+import background_suites
 from nbgrad import Tensor, Device
 from nbgrad import cuda as cuda_device
 
-SUITE = os.path.join(os.path.dirname(__file__), "cuda_suite.py")
-
 
 def test_cuda_suite_under_the_simulator():
-  env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-  run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::RuntimeWarning", SUITE],
-                       env=env, capture_output=True, text=True)
-  assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-  assert " passed" in run.stdout and "failed" not in run.stdout
+  """tests/cuda_suite.py under NUMBA_ENABLE_CUDASIM=1, started in the background at collection (conftest.py)."""
+  returncode, stdout, stderr = background_suites.result(background_suites.CUDA_SIMULATOR)
+  assert returncode == 0, stdout[-6000:] + stderr[-3000:]
+  assert " passed" in stdout and "failed" not in stdout
 
 
 def test_asking_for_a_missing_cuda_device():
