@@ -166,3 +166,24 @@ def test_winograd_peak_extra_memory_is_at_most_4x_input_plus_output(monkeypatch)
   before = GlobalCounters.mem_used
   out = x.conv2d(w, padding=1).realize()
   assert GlobalCounters.mem_peak - before - out.nbytes() <= 4 * (x.nbytes() + out.nbytes())
+
+
+@pytest.mark.parametrize("batch,matrix_name", [((2, 1, 37, 5), "BT"), ((40, 3), "AT"), ((7,), "G")])
+def test_axis_transform_routine_against_numpy(batch, matrix_name):
+  """The CPU routine of the transforms, against einsum: runs of tiles longer than one call's chunk (and a
+  partial last chunk), size-1 batch dims, a single batch dim, and strided input and output layouts."""
+  from nbgrad import winograd
+  from nbgrad.jit.transform import axis_transform
+  matrix = np.array(getattr(winograd, matrix_name), np.float64)
+  rows, cols = matrix.shape
+  rng = np.random.default_rng(11)
+  x = rng.standard_normal((*batch[:-1], cols, cols, batch[-1]))             # tile axes before the channels
+  out = np.full((rows, rows, *batch), np.nan)                               # tile axes first
+  item = x.itemsize
+  x_strides = [s // item for s in x.strides]
+  out_strides = [s // item for s in out.strides]
+  axis_transform(out.reshape(-1), x.reshape(-1), tuple(map(tuple, matrix)), batch,
+                 x_strides[:-3] + x_strides[-1:], out_strides[2:], x_strides[-3:-1], out_strides[:2], 0)
+  letters = "klmn"[:len(batch) - 1]
+  want = np.einsum(f"ai,bj,{letters}ijc->ab{letters}c", matrix, matrix, x)
+  np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)

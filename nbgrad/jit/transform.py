@@ -18,90 +18,105 @@ from nbgrad.jit.compiler import LAUNCH_LOCK
 
 _FLAGS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 ROW_CHUNKS = 64       # parallel chunks of transform work items (each allocates its scratch once)
+# tiles of the run dim (the batch dim before the channels: Winograd's last tile count) one transform call walks,
+# so the per-call work is spread over that many rows of channels rather than one
+RUN_CHUNK = 16
 CHANNEL_BLOCK = 32    # channels one overlap-add work item covers
 MAX_TERMS = 6         # nonzero entries a matrix row may have
 
 
 @njit(**_FLAGS)
-def _combine(dst, d, n, count, a, c0, o0, c1, o1, c2, o2, c3, o3, c4, o4, c5, o5):
-  """dst[d:d+n] = c0 * a[o0:o0+n] + c1 * a[o1:o1+n] + ... over the first count terms, in one loop. Offsets are
-  unsigned, so indexing needs no wraparound for negative indices (which would keep the loop scalar)."""
-  if count == 1:
-    for l in range(n): dst[d + l] = c0 * a[o0 + l]
-  elif count == 2:
-    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l]
-  elif count == 3:
-    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l]
-  elif count == 4:
-    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l]
-  elif count == 5:
-    for l in range(n): dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l] + c4 * a[o4 + l]
-  elif count == 6:
-    for l in range(n):
-      dst[d + l] = c0 * a[o0 + l] + c1 * a[o1 + l] + c2 * a[o2 + l] + c3 * a[o3 + l] + c4 * a[o4 + l] + c5 * a[o5 + l]
-  else:
-    for l in range(n): dst[d + l] = 0
+def _combine(dst, d, dst_run, n, runs, count, a, a_run, c0, o0, c1, o1, c2, o2, c3, o3, c4, o4, c5, o5):
+  """For each r of runs: dst[d + r*dst_run:][:n] = c0 * a[o0 + r*a_run:][:n] + c1 * a[o1 + r*a_run:][:n] + ...
+  over the first count terms. Offsets are unsigned, so indexing needs no wraparound for negative indices (which
+  would keep the loop scalar); strides wrap modulo 2^64, which leaves every offset exact."""
+  for r in range(runs):
+    dr, ar = np.uint64(d + r * dst_run), np.uint64(r * a_run)
+    p0, p1, p2, p3, p4, p5 = o0 + ar, o1 + ar, o2 + ar, o3 + ar, o4 + ar, o5 + ar
+    if count == 1:
+      for l in range(n): dst[dr + l] = c0 * a[p0 + l]
+    elif count == 2:
+      for l in range(n): dst[dr + l] = c0 * a[p0 + l] + c1 * a[p1 + l]
+    elif count == 3:
+      for l in range(n): dst[dr + l] = c0 * a[p0 + l] + c1 * a[p1 + l] + c2 * a[p2 + l]
+    elif count == 4:
+      for l in range(n): dst[dr + l] = c0 * a[p0 + l] + c1 * a[p1 + l] + c2 * a[p2 + l] + c3 * a[p3 + l]
+    elif count == 5:
+      for l in range(n): dst[dr + l] = c0 * a[p0 + l] + c1 * a[p1 + l] + c2 * a[p2 + l] + c3 * a[p3 + l] + c4 * a[p4 + l]
+    elif count == 6:
+      for l in range(n):
+        dst[dr + l] = c0 * a[p0 + l] + c1 * a[p1 + l] + c2 * a[p2 + l] + c3 * a[p3 + l] + c4 * a[p4 + l] + c5 * a[p5 + l]
+    else:
+      for l in range(n): dst[dr + l] = 0
 
 
 @njit(**_FLAGS)
-def _tile_rows(out, x, xb, ob, n, counts, coefs, sources, stage_sizes, in_offsets, out_offsets, current, following):
-  """One work item: each value of each stage is one _combine of rows of the stage before (x for the first,
-  out for the last; current and following are scratch for the stages between)."""
-  k, un = len(stage_sizes), np.uint64(n)
+def _tile_rows(out, x, xb, ob, n, runs, x_run, out_run, counts, coefs, sources, stage_sizes, in_offsets, out_offsets,
+               current, following):
+  """One work item: runs tiles, a run stride apart; each value of each stage is one _combine of rows of the stage
+  before (x for the first, out for the last; current and following are scratch for the stages between, value
+  by value, tile by tile)."""
+  k, un, block = len(stage_sizes), np.uint64(n), runs * n
   for stage in range(k):
     for o in range(stage_sizes[stage]):
       count = counts[stage, o]
-      t1, t2, t3, t4, t5 = min(1, count - 1), min(2, count - 1), min(3, count - 1), min(4, count - 1), min(5, count - 1)
-      r0 = _row(stage, sources[stage, o, 0], xb, n, in_offsets)
-      r1, r2 = _row(stage, sources[stage, o, t1], xb, n, in_offsets), _row(stage, sources[stage, o, t2], xb, n, in_offsets)
-      r3, r4 = _row(stage, sources[stage, o, t3], xb, n, in_offsets), _row(stage, sources[stage, o, t4], xb, n, in_offsets)
-      r5 = _row(stage, sources[stage, o, t5], xb, n, in_offsets)
-      c0, c1, c2 = coefs[stage, o, 0], coefs[stage, o, t1], coefs[stage, o, t2]
-      c3, c4, c5 = coefs[stage, o, t3], coefs[stage, o, t4], coefs[stage, o, t5]
+      s0, s1, s2 = sources[stage, o, 0], sources[stage, o, 1], sources[stage, o, 2]
+      s3, s4, s5 = sources[stage, o, 3], sources[stage, o, 4], sources[stage, o, 5]
+      c0, c1, c2 = coefs[stage, o, 0], coefs[stage, o, 1], coefs[stage, o, 2]
+      c3, c4, c5 = coefs[stage, o, 3], coefs[stage, o, 4], coefs[stage, o, 5]
       # explicit calls: an array assigned to a variable costs a reference count, which the threads share
-      if stage == 0 and stage == k - 1:
-        _combine(out, np.uint64(ob + out_offsets[o]), un, count, x, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
-      elif stage == 0:
-        _combine(following, np.uint64(o * n), un, count, x, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
-      elif stage == k - 1:
-        _combine(out, np.uint64(ob + out_offsets[o]), un, count, current, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+      if stage == 0:
+        r0, r1, r2 = _in_row(xb, in_offsets, s0), _in_row(xb, in_offsets, s1), _in_row(xb, in_offsets, s2)
+        r3, r4, r5 = _in_row(xb, in_offsets, s3), _in_row(xb, in_offsets, s4), _in_row(xb, in_offsets, s5)
+        if stage == k - 1:
+          _combine(out, ob + out_offsets[o], out_run, un, runs, count, x, x_run, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+        else:
+          _combine(following, o * block, n, un, runs, count, x, x_run, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
       else:
-        _combine(following, np.uint64(o * n), un, count, current, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+        r0, r1, r2 = np.uint64(s0 * block), np.uint64(s1 * block), np.uint64(s2 * block)
+        r3, r4, r5 = np.uint64(s3 * block), np.uint64(s4 * block), np.uint64(s5 * block)
+        if stage == k - 1:
+          _combine(out, ob + out_offsets[o], out_run, un, runs, count, current, n, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
+        else:
+          _combine(following, o * block, n, un, runs, count, current, n, c0, r0, c1, r1, c2, r2, c3, r3, c4, r4, c5, r5)
     current, following = following, current
 
 
 @njit(**_FLAGS)
-def _row(stage, value, xb, n, in_offsets):
-  """Where value's row starts: in x for the first stage, else in the scratch of the stage before."""
-  return np.uint64(xb + in_offsets[value]) if stage == 0 else np.uint64(value * n)
+def _in_row(xb, in_offsets, value): return np.uint64(xb + in_offsets[value])
 
 
 @njit(**_FLAGS)
 def _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, start, stop, plan, in_offsets, out_offsets):
-  """Work items start..stop: item i is an index of the batch dims but the last, whose tile values are rows
-  along the last (contiguous in x and out). One pair of scratch buffers serves them all."""
-  last, n = len(sizes) - 1, sizes[len(sizes) - 1]
-  current, following = np.empty(plan[3].max() * n, x.dtype), np.empty(plan[3].max() * n, x.dtype)
-  for outer in range(start, stop):
-    xb, ob = offset, 0
-    for d in range(last):
+  """Work items start..stop: item i is an index of the batch dims but the last two and a chunk of at most
+  RUN_CHUNK indices of the second last (the run); the tile values are rows along the last dim (contiguous in x
+  and out). One pair of scratch buffers serves them all."""
+  last = len(sizes) - 1
+  run_dim, n, run_size = last - 1, sizes[last], sizes[last - 1]
+  chunks = (run_size + RUN_CHUNK - 1) // RUN_CHUNK
+  current, following = np.empty(plan[3].max() * RUN_CHUNK * n, x.dtype), np.empty(plan[3].max() * RUN_CHUNK * n, x.dtype)
+  for item in range(start, stop):
+    outer, first = item // chunks, (item % chunks) * RUN_CHUNK
+    xb, ob = offset + first * in_strides[run_dim], first * out_strides[run_dim]
+    for d in range(run_dim):
       i = (outer // divisors[d]) % sizes[d]
       xb += i * in_strides[d]
       ob += i * out_strides[d]
-    _tile_rows(out, x, xb, ob, n, plan[0], plan[1], plan[2], plan[3], in_offsets, out_offsets, current, following)
+    _tile_rows(out, x, xb, ob, n, min(RUN_CHUNK, run_size - first), in_strides[run_dim], out_strides[run_dim],
+               plan[0], plan[1], plan[2], plan[3], in_offsets, out_offsets, current, following)
 
 
 @njit(**_FLAGS)
-def _transform_serial(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
-  _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, 0, outer_count, plan, in_offsets, out_offsets)
+def _transform_serial(out, x, sizes, divisors, in_strides, out_strides, offset, items, plan, in_offsets, out_offsets):
+  _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, 0, items, plan, in_offsets, out_offsets)
 
 
 @njit(**_FLAGS, parallel=True)
-def _transform_parallel(out, x, sizes, divisors, in_strides, out_strides, offset, outer_count, plan, in_offsets, out_offsets):
-  chunks = min(outer_count, ROW_CHUNKS)
+def _transform_parallel(out, x, sizes, divisors, in_strides, out_strides, offset, items, plan, in_offsets, out_offsets):
+  chunks = min(items, ROW_CHUNKS)
   for chunk in prange(chunks):
-    _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * outer_count // chunks,
-                     (chunk + 1) * outer_count // chunks, plan, in_offsets, out_offsets)
+    _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, chunk * items // chunks,
+                     (chunk + 1) * items // chunks, plan, in_offsets, out_offsets)
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,8 +170,12 @@ def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: t
     target = strided_view(out, batch_sizes + (rows,) * k, out_strides + tuple(tile_out_strides), 0, writeable=True)
     np.copyto(target, np.moveaxis(result, -1, len(batch_sizes) - 1))
     return
-  items = math.prod(batch_sizes[:-1])
-  divisors = [math.prod(batch_sizes[d + 1:-1]) for d in range(len(batch_sizes) - 1)] + [1]   # the outer dims' index steps
+  kept = [d for d, size in enumerate(batch_sizes) if size != 1 or d == len(batch_sizes) - 1]   # so the run is a real dim
+  batch_sizes, in_strides, out_strides = (tuple(seq[d] for d in kept) for seq in (batch_sizes, in_strides, out_strides))
+  if len(batch_sizes) == 1:   # a run of one tile
+    batch_sizes, in_strides, out_strides = (1,) + batch_sizes, (0,) + in_strides, (0,) + out_strides
+  items = math.prod(batch_sizes[:-2]) * -(-batch_sizes[-2] // RUN_CHUNK)
+  divisors = [math.prod(batch_sizes[d + 1:-2]) for d in range(len(batch_sizes) - 2)] + [1, 1]   # the outer dims' index steps
   args = (np.array(batch_sizes, np.int64), np.array(divisors, np.int64), np.array(in_strides, np.int64),
           np.array(out_strides, np.int64), offset, items, _plan(tuple(map(tuple, matrix)), k, x.dtype.name),
           _grid_offsets((cols,) * k, tile_in_strides), _grid_offsets((rows,) * k, tile_out_strides))
