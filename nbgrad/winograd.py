@@ -36,11 +36,14 @@ def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> boo
   return faster_than_direct(x_shape, weight_shape, groups, device)
 
 
-# The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (fastest call, forward / forward+backward, ms):
-#   batch 16,  64 ch, 56x56: Winograd 24.9 / 72.5, direct 34.3 / 97.4
-#   batch 16, 128 ch, 28x28: Winograd 10.2 / 33.8, direct 28.5 / 68.1
-#   batch 16, 256 ch, 14x14: Winograd 14.6 / 43.2, direct 19.3 / 55.9   (14 = 3.5 tiles: 30% of the products pad)
-#   batch 1,   64 ch, 56x56: Winograd 2.7 / 6.5,   direct 2.4 / 6.7     (products of 196 columns run slowly)
+# The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (fastest of 30 calls, forward / forward+backward,
+# ms; two runs, since one call of the same path moves by 10-20% between runs on this shared machine):
+#   batch 16,  64 ch, 56x56: Winograd 21.4-22.6 / 64.1-64.5, direct 40.5-41.5 / 92.7-116
+#   batch 16, 128 ch, 28x28: Winograd 10.6-14.0 / 37.5-40.2, direct 31.3-35.1 / 87.5-91.5
+#   batch 16, 256 ch, 14x14: Winograd 15.1-16.1 / 40.3-42.3, direct 28.3-28.8 / 75.5-76.3   (14 = 3.5 tiles: 30% of
+#                            the products pad)
+#   batch 1,   64 ch, 56x56: Winograd 2.8-3.0 / 6.5-7.4,     direct 2.5-2.6 / 7.2-7.4    (a tie: products of 196
+#                            columns run slowly)
 # The tile transforms cost per channel and tile what the products save per channel pair: Winograd pays with
 # wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 4M multiply-
 # adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones).
