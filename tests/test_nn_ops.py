@@ -154,6 +154,23 @@ def test_pool(case):
   check_grads([nb_x], [th_x])
 
 
+@pytest.mark.parametrize("op,kw", [("max_pool2d", dict(kernel_size=2)), ("avg_pool2d", dict(kernel_size=3, stride=1))])
+def test_pool_big_enough_for_the_parallel_window_kernels(op, kw):
+  """Pooling over 280K inputs: the parallel kernels (built in the background, waited for here) unroll their
+  window; forward, gradient, and a NaN that must reach its window's output."""
+  from nbgrad.jit import finish_builds
+  xv = randn((4, 16, 66, 66), 4)
+  with_nan = xv.copy()
+  with_nan[1, 3, 10, 20] = np.nan
+  ref = torch_avg_pool if op == "avg_pool2d" else torch_max_pool
+  for _ in range(2):   # the first call may run the serial build while the parallel one compiles
+    nb_x, th_x = nb_leaf(xv), th_leaf(xv)
+    weighted_backward(getattr(nb_x.relu(), op)(**kw), ref(torch.relu(th_x), **kw), 10)
+    check_grads([nb_x], [th_x])
+    np.testing.assert_allclose(getattr(Tensor(with_nan), op)(**kw).numpy(), ref(torch.tensor(with_nan), **kw).numpy(), **TOL)
+    finish_builds()
+
+
 # ---------------------------------------------------------------- gather
 # id -> (x shape, dim, index shape, index dtype, view of x)
 GATHER_CASES = {

@@ -127,7 +127,9 @@ def reduce_identity(op: ReduceOps, dt: DType) -> str:
 
 # A reduce over at most this many elements per output (a pooling window) has its loop bounds written out, so
 # LLVM unrolls it, and a float max compares floats directly (order keys only pay in a loop LLVM vectorizes).
-# relu then max-pool 2x2 of 32x32x26x26 float32: 1.71 -> 0.45 ms.
+# relu then max-pool 2x2 of 32x32x26x26 float32: 1.71 -> 0.45 ms. Only kernels big enough to run in parallel
+# get it: each window size is a compile of its own (76 more in tests/test_reduce.py and test_nn_ops.py, whose
+# kernels are small), and small kernels cost their call, not their loop.
 SMALL_WINDOW = 16
 
 
@@ -342,7 +344,7 @@ class Renderer:
     reduce = [d for d in range(n) if d in axes]
     self.code: list[str] = []
     self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce)
-    self.window = not self.column and bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
+    self.window = self.parallel and not self.column and bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
     if self.window:
       for d in reduce: self.sizes[d] = str(k.loop_shape[d])
     if self.parallel and not outer and reduce: self.render_split(reduce)
