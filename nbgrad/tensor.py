@@ -116,7 +116,7 @@ class Tensor:
     device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
     if isinstance(data, LazyBuffer):
-      lazy = data if dtype is None else data.cast(dtype)
+      lazy = data.cast(dtype)
     elif data is None:
       lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):

@@ -26,16 +26,16 @@ def start(name: str) -> subprocess.Popen:
   return _running[name]
 
 
-def _reads_a_suite(item) -> bool:
-  return any(item.nodeid.split("/")[-1] == test for test, _, _ in SUITES.values())
+def _test_id(item) -> str: return item.nodeid.split("/")[-1]   # the same whichever folder pytest runs from
 
 
 def readers_last(items):
-  items.sort(key=_reads_a_suite)   # stable: the rest keep their order
+  readers = {test for test, _, _ in SUITES.values()}
+  items.sort(key=lambda item: _test_id(item) in readers)   # stable: the rest keep their order
 
 
 def start_selected(items):
-  selected = {item.nodeid.split("/")[-1] for item in items}
+  selected = {_test_id(item) for item in items}
   for name, (test, _, _) in SUITES.items():
     if test in selected: start(name)
 
@@ -48,5 +48,6 @@ def result(name: str) -> tuple[int, str, str]:
 
 def stop_all():
   for process in _running.values():
-    if process.poll() is None: process.kill()
-    process.communicate()
+    if process.poll() is None:   # the session ended before the test read it
+      process.kill()
+      process.communicate()

@@ -94,7 +94,8 @@ def _transform_items(out, x, sizes, divisors, in_strides, out_strides, offset, s
   last = len(sizes) - 1
   run_dim, n, run_size = last - 1, sizes[last], sizes[last - 1]
   chunks = (run_size + RUN_CHUNK - 1) // RUN_CHUNK
-  current, following = np.empty(plan[3].max() * RUN_CHUNK * n, x.dtype), np.empty(plan[3].max() * RUN_CHUNK * n, x.dtype)
+  scratch = plan[3].max() * RUN_CHUNK * n
+  current, following = np.empty(scratch, x.dtype), np.empty(scratch, x.dtype)
   for item in range(start, stop):
     outer, first = item // chunks, (item % chunks) * RUN_CHUNK
     xb, ob = offset + first * in_strides[run_dim], first * out_strides[run_dim]
