@@ -1123,11 +1123,14 @@ class Tensor:
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {self.shape}")
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
     log_probs, counted = self.log_softmax(), (Y != ignore_index)
     classes = Tensor.arange(self.shape[-1], device=self.device).reshape((1,) * Y.ndim + (self.shape[-1],))
     target = ((Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)).cast(log_probs.dtype)
-    smoothing = label_smoothing * (log_probs.mean(-1) * counted).sum()
-    return -((1 - label_smoothing) * (log_probs * target).sum() + smoothing) / counted.sum()
+    total = (log_probs * target).sum()
+    if label_smoothing:   # without smoothing the term is skipped, not multiplied by 0: a -inf logit stays finite
+      total = (1 - label_smoothing) * total + label_smoothing * (log_probs.mean(-1) * counted).sum()
+    return -total / counted.sum()
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                    dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:
