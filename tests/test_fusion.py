@@ -202,3 +202,32 @@ def test_a_reduce_an_earlier_kernel_computes_is_read_not_recomputed():
   expected = ref.grad.numpy().copy()
   expected[0, 0, :2, :2] = 2.0 / 4                       # torch gives the whole gradient to one of the tied
   np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_an_elementwise_node_an_earlier_kernel_stores_is_read_not_recomputed():
+  """A log-softmax gradient that a matrix product reads is stored by a kernel of its own; the bias gradient
+  sums that buffer rather than computing the gradient (and its row sums) again."""
+  import torch
+  rng = np.random.default_rng(6)
+  x, w, b = (rng.standard_normal(s).astype(np.float32) for s in [(8, 5), (5, 4), (4,)])
+  tw, tb = Tensor(w, requires_grad=True), Tensor(b, requires_grad=True)
+  loss = (Tensor(x) @ tw + tb).log_softmax(-1)[:, 0].sum()
+  loss.backward()
+  kernels = loss.schedule(tw.grad, tb.grad)
+  bias_step = next(k for k in kernels if k.output is tb.grad.lazydata.base)
+  gradient = bias_step.inputs[0]
+  assert len(bias_step.stages) == 1 and bias_step.inputs == [gradient] and any(k.output is gradient for k in kernels)
+  loss.realize(tw.grad, tb.grad)
+  rw, rb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+  torch.log_softmax(torch.tensor(x) @ rw + rb, -1)[:, 0].sum().backward()
+  np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(tb.grad.numpy(), rb.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_reduce_read_back_through_size_1_dims_fuses_with_its_consumer():
+  """A convolution's bias step sums over (batch 1, positions) and reshapes away the size-1 dims: one kernel."""
+  (g, b), (ng, nb) = inputs((1, 4, 3, 5), (4,))
+  out = b - 0.1 * g.sum((0, 2, 3), keepdim=True).reshape(4)
+  kernels = out.schedule()
+  assert len(kernels) == 1 and len(kernels[0].stages) == 1
+  np.testing.assert_allclose(out.numpy(), nb - 0.1 * ng.sum((0, 2, 3)), rtol=1e-6)

@@ -11,7 +11,8 @@ Rules:
   the earlier ones broadcast back, unless an earlier kernel realizes one already; any other reduce is
   realized by a kernel of its own first;
 - realized buffers, tensors being realized in the same call, contiguous(), custom, copy and empty
-  nodes are loaded, never recomputed.
+  nodes are loaded, never recomputed; so is any node an earlier kernel of the same schedule stores (a
+  gradient that a matrix product reads and a bias gradient sums).
 """
 from __future__ import annotations
 import math
@@ -116,17 +117,18 @@ class KernelBuilder:
       seen.add((id(sbase), sview))
       if sbase.op in ReduceOps:
         if sbase.size == self.root.size and sview.is_flat_order(): return sbase, "post"
-        if sbase.srcs[0].shape == self.root.shape and sview == View.contiguous(sbase.shape).expand(self.root.shape):
+        if sbase.srcs[0].shape == self.root.shape and sview.same_map(View.contiguous(sbase.shape).expand(self.root.shape)):
           return sbase, "full"
       elif isinstance(sbase.op, ALU_OPS):
         if (found := self.find_primary_reduce(sbase, sview, seen)) is not None: return found
     return None
 
   def is_loaded(self, base: LazyBuffer) -> bool:
-    """Read from a buffer rather than computed here; that includes a reduce some earlier kernel of the schedule
-    computes already (a max-pool's maximum, which its gradient's tie count and mask read again)."""
+    """Read from a buffer rather than computed here; that includes a node some earlier kernel of the schedule
+    computes already (a max-pool's maximum, which its gradient's tie count and mask read again; a gradient a
+    matrix product reads, which a bias gradient sums)."""
     return base.buffer is not None or base.op in (LoadOps.BUFFER, LoadOps.EMPTY, LoadOps.CUSTOM, LoadOps.CONTIGUOUS, LoadOps.COPY) \
-      or (base is not self.root and (id(base) in self.targets or (base.op in ReduceOps and id(base) in self.planned)))
+      or (base is not self.root and (id(base) in self.targets or id(base) in self.planned))
 
   def stage(self, red: LazyBuffer) -> int:
     if id(red) not in self.stage_of:
@@ -153,7 +155,7 @@ class KernelBuilder:
     elif base.op is LoadOps.ARANGE: value = Expr(INDEX, base.dtype, arg=(view,) + tuple(base.arg))
     elif base.op in ReduceOps:
       fusable = base.srcs[0].shape == self.loop_shape and base.arg == self.axes and id(base) not in self.targets \
-        and view == View.contiguous(base.shape).expand(self.loop_shape)
+        and view.same_map(View.contiguous(base.shape).expand(self.loop_shape))
       return Expr(ACC, base.dtype, arg=self.stage(base)) if fusable else self.load(base, view)
     else:
       views = self.views_of.setdefault(id(base), set())

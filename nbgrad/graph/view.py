@@ -58,6 +58,15 @@ class Affine:
 
   def is_identity(self) -> bool: return self.identity_map
 
+  @functools.cached_property
+  def canonical(self) -> Affine:
+    """The same map with the coefficients of size-1 dims set to 0: their index is always 0."""
+    ones = [n == 1 for n in self.shape]
+    if not any(ones): return self
+    def zero(c): return tuple(0 if one else x for x, one in zip(c, ones))
+    return Affine(self.shape, self.base_shape, tuple((zero(c), k) for c, k in self.rows),
+                  tuple((zero(c), k, lo, hi) for c, k, lo, hi in self.conds))
+
   # movement ops: each returns the map of the moved view
   def _map_coeffs(self, shape, fn) -> Affine:
     """Rebuild every row and condition by fn(coeffs, const) -> (coeffs, const)."""
@@ -181,6 +190,10 @@ class View:
   def __hash__(self) -> int: return self._hash
 
   def is_identity(self) -> bool: return len(self.levels) == 1 and self.levels[0].is_identity()
+
+  def same_map(self, other: View) -> bool:
+    """Both views read the same element for every index (they may differ in the coefficients of size-1 dims)."""
+    return len(self.levels) == len(other.levels) and all(a.canonical == b.canonical for a, b in zip(self.levels, other.levels))
 
   def is_flat_order(self) -> bool:
     """True when the view reads its base in order with no gaps: a reshape at most."""
