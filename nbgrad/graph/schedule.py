@@ -240,16 +240,20 @@ def structure_key(kernel: Kernel) -> HashedKey:
   """Everything a kernel's rendered source and launch parameters depend on: kernels with equal keys
   render alike, so a device can keep what it rendered (and the parameter arrays) under this key."""
   if kernel.structure is not None: return kernel.structure
-  memo: dict = {}
+  number: dict = {}
+  records: list = []   # one per node, sources by number: a node read twice (x * x) is hashed once, not twice
 
-  def key(e: Expr):
-    if id(e) not in memo:
+  def key(e: Expr) -> int:
+    if id(e) not in number:
       arg = e.arg
       if e.op == CONST and isinstance(arg, float): arg = (arg, math.copysign(1.0, arg))   # 0.0 == -0.0
-      memo[id(e)] = (e.op, e.dtype, arg, tuple(key(s) for s in e.srcs))
-    return memo[id(e)]
+      record = (e.op, e.dtype, arg, tuple(key(s) for s in e.srcs))
+      number[id(e)] = len(records)
+      records.append(record)
+    return number[id(e)]
+  stages, out = tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr)
   kernel.structure = HashedKey((kernel.loop_shape, kernel.reduce_axes, kernel.full, kernel.output.dtype, kernel.out_view,
-                                tuple((op, key(e)) for op, e in kernel.stages), key(kernel.out_expr)))
+                                stages, out, tuple(records)))
   return kernel.structure
 
 
