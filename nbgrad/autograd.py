@@ -34,6 +34,14 @@ class Function:
     return out._after_op()
 
 
+class Released:
+  """The Function of a node whose graph a backward() has used and freed: nothing to go back through."""
+  parents = ()
+
+
+RELEASED = Released()
+
+
 # ---- unary
 class Contiguous(Function):
   def forward(self, x): return x.contiguous()
@@ -43,6 +51,14 @@ class Contiguous(Function):
 class ContiguousBackward(Function):
   def forward(self, x): return x
   def backward(self, grad): return grad.contiguous()
+
+
+class ZeroGradient(Function):
+  """A result computed apart from its input (sign, rounding) that stays in the graph with a zero gradient."""
+  def forward(self, x, result: LazyBuffer):
+    self.x = x
+    return result
+  def backward(self, grad): return self.x.const(0)
 
 
 class Cast(Function):

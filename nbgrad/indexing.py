@@ -103,22 +103,37 @@ def advanced_index(tensor, items: list):
   return out.permute(order)
 
 
+def _strided_window(lazy):
+  """(shape, strides, offset) of the elements lazy reads in its realized base buffer, when it reads each of them
+  at most once through one strided window (x, x[1:], x.T); None otherwise (padded, expanded, lazy tensors)."""
+  if lazy.base.buffer is None: return None
+  view = lazy.view.flattened()
+  if len(view.levels) > 1 or view.levels[0].conds: return None
+  (strides, offset), = view.levels[0].rows
+  if any(s == 0 and n > 1 for s, n in zip(strides, lazy.shape)): return None
+  return lazy.shape, strides, offset
+
+
 def set_basic_index(tensor, indices, value):
-  """t[indices] = value for basic indices: writes into the tensor's own (realized, contiguous) buffer."""
+  """t[indices] = value for basic indices. A tensor reading a realized buffer through a strided window (x[1:],
+  x.T) writes through to that buffer, as in numpy and torch; any other first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
   from nbgrad.device import backend
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
+  from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
   if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
   items = indices if isinstance(indices, tuple) else (indices,)
-  if any(isinstance(i, (Tensor, list, np.ndarray)) for i in items):
-    raise NotImplementedError("setitem with tensor or list indices (advanced indexing) is not supported")
+  if any(isinstance(i, (Tensor, list, tuple, np.ndarray)) for i in items):
+    raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")
   target = tensor[indices]   # checks the indices before anything changes
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
-  tensor.replace(tensor.contiguous().realize())
-  host = tensor if tensor.device == "CPU" else tensor.to("CPU").realize()   # other devices: written on a host copy
-  buffer = host._realized_array()
-  buffer[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
-  forget_derived_nodes(tensor.lazydata.base)   # nodes computed from the old values must not be shared
-  if host is not tensor: tensor.lazydata.base.buffer = backend(tensor.device).from_host(buffer.reshape(-1), tensor.dtype)
+  if (window := _strided_window(tensor.lazydata)) is None:
+    tensor.replace(tensor.contiguous().realize())
+    window = _strided_window(tensor.lazydata)
+  base, device = tensor.lazydata.base, backend(tensor.device)
+  flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
+  strided_view(flat, *window, writeable=True)[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
+  forget_derived_nodes(base)   # nodes computed from the old values must not be shared
+  if flat is not base.buffer: base.buffer = device.from_host(flat, tensor.dtype)

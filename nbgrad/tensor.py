@@ -74,27 +74,33 @@ def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyB
   return lazy if device == "CPU" else lazy.copy_to(device)
 
 
-def _list_to_array(data) -> np.ndarray:
+def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
+  """The list's values read at full precision, then cast to dtype (or to API.md's default dtypes)."""
   try:
     array = np.array(data)
   except ValueError as e:
     raise ValueError(f"cannot make a tensor from a ragged or inhomogeneous list: {e}") from None
-  if array.dtype.kind == "b": return array
-  if array.dtype.kind in "iu": return array.astype(np.int32) if array.size == 0 or \
-     (array.min() >= -2**31 and array.max() < 2**31) else array.astype(np.int64)
-  if array.dtype.kind == "f": return array.astype(np.float32)
-  raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
+  if array.dtype.kind not in "biuf": raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
+  if dtype is not None and dtype != dtypes.bfloat16:
+    try:
+      return np.array(data, dtype=dtype.np)   # exact: numpy reads [2**64 - 1, 5] alone as float64
+    except OverflowError:   # ints out of the dtype's range wrap, as a cast does
+      return (np.array(data, dtype=object) % (1 << 8 * dtype.itemsize)).astype(np.uint64).astype(dtype.np)
+  if array.dtype.kind in "iu":
+    if array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31): return array.astype(np.int32)
+    return array if array.dtype.kind == "u" and array.max() >= 2**63 else array.astype(np.int64)
+  return array.astype(np.float32) if array.dtype.kind == "f" else array
 
 
 class _ClassFlag(contextlib.ContextDecorator):
   """Sets a class attribute of Tensor for a with-block or a decorated function, then restores it."""
   attribute = ""
 
-  def __init__(self, mode: bool = True): self.mode = mode
-  def __enter__(self):
-    self.previous = getattr(Tensor, self.attribute)
+  def __init__(self, mode: bool = True): self.mode, self.previous = mode, []
+  def __enter__(self):   # a stack: a decorated function may call itself
+    self.previous.append(getattr(Tensor, self.attribute))
     setattr(Tensor, self.attribute, self.mode)
-  def __exit__(self, *exc): setattr(Tensor, self.attribute, self.previous)
+  def __exit__(self, *exc): setattr(Tensor, self.attribute, self.previous.pop())
 
 
 class _Train(_ClassFlag): attribute = "training"
@@ -122,8 +128,7 @@ class Tensor:
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
       lazy = LazyBuffer.full(data, (), dtype or scalar_dtype(data), device)
     elif isinstance(data, (list, tuple)):
-      array = _list_to_array(data)
-      lazy = _np_to_lazy(array if dtype is None or dtype == dtypes.bfloat16 else array.astype(dtype.np), dtype, device)
+      lazy = _np_to_lazy(_list_to_array(data, dtype), dtype, device)
     elif isinstance(data, bytes):
       lazy = _np_to_lazy(np.frombuffer(data, dtype=np.uint8), dtype, device)
     elif isinstance(data, (np.ndarray, np.generic)):
@@ -279,8 +284,11 @@ class Tensor:
       raise RuntimeError(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
     if self._ctx is None and not self.requires_grad:
       raise RuntimeError("backward() on a tensor that does not require grad")
+    nodes = self._toposort()
+    if any(node._ctx is F.RELEASED for node in nodes):
+      raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
     self.grad = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
-    for node in reversed(self._toposort()):
+    for node in reversed(nodes):
       if node._ctx is None or node.grad is None: continue
       grads = node._ctx.backward(node.grad.lazydata)
       grads = grads if isinstance(grads, tuple) else (grads,)
@@ -289,8 +297,7 @@ class Tensor:
         if grad.shape != parent.shape: raise RuntimeError(f"internal: grad shape {grad.shape} for {parent.shape}")
         grad_tensor = Tensor(grad, device=self.device, requires_grad=False)
         parent.grad = grad_tensor if parent.grad is None else (parent.grad + grad_tensor)
-      if node is not self: node._ctx = None   # the graph is freed as it is used, as in PyTorch
-    self._ctx = None
+      node._ctx = F.RELEASED   # the graph is freed as it is used, as in PyTorch
     return self
 
   # ---- creation
@@ -502,6 +509,7 @@ class Tensor:
     return inside.where(padded, value)
 
   def pad2d(self, padding: Sequence[int], value: Scalar = 0.0) -> Tensor:
+    if len(padding) % 2: raise ValueError(f"pad2d needs (before, after) pairs, got {len(padding)} values: {tuple(padding)}")
     pairs = [(padding[i], padding[i + 1]) for i in range(0, len(padding), 2)]
     if len(pairs) > self.ndim: raise ValueError(f"pad2d {padding} pads more dims than {self.shape} has")
     return self.pad(tuple([None] * (self.ndim - len(pairs)) + pairs[::-1]), value)
@@ -624,6 +632,10 @@ class Tensor:
 
   def _float_input(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
+  def _flat(self, result: Tensor) -> Tensor:
+    """result (computed from self without gradient) with a zero gradient to self: the op is flat almost everywhere."""
+    return F.ZeroGradient.apply(self, result=result.lazydata)
+
   # unary
   def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else F.Neg.apply(self)
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._nondiff(UnaryOps.NOT)
@@ -638,7 +650,7 @@ class Tensor:
   def sin(self) -> Tensor: return F.Sin.apply(self._float_input())
   def cos(self) -> Tensor: return (math.pi / 2 - self._float_input()).sin()
   def tan(self) -> Tensor: return self.sin() / self.cos()
-  def _rounding(self, op) -> Tensor: return self._nondiff(op) if dtypes.is_float(self.dtype) else self
+  def _rounding(self, op) -> Tensor: return self._flat(self._nondiff(op)) if dtypes.is_float(self.dtype) else self
   def trunc(self) -> Tensor: return self._rounding(UnaryOps.TRUNC)
   def ceil(self) -> Tensor: return self._rounding(UnaryOps.CEIL)
   def floor(self) -> Tensor: return self._rounding(UnaryOps.FLOOR)
@@ -646,14 +658,16 @@ class Tensor:
   def square(self) -> Tensor: return self * self
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
-    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+    return self._flat((self > 0).cast(self.dtype) - (self < 0).cast(self.dtype))
   def abs(self) -> Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
     return self.relu() + (-self).relu()
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
 
   # activations
-  def elu(self, alpha: float = 1.0) -> Tensor: return self.relu() - alpha * (1 - self.exp()).relu()
+  def elu(self, alpha: float = 1.0) -> Tensor:
+    positive = self > 0   # exp only of the non-positive part: exp(100) = inf would make the gradient nan
+    return positive.where(self, alpha * (positive.where(0, self).exp() - 1))
   def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
   def swish(self) -> Tensor: return self * self.sigmoid()
   def silu(self) -> Tensor: return self.swish()
@@ -672,7 +686,7 @@ class Tensor:
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   def softplus(self, beta: float = 1) -> Tensor:
     scaled = self._float_input() * beta
-    return (scaled.relu() + (1 + (-scaled.abs()).exp()).log()) * (1 / beta)
+    return (scaled.maximum(0) + (1 + (-scaled.abs()).exp()).log()) * (1 / beta)   # maximum: gradient 1/2 at 0
   def softsign(self) -> Tensor: return self / (1 + self.abs())
 
   # binary
@@ -703,32 +717,68 @@ class Tensor:
 
   def mod(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return a - (a / b).floor() * b
+    if dtypes.is_float(a.dtype):   # Python's sign rule; an infinite divisor leaves a, or gives b when the signs differ
+      keeps_a = (a == 0) | ((a < 0) == (b < 0))
+      return ((b.abs() == math.inf) & (a.abs() < math.inf)).where(keeps_a.where(a, b), a - (a / b).floor() * b)
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     remainder = a._nondiff(BinaryOps.MOD, b)
     wrong_sign = (remainder != 0) & ((remainder < 0) != (b < 0))
     return wrong_sign.where(remainder + b, remainder)
 
   def pow(self, x, reverse=False) -> Tensor:
+    """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
+    products), a few roundings for floats, and finite gradients at 0. Other float powers are exp(e * log|b|) with
+    the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's special cases."""
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
-      if x == 0: return self.ones_like() if dtypes.is_float(self.dtype) else self.full_like(1)
-      if x == 1: return self * 1
-      if x == 2: return self * self
-      if x == 3: return self * self * self
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
-      if x == -1 and dtypes.is_float(self.dtype): return self.reciprocal()
+      if x == int(x) and abs(x) < 2 ** 31:
+        base = self._broadcasted(x)[0]
+        if base.dtype == dtypes.bool: base = base.cast(dtypes.int32)
+        if x >= 0: return base._pow_by_squaring(int(x))
+        if dtypes.is_float(base.dtype): return base.reciprocal()._pow_by_squaring(-int(x))
     base, exponent = self._broadcasted(x, reverse)
-    out_dtype = base.dtype if base.dtype != dtypes.bool else dtypes.int32
-    b, e = base._float_input(), exponent._float_input()
+    if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
+    if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
+    if reverse and isinstance(x, (int, float)) and x > 0: return (exponent * math.log(x)).exp()
+    return base._float_pow(exponent)
+
+  def _pow_by_squaring(self, n: int) -> Tensor:
+    if n == 0: return self._flat(self.ones_like())
+    result, power = None, self
+    while True:
+      if n & 1: result = power if result is None else result * power
+      n >>= 1
+      if not n: return self * 1 if result is self else result   # x ** 1 is a new tensor, not x
+      power = power * power
+
+  def _int_pow(self, exponent: Tensor) -> Tensor:
+    """Exact integer powers, one bit of the exponent at a time; a negative exponent gives 1 / base rounded
+    toward zero (0 unless the base is 1 or -1)."""
+    result, power = self.ones_like(), self
+    for bit in range(exponent.dtype.itemsize * 8 - (0 if dtypes.is_unsigned(exponent.dtype) else 1)):
+      if bit: power = power * power
+      result = ((exponent & (1 << bit)) != 0).where(result * power, result)
+    if dtypes.is_unsigned(exponent.dtype): return result
+    odd = (exponent & 1) != 0
+    unit = (self == 1) | ((self == -1) & odd.logical_not())
+    return (exponent < 0).where(unit.where(1, (self == -1).where(-1, 0)).cast(self.dtype), result)
+
+  def _float_pow(self, exponent: Tensor) -> Tensor:
+    b, e = self, exponent
+    # where exp(e * log|b|) gives no answer (nan) or no finite gradient, it runs on safe inputs and is replaced
+    one = ((e == 0) & ((b == 0) | (b.abs() == math.inf) | (b != b))) | ((b.abs() == 1) & (e.abs() == math.inf)) \
+      | ((b == 1) & (e != e))
+    zero_base = (b == 0) & (e != 0)
+    safe = one | zero_base
+    b, e = safe.where(1.0, b), safe.where(0.0, e)
     magnitude = (e * b.abs().log()).exp()
     e_is_int = e.trunc() == e
     e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
     negative = b < 0
-    signed = (negative & e_is_odd).where(-magnitude, magnitude)
-    result = (negative & e_is_int.logical_not()).where(float("nan"), signed)
-    result = (e == 0).where(1.0, result)
-    if dtypes.is_float(out_dtype): return result.cast(out_dtype)
-    return result.round().cast(out_dtype)
+    result = (negative & e_is_odd).where(-magnitude, magnitude)
+    result = (negative & e_is_int.logical_not()).where(math.nan, result)
+    result = zero_base.where((exponent > 0).where(0.0, math.inf).cast(self.dtype), result)
+    return one.where(1.0, result)
 
   def maximum(self, x) -> Tensor:
     a, b = self._broadcasted(x)
@@ -890,6 +940,8 @@ class Tensor:
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
+    if (self.numel() if axis is None else self.shape[resolve_axis(axis, self.ndim)]) == 0:
+      raise ValueError(f"argmax/argmin of an empty axis: the tensor has shape {self.shape}")
     if axis is None:
       return self.flatten()._arg_extreme(extreme.flatten(), 0, False).reshape((1,) * self.ndim if keepdim else ())
     axis = resolve_axis(axis, self.ndim)
@@ -958,7 +1010,8 @@ class Tensor:
     n = self.shape[dim]
     hits = index.transpose(dim, -1).unsqueeze(-1) == Tensor.arange(n, device=self.device)
     picked = hits.where(source.unsqueeze(-2), 0)
-    picked = picked.max(-1) if self.dtype == dtypes.bool else picked.sum(-1).cast(self.dtype)
+    picked = picked.max(-1) if self.dtype == dtypes.bool else picked.sum(-1)
+    picked = picked.cast(self.dtype)
     return picked.transpose(dim, -1)
 
   @staticmethod
@@ -1126,16 +1179,16 @@ class Tensor:
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
     log_probs, counted = self.log_softmax(), (Y != ignore_index)
     classes = Tensor.arange(self.shape[-1], device=self.device).reshape((1,) * Y.ndim + (self.shape[-1],))
-    target = ((Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)).cast(log_probs.dtype)
-    total = (log_probs * target).sum()
-    if label_smoothing:   # without smoothing the term is skipped, not multiplied by 0: a -inf logit stays finite
+    target = (Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)
+    total = target.where(log_probs, 0).sum()   # selected, not multiplied: a -inf logit elsewhere adds no nan
+    if label_smoothing:   # skipped, not multiplied by 0, without smoothing
       total = (1 - label_smoothing) * total + label_smoothing * (log_probs.mean(-1) * counted).sum()
     return -total / counted.sum()
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                    dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:
     if is_causal:
-      attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0)
+      attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0).cast(dtypes.bool)
     scores = self @ key.transpose(-2, -1) / math.sqrt(self.shape[-1])
     if attn_mask is not None:
       scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask

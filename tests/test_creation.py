@@ -79,6 +79,23 @@ EXPLICIT_DTYPE_ROWS = [
 ]
 
 
+# a list read at full precision, then cast: no float32 step in between (torch.tensor(list, dtype=...) agrees)
+PRECISE_LIST_ROWS = [
+  ("floats_as_float64", [0.1, 1e-50, 1e300], dtypes.float64, [0.1, 1e-50, 1e300]),
+  ("float_as_int32", [16777217.0, -2.7], dtypes.int32, [16777217, -2]),
+  ("float_as_int64", [2.0**40 + 1], dtypes.int64, [2**40 + 1]),
+  ("big_uint64", [2**64 - 1, 5], dtypes.uint64, [2**64 - 1, 5]),
+  ("int64_limits", [2**63 - 1, -2**63], dtypes.int64, [2**63 - 1, -2**63]),
+  ("out_of_range_wraps", [300, -1], dtypes.uint8, [44, 255]),
+]
+
+
+@pytest.mark.parametrize("name,data,dt,expected", PRECISE_LIST_ROWS, ids=[r[0] for r in PRECISE_LIST_ROWS])
+def test_list_with_dtype_keeps_full_precision(name, data, dt, expected):
+  t = Tensor(data, dtype=dt)
+  assert t.dtype == dt and t.tolist() == expected
+
+
 @pytest.mark.parametrize("name,data,dt", EXPLICIT_DTYPE_ROWS, ids=[r[0] for r in EXPLICIT_DTYPE_ROWS])
 def test_construction_with_dtype(name, data, dt):
   t = Tensor(data, dtype=dt)

@@ -228,6 +228,22 @@ def test_float_to_int_truncates_toward_zero():
   np.testing.assert_array_equal(x.cast(dtypes.int8).numpy(), np.array([2, -2, 0, 0, 7, -7], np.int8))
 
 
+@pytest.mark.parametrize("n", [2, 64], ids=["short", "long"])   # a serial kernel and a vectorized one
+def test_out_of_range_float_to_int_wraps_like_torch_in_every_kernel(n):
+  values = np.resize(np.array([200.7, 300.2, -129.5, 65535.9, 3e9], np.float32), n)
+  x = Tensor(values)
+  for dt in (dtypes.int8, dtypes.int16, dtypes.int32):
+    expected = torch.from_numpy(values).to(torch.int64).to(getattr(torch, dt.name)).numpy()
+    np.testing.assert_array_equal(x.cast(dt).numpy(), expected, err_msg=dt.name)
+
+
+def test_uint64_constants_past_int64():
+  x = Tensor([0, 5], dtype=dtypes.uint64)
+  assert (~x).tolist() == [2**64 - 1, 2**64 - 6]
+  assert (x + 2**63).tolist() == [2**63, 2**63 + 5]
+  assert Tensor.full((2,), 2**64 - 1, dtype=dtypes.uint64).tolist() == [2**64 - 1] * 2
+
+
 def test_bool_casts():
   x = Tensor(np.array([0.0, -0.0, 0.1, -3.0, np.nan, np.inf], np.float32))
   np.testing.assert_array_equal(x.cast(dtypes.bool).numpy(), np.array([False, False, True, True, True, True]))

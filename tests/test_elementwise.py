@@ -403,7 +403,34 @@ SPECIAL_BINARY = [
   ("mul_inf", lambda a, b: a * b, torch.mul, [0.0, INF, -INF, NAN], [INF, 2.0, 2.0, 0.0]),
   ("pow_edges", lambda a, b: a ** b, torch.pow, [0.0, 0.0, -2.0, -8.0, 0.0, -3.0, 2.0, 4.0, -2.0],
    [0.0, 2.0, 3.0, 0.5, -1.0, 2.0, -2.0, 0.5, -1.0]),
+  ("pow_ieee", lambda a, b: a ** b, torch.pow, [1.0, -1.0, -1.0, NAN, INF, 0.0, -0.5, 2.0, 0.5],
+   [NAN, INF, -INF, 0.0, 0.0, -1.5, INF, -INF, -INF]),
+  ("mod_inf", lambda a, b: a % b, torch.remainder, [3.0, -3.0, 0.0, 3.0, -3.0, INF], [INF, INF, INF, -INF, -INF, INF]),
 ]
+
+
+# integer powers are exact (wrapping like repeated products), float ones within a rounding or two of torch
+INT_POW_ROWS = [
+  ("int32_scalar", lambda: Tensor([7, 5, -3, 0]) ** 11, torch.tensor([7, 5, -3, 0]).int() ** 11),
+  ("int32_tensor", lambda: Tensor([7, 2, -3, 1, -1, -1, 5]) ** Tensor([7, 30, 5, -2, -3, -2, -1]),
+   torch.tensor([823543, 2**30, -243, 1, -1, 1, 0])),
+  ("reflected_int", lambda: 2 ** Tensor([30, 0, 3]), torch.tensor([2**30, 1, 8])),
+  ("int64_wraps", lambda: Tensor([3], dtype=dtypes.int64) ** 39, torch.tensor([3], dtype=torch.int64) ** 39),
+  ("float_integer_exponent", lambda: Tensor([3.0, 10.0, -2.0]) ** 10, torch.tensor([3.0, 10.0, -2.0]) ** 10),
+]
+
+
+@pytest.mark.parametrize("name,fn,expected", INT_POW_ROWS, ids=[r[0] for r in INT_POW_ROWS])
+def test_integer_powers(name, fn, expected):
+  out = fn()
+  assert out.dtype == (dtypes.float32 if name.startswith("float") else dtypes.int64 if "int64" in name else dtypes.int32)
+  np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.numpy().astype(np.float64))
+
+
+def test_sin_cos_of_large_arguments_stay_in_range():
+  x = np.array([1e7, 1e18, 3e38, -5e9], np.float32)
+  np.testing.assert_allclose(Tensor(x).sin().numpy(), np.sin(x.astype(np.float64)), atol=1e-6)
+  assert np.all(np.abs(Tensor(x).cos().numpy()) <= 1)   # cos is sin(pi/2 - x): pi/2 - x rounds, as in tinygrad
 
 
 @pytest.mark.parametrize("name,fn,ref,left,right", SPECIAL_BINARY, ids=[s[0] for s in SPECIAL_BINARY])

@@ -85,6 +85,10 @@ BAD = [
   ("float_index_tensor", lambda e: e["a"][Tensor([0.5])], IndexError, []),
   ("slice_step_zero", lambda e: e["a"][::0], ValueError, []),
   ("slice_step_zero_second_axis", lambda e: e["a"][:, 0:3:0], ValueError, []),
+  ("argmax_of_empty", lambda e: e["a"][:, :0].argmax(), ValueError, [["(2, 0)"]]),
+  ("argmin_of_empty_axis", lambda e: e["a"][:0].argmin(0), ValueError, [["(0, 3)"]]),
+  ("pad2d_odd_padding", lambda e: e["a"].pad2d((1, 1, 1)), ValueError, [["(1, 1, 1)"]]),
+  ("label_smoothing_out_of_range", lambda e: e["a"].sparse_categorical_crossentropy(Tensor([0, 1]), label_smoothing=1.5), ValueError, [["1.5"]]),
   # construction
   ("ragged_list", lambda e: Tensor([[1, 2], [3]]), ValueError, []),
   ("ragged_float_list", lambda e: Tensor([[1.0], [2.0, 3.0]]), ValueError, []),

@@ -49,7 +49,7 @@ def _wrap(dt: DType, text: str) -> str:
 def _cast(src: DType, dst: DType, a: str) -> str:
   if dst.kind == "b": return f"({a} != 0)"
   if dst.kind == "f": return _wrap(dst, f"np.float32({a})" if dst.itemsize == 2 else f"{compute_type(dst)}({a})")
-  if src.kind == "f" and dst.kind == "u" and dst.itemsize < 8:   # through int64 so negative floats wrap like C
+  if src.kind == "f" and dst.kind in "iu" and dst.itemsize < 8:   # through int64: out-of-range floats wrap, in every kernel
     return f"{compute_type(dst)}(np.int64({a}))"
   return f"{compute_type(dst)}({a})"
 
@@ -177,7 +177,8 @@ class Renderer:
       name = f"f{len(self.float_params) - 1}"
       self.header.append(f"{name} = {compute_type(dt)}(fp[{len(self.float_params) - 1}])")
       return name
-    name = self.int_param(int(value))
+    value = int(value)
+    name = self.int_param(value - (1 << 64) if value >= 1 << 63 else value)   # parameters are int64: uint64 wraps back
     self.header[-1] = f"{name} = {'ip[%d] != 0' % (len(self.int_params) - 1) if dt.kind == 'b' else compute_type(dt) + '(ip[%d])' % (len(self.int_params) - 1)}"
     return name
 
