@@ -1,0 +1,300 @@
+"""Advanced indexing (integer tensors, lists, tuples mixed with basic indices), setitem and gather:
+forward against numpy, gradients against torch (CPU, float64), bad input."""
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes
+
+SHAPE = (4, 5, 6)   # one input shape for most rows: kernels that differ only in sizes share a compile
+TOL = dict(rtol=1e-6, atol=1e-6)   # indexing only moves values (the gradient sums at most a few of them)
+
+
+def make(shape, seed=0):
+  """Distinct float32 values, so that a wrong index shows up as a wrong value."""
+  n = int(np.prod(shape))
+  return (np.random.default_rng(seed).permutation(n).reshape(shape) - n // 2).astype(np.float32) / 4 + 0.125
+
+
+class T:
+  """An index given as a tensor: nbgrad gets Tensor(array), numpy the array, torch an int64 tensor."""
+  def __init__(self, values, dtype=np.int32): self.array = np.asarray(values, dtype=dtype)
+  def __repr__(self): return f"T({self.array.tolist()})"
+
+
+def convert(index, one):
+  """Apply one() to each item of an index tuple; a lone index (t[[0, 1]], t[T]) stays lone, as the user writes it."""
+  return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
+
+
+def for_nbgrad(index):
+  return convert(index, lambda i: Tensor(i.array) if isinstance(i, T) else i)
+
+
+def for_numpy(index):
+  return convert(index, lambda i: i.array if isinstance(i, T) else i)
+
+
+def for_torch(index):
+  """torch reads a list or tuple inside an index tuple as numpy does, but an int64 tensor says it plainly."""
+  def one(i):
+    if isinstance(i, T): return torch.tensor(i.array.astype(np.int64))
+    if isinstance(i, (list, tuple)): return torch.tensor(i, dtype=torch.int64)
+    return i
+  return convert(index, one)
+
+
+def check_index_and_grad(a, nb_index, np_ref, th_index):
+  """Forward of x[nb_index] against np_ref (array), then the gradient of (x[index] * g).sum() against torch."""
+  x = Tensor(a, requires_grad=True)
+  out = x[nb_index]
+  assert out.shape == np_ref.shape, (out.shape, np_ref.shape)
+  assert out.dtype == dtypes.float32, out.dtype
+  np.testing.assert_array_equal(out.numpy(), np_ref)
+  g = make(np_ref.shape, seed=1)
+  (out * Tensor(g)).sum().backward()
+  xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+  (xt[th_index] * torch.tensor(g, dtype=torch.float64)).sum().backward()
+  assert x.grad is not None and x.grad.shape == a.shape
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
+
+
+# ---------------------------------------------------------------- advanced indexing
+# id -> index into an array of SHAPE (4, 5, 6); T(...) marks an index tensor, lists and tuples stay Python sequences
+ADVANCED_ROWS = {
+  "tensor_1d": T([0, 2, 3, 1]),
+  "tensor_2d_repeats": T([[0, 0], [3, 1]]),
+  "tensor_negative": T([-1, 0, -4, 2]),
+  "tensor_0d": T(2),
+  "list": [3, 0, 3],
+  "list_negative": [-1, -4, 0],
+  "nested_list_2d": [[1, 2], [0, 0]],
+  "tuple_inside_index_tuple": (slice(None), (4, 0, -1)),
+  "slice_then_tensor_keeps_place": (slice(None), T([4, 0])),
+  "stepped_slices_around_tensor": (slice(None, None, 2), T([[1, 3, 3]]), slice(1, None, 2)),   # torch has no negative steps
+  "ellipsis_then_tensor": (Ellipsis, T([[5, 0], [1, 1]])),
+  "int_adjacent_to_tensor": (1, T([0, 4, 2])),
+  "tensor_then_int_after_slice": (T([3, 1]), slice(None), -2),
+  "two_adjacent_broadcast": (slice(None), T([[0], [2]]), T([1, 3, 5])),
+  "two_adjacent_list_and_tensor": (slice(1, 3), [[4], [0]], T([2, 5, 1])),
+  "two_separated_by_slice_go_front": (T([0, 3]), slice(None), T([[1], [2]])),
+  "two_separated_by_none_go_front": (T([0, 1]), None, T([2, 3])),
+  "two_separated_by_ellipsis_go_front": (T([[0, 1, 2]]), Ellipsis, T([2, 5, -1])),
+  "none_before_adjacent_pair": (None, T([1, 2]), T([0, -1])),
+  "three_tensors": (T([0, 1, 3]), T([1, 2, 4]), T([[2], [5]])),
+  "list_separated_from_tensor": ([1, 2], slice(None), T([0, 0])),
+  "0size_tensor": T(np.zeros((0,))),
+  "0size_tensor_2d_middle": (slice(None), T(np.zeros((2, 0)))),
+  "0size_broadcast_with_other": (T(np.zeros((0, 1))), T([1, 2])),
+}
+
+
+@pytest.mark.parametrize("row", list(ADVANCED_ROWS))
+def test_advanced_index(row):
+  index = ADVANCED_ROWS[row]
+  a = make(SHAPE)
+  check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
+
+
+# index dtypes: the same pattern (x[i] with a 2-D index, negative values where the dtype has them) in several integer dtypes
+INDEX_DTYPES = {"uint8": np.uint8, "int32": np.int32, "int64": np.int64}
+
+
+@pytest.mark.parametrize("name", list(INDEX_DTYPES))
+def test_index_tensor_dtypes(name):
+  values = [[1, 3], [0, 2]] if name == "uint8" else [[1, -1], [0, -4]]
+  index = T(values, INDEX_DTYPES[name])
+  a = make(SHAPE)
+  check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
+
+
+# out of range: API.md says the result is 0 there (no error), and no gradient reaches the input from those places
+OUT_OF_RANGE_ROWS = {
+  "past_end": (T([0, 4, 7]),),
+  "before_start": (T([-5, 1, -100]),),
+  "second_dim_mixed": (slice(None), T([[5, 1], [-6, 4]])),
+}
+
+
+@pytest.mark.parametrize("row", list(OUT_OF_RANGE_ROWS))
+def test_out_of_range_index_tensor_reads_zero(row):
+  index = OUT_OF_RANGE_ROWS[row]
+  a = make(SHAPE)
+  dim = len(index) - 1
+  idx = index[-1].array
+  size = SHAPE[dim]
+  valid = (idx >= -size) & (idx < size)
+  clipped = T(np.where(valid, idx, 0))
+  # numpy / torch raise on these indices: index with in-range stand-ins, then zero the out-of-range places
+  keep = valid.reshape(idx.shape + (1,) * (len(SHAPE) - 1 - dim))
+  ref = np.where(keep, a[for_numpy(index[:-1] + (clipped,))], 0).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  out = x[for_nbgrad(index)]
+  assert out.shape == ref.shape, (out.shape, ref.shape)
+  np.testing.assert_array_equal(out.numpy(), ref)
+  g = make(ref.shape, seed=1)
+  (out * Tensor(g)).sum().backward()
+  xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+  (xt[for_torch(index[:-1] + (clipped,))] * torch.tensor(g * keep, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
+
+
+# ---------------------------------------------------------------- bad indices
+BAD_INDEX_ROWS = {
+  "float_tensor": (lambda: Tensor([0.0, 1.0]), IndexError),
+  "float_list": (lambda: [0.0, 1.0], IndexError),
+  "bool_tensor": (lambda: Tensor([True, False, True, False]), IndexError),
+  "bool_list": (lambda: [True, False, True, False], IndexError),
+  "float_tensor_beside_int_tensor": (lambda: (Tensor([0, 1]), Tensor([1.0, 2.0])), IndexError),
+}
+
+
+@pytest.mark.parametrize("row", list(BAD_INDEX_ROWS))
+def test_bad_index_raises(row):
+  make_index, exc = BAD_INDEX_ROWS[row]
+  with pytest.raises(exc):
+    Tensor(make(SHAPE))[make_index()].realize()
+
+
+# ---------------------------------------------------------------- setitem with basic indices
+# id -> (index, value: a Python scalar, or a shape for a tensor value that broadcasts into t[index])
+SETITEM_ROWS = {
+  "int_scalar": (1, 2.5),
+  "negative_ints_scalar": ((-1, 2), -1.0),
+  "stepped_slices_scalar": ((slice(None, None, 2), slice(1, 4, 2)), 7.0),
+  "negative_step_scalar": ((slice(None, None, -2), slice(None), 5), 3.0),
+  "ellipsis_int_scalar": ((Ellipsis, 1), 0.5),
+  "everything_ellipsis_scalar": (Ellipsis, 9.0),
+  "int_tensor_full_shape": (0, (5, 6)),
+  "slice_tensor_broadcast_rows": (slice(1, 3), (1, 6)),
+  "ellipsis_tensor_broadcast_last_dim": ((Ellipsis, slice(None, None, 3)), (2,)),
+  "stepped_slice_tensor_broadcast_0d": ((slice(None), slice(4, 0, -2), 2), ()),
+}
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["realized", "lazy"])
+@pytest.mark.parametrize("row", list(SETITEM_ROWS))
+def test_setitem_basic(row, lazy):
+  index, value = SETITEM_ROWS[row]
+  a = make(SHAPE)
+  if lazy:
+    t = Tensor(a) * 2   # not realized yet
+    expected = a * 2
+  else:
+    t = Tensor(a).realize()
+    expected = a.copy()
+  if isinstance(value, tuple):
+    v = make(value, seed=3)
+    t[index] = Tensor(v)
+  else:
+    v = value
+    t[index] = v
+  expected[index] = v
+  assert t.shape == SHAPE and t.dtype == dtypes.float32
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal((t + 1).numpy(), expected + 1)   # later computations read the new values
+
+
+def test_setitem_int_tensor_and_views_taken_after():
+  a = np.arange(24, dtype=np.int32).reshape(4, 6)
+  t = Tensor(a).realize()
+  t[1:3, ::-2] = 100
+  t[-1] = Tensor(np.arange(6, dtype=np.int32) * -1)
+  expected = a.copy()
+  expected[1:3, ::-2] = 100
+  expected[-1] = np.arange(6) * -1
+  assert t.dtype == dtypes.int32
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal(t.T[::2].numpy(), expected.T[::2])
+
+
+# a view reading a realized buffer through a strided window writes through to it, as in numpy
+WRITE_THROUGH_ROWS = {
+  "slice": (lambda x: x[1:], (0, 2), 9.0),
+  "transpose": (lambda x: x.T, (slice(None), 1), 7.0),
+  "stepped_columns": (lambda x: x[:, ::2], Ellipsis, -1.0),
+  "reshape": (lambda x: x.reshape(6, 5), 3, 5.0),
+}
+
+
+@pytest.mark.parametrize("row", list(WRITE_THROUGH_ROWS))
+def test_setitem_on_a_view_writes_through_to_its_buffer(row):
+  take, index, value = WRITE_THROUGH_ROWS[row]
+  a = make((5, 6))
+  t = Tensor(a).realize()
+  view = take(t)
+  view[index] = value
+  expected = a.copy()
+  take(expected)[index] = value
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal(view.numpy(), take(expected))
+
+
+def test_setitem_on_a_padded_view_gets_a_buffer_of_its_own():
+  a = make((3,))
+  t = Tensor(a).realize()
+  padded = t.pad(((1, 1),))
+  padded[0] = 5.0
+  np.testing.assert_array_equal(padded.numpy(), np.concatenate([[5.0], a, [0.0]]).astype(np.float32))
+  np.testing.assert_array_equal(t.numpy(), a)
+
+
+# advanced-index setitem is not implemented: it raises and leaves the tensor as it was
+ADVANCED_SETITEM_ROWS = {
+  "tensor": (Tensor([0, 1]),),
+  "list": ([0, 2],),
+  "int_and_list": (1, [0, 2]),
+  "slice_and_tensor": (slice(None), Tensor([1, 3])),
+  "tuple_inside_index_tuple": (slice(None), (0, 2)),
+}
+
+
+@pytest.mark.parametrize("row", list(ADVANCED_SETITEM_ROWS))
+def test_setitem_advanced_raises_and_leaves_tensor_unchanged(row):
+  index = ADVANCED_SETITEM_ROWS[row]
+  index = index[0] if len(index) == 1 else index
+  a = make(SHAPE)
+  t = Tensor(a).realize()
+  with pytest.raises(NotImplementedError):
+    t[index] = 1.0
+  np.testing.assert_array_equal(t.numpy(), a)
+
+
+# ---------------------------------------------------------------- gather
+# id -> (x shape, dim, index shape, index dtype); index sizes may be smaller than x's outside dim and anything along dim
+GATHER_ROWS = {
+  "dim_minus2_smaller_other_dims": ((2, 3, 4), -2, (1, 2, 3), np.int64),
+  "dim1_2d_index_longer_than_dim": ((3, 5), 1, (3, 7), np.int32),
+}
+
+
+@pytest.mark.parametrize("row", list(GATHER_ROWS))
+def test_gather(row):
+  x_shape, dim, index_shape, index_dtype = GATHER_ROWS[row]
+  a = make(x_shape, seed=4)
+  idx = np.random.default_rng(5).integers(0, x_shape[dim], index_shape).astype(index_dtype)   # repeats accumulate
+  x = Tensor(a, requires_grad=True)
+  out = x.gather(dim, Tensor(idx))
+  xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+  ref = torch.gather(xt, dim, torch.tensor(idx, dtype=torch.int64))
+  assert out.shape == tuple(ref.shape), (out.shape, tuple(ref.shape))
+  np.testing.assert_array_equal(out.numpy(), ref.detach().numpy().astype(np.float32))
+  g = make(index_shape, seed=6)
+  (out * Tensor(g)).sum().backward()
+  (ref * torch.tensor(g, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
+
+
+BAD_GATHER_ROWS = {
+  "index_more_dims": ((3, 4), 0, np.zeros((3, 4, 1), np.int32), IndexError),
+  "index_fewer_dims": ((3, 4), -1, np.zeros((3,), np.int32), IndexError),
+  "float_index": ((3, 4), 1, np.zeros((3, 4), np.float32), IndexError),
+  "dim_out_of_range": ((3, 4), 2, np.zeros((3, 4), np.int32), IndexError),
+}
+
+
+@pytest.mark.parametrize("row", list(BAD_GATHER_ROWS))
+def test_gather_bad_input_raises(row):
+  x_shape, dim, idx, exc = BAD_GATHER_ROWS[row]
+  with pytest.raises(exc):
+    Tensor(make(x_shape)).gather(dim, Tensor(idx)).realize()
