@@ -152,3 +152,15 @@ def test_kernels_differing_only_in_size_compile_once(tmp_path):
   for shape, got in zip([(5, 3), (7, 4), (9, 2)], result["values"]):
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 8
     np.testing.assert_allclose(np.array(got, dtype=np.float32), np.exp2(a * 3 - 0.25), rtol=1e-6)
+
+
+def test_a_built_kernel_is_found_on_disk_by_its_exact_name(tmp_path, monkeypatch):
+  """run_kernel asks whether a parallel build sits in the disk cache; the answer names numba's index file
+  rather than listing the folder, so it must match the name numba writes."""
+  from nbgrad.jit import compiler
+  monkeypatch.setenv("NBGRAD_CACHE_DIR", str(tmp_path))
+  monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+  kernel = compiler.CompiledKernel(compiler.module_source("def kernel(out, ip, fp):\n  out[0] = ip[0]\n", parallel=False), "probe")
+  assert not kernel.on_disk()
+  kernel(np.zeros(1, np.int64), np.array([7], np.int64), np.zeros(0, np.float64))
+  assert kernel.on_disk()

@@ -88,9 +88,11 @@ class CompiledKernel:
   def ready(self) -> bool: return self.fn is not None
 
   def on_disk(self) -> bool:
-    """True when numba's cache probably holds this kernel (it is then loaded in milliseconds)."""
-    stem = os.path.basename(self.path)[:-3]
-    return bool(glob.glob(os.path.join(os.path.dirname(self.path), "__pycache__", f"{stem}.*.nbi")))
+    """True when numba's cache holds this kernel (it is then loaded in milliseconds). The index file is looked
+    up by the name numba gives it, <module>.kernel-<line>.py<version>.nbi: listing a big cache took 90 ms."""
+    line = self.source[:self.source.index("@njit(")].count("\n") + 1   # a decorated function starts at its decorator
+    index = f"{os.path.basename(self.path)[:-3]}.kernel-{line}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi"
+    return os.path.exists(os.path.join(os.path.dirname(self.path), "__pycache__", index))
 
   def __call__(self, *args):
     if self.fn is None:
