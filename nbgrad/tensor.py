@@ -81,6 +81,11 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   except ValueError as e:
     raise ValueError(f"cannot make a tensor from a ragged or inhomogeneous list: {e}") from None
   if array.dtype.kind not in "biuf": raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
+  if array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # numpy reads [2**64 - 1, 5] as float64
+    values = np.array(data, dtype=object)
+    if all(isinstance(v, int) for v in values.flat):
+      if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
+      array = values.astype(np.uint64)
   if dtype is not None and dtype != dtypes.bfloat16:
     try:
       return np.array(data, dtype=dtype.np)   # exact: numpy reads [2**64 - 1, 5] alone as float64
@@ -114,6 +119,7 @@ class Tensor:
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
+  __array_ufunc__ = None   # numpy operands (np.float32(2) * t) defer to the Tensor's operators, keeping a Tensor
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
@@ -335,10 +341,10 @@ class Tensor:
     return Tensor(lazy, **kwargs)
 
   @staticmethod
-  def eye(n: int, m: Optional[int] = None, dtype=None, device=None, **kwargs) -> Tensor:
-    m = n if m is None else m
-    shape_arg(n, m)
-    rows = Tensor.arange(n, device=device).reshape(n, 1)
+  def eye(dim: int, m: Optional[int] = None, dtype=None, device=None, **kwargs) -> Tensor:
+    m = dim if m is None else m
+    shape_arg(dim, m)
+    rows = Tensor.arange(dim, device=device).reshape(dim, 1)
     cols = Tensor.arange(m, device=device).reshape(1, m)
     return Tensor((rows == cols).cast(dtype or dtypes.default_float).lazydata, **kwargs)
 
@@ -927,8 +933,8 @@ class Tensor:
     x = self._float_input() if not dtypes.is_float(self.dtype) else self
     axes = self._reduce_axes(axis)
     count = math.prod(self.shape[a] for a in axes)
-    total = x.sum(axis, keepdim)
-    return total * (1 / count) if count else total * float("nan")
+    total = x.cast(x._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
+    return (total * (1 / count) if count else total * float("nan")).cast(x.dtype)
 
   def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
     x = self._float_input() if not dtypes.is_float(self.dtype) else self
@@ -940,6 +946,9 @@ class Tensor:
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
+    if self.ndim == 0:   # a 0-d tensor's only element, along its axis 0 or -1 as for the other reductions
+      if axis is not None: resolve_axis(axis, 1)
+      return Tensor.zeros((), dtype=dtypes.int32, device=self.device)
     if (self.numel() if axis is None else self.shape[resolve_axis(axis, self.ndim)]) == 0:
       raise ValueError(f"argmax/argmin of an empty axis: the tensor has shape {self.shape}")
     if axis is None:
@@ -1015,7 +1024,7 @@ class Tensor:
     return picked.transpose(dim, -1)
 
   @staticmethod
-  def einsum(formula: str, *operands: Tensor) -> Tensor:
+  def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:
     """Einstein summation over named axes ('ij,jk->ik'); without '->' the output is the letters used once, sorted."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)): operands = tuple(operands[0])
     formula = formula.replace(" ", "")
@@ -1047,7 +1056,8 @@ class Tensor:
     product = product._broadcast_to(tuple(sizes[letter] for letter in letters))
     summed_axes = tuple(i for i, letter in enumerate(letters) if letter not in output)
     kept = [letter for letter in letters if letter in output]
-    out = product.sum(summed_axes) if summed_axes else product
+    if summed_axes: out = product.sum(summed_axes, acc_dtype=acc_dtype)
+    else: out = product if acc_dtype is None else product.cast(acc_dtype)
     return out.permute([kept.index(letter) for letter in output]) if output else out
 
   # ---- pooling and convolution

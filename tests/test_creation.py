@@ -60,6 +60,7 @@ LIST_ROWS = [
   ("tuple_ints", (1, 2, 3), dtypes.int32), ("nested_tuple_list", ([1.0, 2.0], (3.0, 4.0)), dtypes.float32),
   ("3d_ints", [[[1], [2]], [[3], [4]], [[5], [6]]], dtypes.int32), ("single", [5], dtypes.int32),
   ("empty", [], dtypes.float32), ("empty_nested", [[], []], dtypes.float32),
+  ("ints_past_int64", [2**64 - 1, 5], dtypes.uint64),
 ]
 
 
@@ -533,6 +534,7 @@ CREATE_ROWS = [
   ("eye_3", lambda: Tensor.eye(3), np.eye(3, dtype=np.float32)),
   ("eye_1", lambda: Tensor.eye(1), np.eye(1, dtype=np.float32)),
   ("eye_0", lambda: Tensor.eye(0), np.eye(0, dtype=np.float32)),
+  ("eye_dim_keyword", lambda: Tensor.eye(dim=2), np.eye(2, dtype=np.float32)),
   ("eye_int32", lambda: Tensor.eye(4, dtype=dtypes.int32), np.eye(4, dtype=np.int32)),
   ("eye_bool", lambda: Tensor.eye(3, dtype=dtypes.bool), np.eye(3, dtype=np.bool_)),
 ]

@@ -427,6 +427,17 @@ def test_integer_powers(name, fn, expected):
   np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.numpy().astype(np.float64))
 
 
+def test_numpy_operand_on_the_left_keeps_a_tensor_and_its_gradient():
+  w = Tensor([1.0, -2.0], requires_grad=True)
+  out = np.float32(3) * w - np.int64(1)
+  assert isinstance(out, Tensor) and out.dtype == dtypes.float32
+  out.sum().backward()
+  np.testing.assert_array_equal(out.numpy(), np.array([2.0, -7.0], np.float32))
+  np.testing.assert_array_equal(w.grad.numpy(), np.array([3.0, 3.0], np.float32))
+  with pytest.raises(TypeError):
+    np.exp(w)   # a numpy function on a Tensor raises rather than returning an ndarray without gradient
+
+
 def test_sin_cos_of_large_arguments_stay_in_range():
   x = np.array([1e7, 1e18, 3e38, -5e9], np.float32)
   np.testing.assert_allclose(Tensor(x).sin().numpy(), np.sin(x.astype(np.float64)), atol=1e-6)

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nbgrad import Tensor
+from nbgrad import Tensor, dtypes
 
 # nbgrad runs in float32; the torch oracle runs in float64 on the same float32 values
 TOL = dict(rtol=1e-4, atol=1e-4)
@@ -214,6 +214,12 @@ def test_einsum(case):
   nb_in, th_in = [nb_leaf(v) for v in values], [th_leaf(v) for v in values]
   weighted_backward(Tensor.einsum(formula, *nb_in), torch.einsum(formula, *th_in), 30)
   check_grads(nb_in, th_in)
+
+
+def test_einsum_acc_dtype():
+  """The products stay int8; their sum runs in the accumulation dtype (200 does not fit int8)."""
+  out = Tensor.einsum("i,i->", Tensor(np.array([100, 100], np.int8)), Tensor(np.array([1, 1], np.int8)), acc_dtype=dtypes.int64)
+  assert out.dtype == dtypes.int64 and out.item() == 200
 
 
 # ---------------------------------------------------------------- bad input

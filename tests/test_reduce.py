@@ -250,6 +250,16 @@ def test_mean_dtypes(name, axis):
   check(out, np.mean(values.astype(np.float64), axis=axis), MEAN_DTYPE[name])
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_mean_divides_before_rounding_back(name):
+  """The float32 sum of two 40000s overflows float16; the mean (and var, layernorm, avg_pool) must not."""
+  t = Tensor([40000.0, 40000.0]).cast(getattr(dtypes, name))
+  value = t[0].item()   # 40000 in float16, 39936 in bfloat16
+  assert t.mean().dtype == t.dtype and t.mean().item() == value
+  assert t.var().item() == 0.0
+  assert t.reshape(1, 1, 1, 2).avg_pool2d((1, 2)).item() == value
+
+
 MEAN_AXES = [((), None, False), ((), 0, True), ((5,), 0, True), ((3, 4), -1, False), ((2, 3, 4), (0, 2), True),
              ((2, 3, 2, 5), (1, 3), False), ((1, 4), 0, False), ((3, 1, 2), 1, True), ((0, 3), 1, False),
              ((0, 3), 0, False)]
@@ -324,7 +334,7 @@ def test_arg_reduce_dtypes_and_ties(op, name, axis, keepdim):
   np.testing.assert_array_equal(out.numpy(), expected)
 
 
-ARG_SHAPES = [((), None), ((7,), 0), ((1,), 0), ((1, 4), 0), ((4, 1), 1), ((2, 3, 4), 1), ((2, 3, 4), None),
+ARG_SHAPES = [((), None), ((), 0), ((), -1), ((7,), 0), ((1,), 0), ((1, 4), 0), ((4, 1), 1), ((2, 3, 4), 1), ((2, 3, 4), None),
               ((2, 3, 4), -1), ((3, 1, 2), 1)]
 
 
