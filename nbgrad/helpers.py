@@ -5,7 +5,11 @@ import os
 
 
 def getenv(key: str, default=0):
-  return type(default)(os.getenv(key, default))
+  value = os.getenv(key, default)
+  try:
+    return type(default)(value)
+  except ValueError:
+    raise ValueError(f"environment variable {key}={value!r} is not a valid {type(default).__name__}") from None
 
 
 DEBUG = getenv("DEBUG", 0)

@@ -619,7 +619,7 @@ class Tensor:
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
     if not isinstance(y, Tensor): y = x._const_like(y, x.shape)
-    if x.device != y.device: raise ValueError(f"operands are on different devices: {x.device} and {y.device}")
+    x._check_same_device(y)
     if match_dtype and x.dtype != y.dtype:
       dtype = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(dtype), y.cast(dtype)
@@ -627,6 +627,9 @@ class Tensor:
     if x.shape == y.shape: return x, y
     shape = broadcast_shape(x.shape, y.shape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
+
+  def _check_same_device(self, other: Tensor):
+    if self.device != other.device: raise ValueError(f"operands are on different devices: {self.device} and {other.device}")
 
   def _broadcast_to(self, shape) -> Tensor:
     if self.shape == shape: return self
@@ -1100,6 +1103,7 @@ class Tensor:
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
+    self._check_same_device(weight)
     batch, cin = self.shape[:2]
     cout, cin_group = weight.shape[:2]
     if cin % groups or cout % groups or cin // groups != cin_group:
@@ -1130,6 +1134,7 @@ class Tensor:
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv_transpose2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
+    self._check_same_device(weight)
     cin, cout_group = weight.shape[:2]
     if self.shape[1] != cin or cin % groups:
       raise ValueError(f"input channels {self.shape[1]} do not match weight {weight.shape} with groups={groups}")
@@ -1210,6 +1215,7 @@ class Tensor:
     if self.ndim == 0 or w.ndim == 0: raise ValueError(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ValueError(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
+    self._check_same_device(w)
     out_dtype = least_upper_dtype(self.dtype, w.dtype)
     blas_dtype = _blas_dtype(out_dtype, acc_dtype)
     if blas_dtype is None: return self._dot_by_sum(w, acc_dtype)

@@ -137,7 +137,7 @@ def test_float_reduce(name, cols):
   assert_same(*on_both(REDUCES[name], rng.standard_normal((3, cols))))
 
 
-@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.bool, dtypes.float16], ids=str)
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.bool, dtypes.float16, dtypes.uint8], ids=str)
 def test_reduce_dtypes(dt):
   values = rng.integers(0, 3, (3, 260))
   for build in (lambda x: x.sum(-1), lambda x: x.max(-1), lambda x: x.min(0), lambda x: x.sum()):
@@ -229,9 +229,12 @@ def test_gradient_crosses_devices():
 
 
 # ---- bad input and device names
-def test_mixing_devices_names_both():
+@pytest.mark.parametrize("op", ["add", "matmul", "conv2d"])
+def test_mixing_devices_names_both(op):
+  a, b = Tensor(np.ones((1, 1, 3, 3), np.float32), device="CPU"), Tensor(np.ones((1, 1, 2, 2), np.float32), device=GPU)
+  build = {"add": lambda: a + a.to(GPU), "matmul": lambda: a @ a.to(GPU), "conv2d": lambda: a.conv2d(b)}[op]
   with pytest.raises(ValueError, match="CPU.*CUDA|CUDA.*CPU"):
-    Tensor([1.0], device="CPU") + Tensor([1.0], device=GPU)
+    build()
 
 
 def test_out_of_range_device_names_those_that_exist():
@@ -279,6 +282,14 @@ def test_batched_and_empty_matmul(shapes):
   a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
   assert_same(*on_both(lambda x, y: x @ y, a, b))
   assert_same(*on_both(lambda x, y: x @ y, a, b, dtype=dtypes.float64))
+
+
+def test_constants_differing_only_in_the_sign_of_zero():
+  """Kernels share parameter arrays by value: 0.0 and -0.0 compare equal but multiply differently."""
+  x = rng.standard_normal(4).astype(np.float32)
+  for zero in (-0.0, 0.0, -0.0):
+    cpu, gpu = on_both(lambda t: t * zero, x)
+    np.testing.assert_array_equal(np.signbit(gpu), np.signbit(cpu))
 
 
 def test_constant_outputs():

@@ -38,3 +38,10 @@ def test_default_device_follows_the_environment(monkeypatch):
   assert Device.DEFAULT == "CPU" and Tensor([1]).device == "CPU"
   monkeypatch.delenv("DEVICE")
   assert Device.DEFAULT == ("CUDA" if cuda_device.gpu_visible() else "CPU")
+
+
+def test_a_malformed_device_variable_names_itself(monkeypatch):
+  monkeypatch.delenv("DEVICE", raising=False)
+  monkeypatch.setenv("CPU", "yes")
+  with pytest.raises(ValueError, match="CPU='yes'"):
+    Device.DEFAULT

@@ -60,7 +60,7 @@ class CudaBackend:
     with self.gpu: cuda.synchronize()
 
   def device_params(self, ints: list, floats: list):
-    key = (tuple(ints), tuple(floats))
+    key = (tuple(ints), np.array(floats, np.float64).tobytes())   # by bits: -0.0 == 0.0 but multiplies differently
     found = self.params.get(key)
     if found is None:
       if len(self.params) >= _PARAM_CACHE_LIMIT: self.params.clear()

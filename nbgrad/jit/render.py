@@ -120,7 +120,7 @@ def reduce_identity(op: ReduceOps, dt: DType) -> str:
   if op is ReduceOps.SUM: return f"{t}(0)"
   if dt.kind == "b": return "False" if op is ReduceOps.MAX else "True"
   if dt.kind == "f": return f"{t}({'-' if op is ReduceOps.MAX else ''}np.inf)"
-  if dt.kind == "u": return f"{t}(0)" if op is ReduceOps.MAX else f"{t}(-1)"
+  if dt.kind == "u": return f"{t}(0)" if op is ReduceOps.MAX else f"{t}({(1 << 8 * dt.itemsize) - 1})"
   bits = 8 * dt.itemsize
   return f"{t}({-(1 << (bits - 1))})" if op is ReduceOps.MAX else f"{t}({(1 << (bits - 1)) - 1})"
 
