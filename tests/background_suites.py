@@ -1,7 +1,13 @@
-"""Suites that run in a child process of their own (the CUDA device under numba's simulator). The simulator
-holds one core for about 100 s while the main suite, which compiles kernels one at a time, mostly holds the
-other; so such a child starts as soon as collection has selected the test that reads its result, and that
-test is moved to the end of the run, where it waits for the child."""
+"""Child processes beside the main test session.
+
+- Suites that run in a process of their own (the CUDA device under numba's simulator). The simulator holds one
+  core for about 100 s while the main suite, which compiles kernels one at a time, mostly holds the other; so
+  such a child starts as soon as collection has selected the test that reads its result, and that test is moved
+  to the end of the run, where it waits for the child.
+- A cache warmer: when a session runs whole test files, a second, lower-priority pytest runs the same files in
+  reverse order and throws its results away. Both fill the shared kernel disk cache (built for concurrent
+  writers), so the main session loads in milliseconds what the warmer compiled first: a cold run's compiles are
+  spread over both cores. The main session still runs and reports every test itself."""
 import os
 import subprocess
 import sys
@@ -40,6 +46,21 @@ def start_selected(items):
     if test in selected: start(name)
 
 
+WARMER_ENV = "NBGRAD_CACHE_WARMER"
+WARMER_SKIPS = ("test_cache.py", "test_cuda.py")   # processes of their own, or no kernels to share
+
+
+def start_cache_warmer(session):
+  """Starts the warmer when the session runs whole files (no -k, -m or single tests) of more than one file."""
+  option = session.config.option
+  if option.keyword or option.markexpr or any("::" in arg for arg in session.config.args): return
+  files = sorted({str(item.path) for item in session.items if item.path.name not in WARMER_SKIPS}, reverse=True)
+  if len(files) < 2: return
+  command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", *files]
+  _running["cache_warmer"] = subprocess.Popen(command, env=dict(os.environ, **{WARMER_ENV: "1"}), stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(10))
+
+
 def result(name: str) -> tuple[int, str, str]:
   """The suite's exit code, stdout and stderr, once it has finished (started now if it was not)."""
   stdout, stderr = start(name).communicate()
@@ -48,6 +69,6 @@ def result(name: str) -> tuple[int, str, str]:
 
 def stop_all():
   for process in _running.values():
-    if process.poll() is None:   # the session ended before the test read it
+    if process.poll() is None:   # the cache warmer, or a suite whose reader did not run
       process.kill()
       process.communicate()
