@@ -73,7 +73,7 @@ class CudaKernel:
         except _COMPILE_ERRORS as e:
           raise RuntimeError(f"kernel {self.name} failed to compile for CUDA (source: {self.path}; DEBUG=4 prints it):\n{e}") from None
         except Exception as e:
-          if attempt: raise RuntimeError(f"kernel {self.name} could not be built from {self.path}: {e}") from e
+          if attempt: raise RuntimeError(f"kernel {self.name} failed to build or on its first launch ({self.path}): {e}") from e
           purge_cache_entry(self.path)
       stats = getattr(fn, "stats", None)
       if stats is not None and sum(stats.cache_hits.values()): GlobalCounters.disk_cache_hits += 1
