@@ -154,6 +154,16 @@ def test_pool(case):
   check_grads([nb_x], [th_x])
 
 
+def test_max_pool_of_a_centered_input_gives_every_window_its_gradient():
+  """Batchnorm then max-pool: the gradient's mask compares the input, recomputed in another kernel, with the
+  stored window maximum. Both must round alike (no multiply-add contraction in one and not the other)."""
+  values = randn((8, 16, 6, 6), 40)
+  x, ref = nb_leaf(values), th_leaf(values)
+  weighted_backward((x - x.mean(axis=(0, 2, 3)).reshape(1, -1, 1, 1)).max_pool2d(2),
+                    F.max_pool2d(ref - ref.mean(dim=(0, 2, 3)).reshape(1, -1, 1, 1), 2), 41)
+  check_grads([x], [ref])
+
+
 @pytest.mark.parametrize("op,kw", [("max_pool2d", dict(kernel_size=2)), ("avg_pool2d", dict(kernel_size=3, stride=1))])
 def test_pool_big_enough_for_the_parallel_window_kernels(op, kw):
   """Pooling over 280K inputs: the parallel kernels (built in the background, waited for here) unroll their

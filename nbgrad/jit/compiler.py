@@ -28,10 +28,11 @@ def _runtime_version() -> str:
 
 
 RUNTIME_VERSION = _runtime_version()
-# contract: a*b+c may become one fused multiply-add, which keeps NaN, infinity and signed-zero semantics
-# (arcp does not: its approximate reciprocal turns 1/0 into NaN). Reductions get reassociation through
-# runtime.radd only.
-FLAGS = 'cache=True, fastmath={"contract"}, error_model="numpy", nogil=True'
+# Strict IEEE arithmetic in kernels: the scheduler recomputes an elementwise node in every kernel that reads
+# it, and a max's gradient compares the recomputed input with the stored maximum, so both must round alike.
+# With contraction, a*b+c became a fused multiply-add in one kernel and not in another, and max-pool windows
+# after a batchnorm lost their gradient. Reductions get reassociation through runtime.radd only.
+FLAGS = 'cache=True, error_model="numpy", nogil=True'
 
 
 def module_source(body: str, parallel: bool) -> str:

@@ -8,7 +8,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-JIT = dict(cache=True, fastmath={"contract"}, error_model="numpy")
+JIT = dict(cache=True, error_model="numpy")   # no contraction: see compiler.FLAGS
 # Reassociation is allowed only inside the accumulate helpers below, so LLVM can vectorize a reduction
 # loop without being free to reorder the arithmetic of the expressions around it ((x-m) - log(s) must
 # not become x - (m + log(s))).
