@@ -293,6 +293,16 @@ BAD_GATHER_ROWS = {
 }
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float16], ids=["bool", "int8", "float16"])
+def test_gather_keeps_the_source_dtype(dtype):
+  a = (np.arange(12).reshape(3, 4) % 3).astype(dtype)
+  idx = np.array([[3, 0], [1, 1], [0, 2]], np.int32)
+  out = Tensor(a).gather(1, Tensor(idx))
+  expected = torch.gather(torch.from_numpy(a), 1, torch.from_numpy(idx).long()).numpy()
+  assert out.dtype.np == expected.dtype
+  np.testing.assert_array_equal(out.numpy(), expected)
+
+
 @pytest.mark.parametrize("row", list(BAD_GATHER_ROWS))
 def test_gather_bad_input_raises(row):
   x_shape, dim, idx, exc = BAD_GATHER_ROWS[row]
