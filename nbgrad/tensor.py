@@ -740,7 +740,7 @@ class Tensor:
     the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's special cases."""
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
-      if x == int(x) and abs(x) < 2 ** 31:
+      if math.isfinite(x) and x == int(x) and abs(x) < 2 ** 31:
         base = self._broadcasted(x)[0]
         if base.dtype == dtypes.bool: base = base.cast(dtypes.int32)
         if x >= 0: return base._pow_by_squaring(int(x))
@@ -748,7 +748,7 @@ class Tensor:
     base, exponent = self._broadcasted(x, reverse)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
-    if reverse and isinstance(x, (int, float)) and x > 0: return (exponent * math.log(x)).exp()
+    if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x): return (exponent * math.log(x)).exp()
     return base._float_pow(exponent)
 
   def _pow_by_squaring(self, n: int) -> Tensor:
@@ -777,7 +777,7 @@ class Tensor:
     # where exp(e * log|b|) gives no answer (nan) or no finite gradient, it runs on safe inputs and is replaced
     one = ((e == 0) & ((b == 0) | (b.abs() == math.inf) | (b != b))) | ((b.abs() == 1) & (e.abs() == math.inf)) \
       | ((b == 1) & (e != e))
-    zero_base = (b == 0) & (e != 0)
+    zero_base = (b == 0) & (e != 0) & (e == e)
     safe = one | zero_base
     b, e = safe.where(1.0, b), safe.where(0.0, e)
     magnitude = (e * b.abs().log()).exp()

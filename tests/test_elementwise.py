@@ -427,6 +427,15 @@ def test_integer_powers(name, fn, expected):
   np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.numpy().astype(np.float64))
 
 
+@pytest.mark.parametrize("fn,ref", [
+  (lambda t: t ** INF, lambda x: x ** INF), (lambda t: t ** NAN, lambda x: x ** NAN), (lambda t: t ** -INF, lambda x: x ** -INF),
+  (lambda t: 1.0 ** t, lambda x: 1.0 ** x), (lambda t: INF ** t, lambda x: INF ** x), (lambda t: 0.0 ** t, lambda x: 0.0 ** x),
+], ids=["x**inf", "x**nan", "x**-inf", "1**x", "inf**x", "0**x"])
+def test_pow_with_a_python_special_value(fn, ref):
+  values = np.array([0.0, 0.5, 1.0, -1.0, 2.0, -2.0, INF, NAN], np.float32)
+  check(fn(Tensor(values)), ref(torch.from_numpy(values)).numpy().astype(np.float64), "float32", "exact")
+
+
 def test_numpy_operand_on_the_left_keeps_a_tensor_and_its_gradient():
   w = Tensor([1.0, -2.0], requires_grad=True)
   out = np.float32(3) * w - np.int64(1)
