@@ -58,7 +58,16 @@ def start_cache_warmer(session):
   if len(files) < 2: return
   command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", *files]
   _running["cache_warmer"] = subprocess.Popen(command, env=dict(os.environ, **{WARMER_ENV: "1"}), stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(10))
+                                              stderr=subprocess.DEVNULL, preexec_fn=_yield_to_the_session)
+
+
+def _yield_to_the_session():
+  """In the warmer's process: the scheduler and, short of memory, the kernel's OOM killer pick it first."""
+  os.nice(10)
+  try:
+    with open("/proc/self/oom_score_adj", "w") as f: f.write("1000")
+  except OSError:
+    pass
 
 
 def result(name: str) -> tuple[int, str, str]:
