@@ -106,10 +106,8 @@ def advanced_index(tensor, items: list):
 def _strided_window(lazy):
   """(shape, strides, offset) of the elements lazy reads in its realized base buffer, when it reads each of them
   at most once through one strided window (x, x[1:], x.T); None otherwise (padded, expanded, lazy tensors)."""
-  if lazy.base.buffer is None: return None
-  view = lazy.view.flattened()
-  if len(view.levels) > 1 or view.levels[0].conds: return None
-  (strides, offset), = view.levels[0].rows
+  if lazy.base.buffer is None or (window := lazy.view.strided()) is None: return None
+  strides, offset = window
   if any(s == 0 and n > 1 for s, n in zip(strides, lazy.shape)): return None
   return lazy.shape, strides, offset
 

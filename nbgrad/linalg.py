@@ -155,20 +155,18 @@ def matrix_transpose(x: LazyBuffer) -> LazyBuffer:
 
 def column_major(x: LazyBuffer) -> bool:
   """Whether x's matrices are stored transposed: a strided view whose rows are adjacent in memory."""
-  flat = x.view.flattened()
-  if len(flat.levels) != 1 or flat.levels[0].conds or len(x.shape) < 2 or x.shape[-1] == 1: return False
-  (strides, _), = flat.levels[0].rows
+  window = x.view.strided()
+  if window is None or len(x.shape) < 2 or x.shape[-1] == 1: return False
+  strides, _ = window
   return strides[-2] == 1 and strides[-1] >= x.shape[-2]
 
 
 def _in_one_buffer(x: LazyBuffer) -> LazyBuffer:
   """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy
   of it: a view through a reshape of a permute, or one with padding, has no single set of strides."""
-  flat = x.view.flattened()
-  if len(flat.levels) == 1 and not flat.levels[0].conds: return x
-  return x.contiguous()
+  return x if x.view.strided() is not None else x.contiguous()
 
 
 def _strided(x: LazyBuffer) -> StridedOperand:
-  (strides, offset), = x.view.flattened().levels[0].rows
+  strides, offset = x.view.strided()
   return StridedOperand(x.shape, strides, offset)

@@ -81,16 +81,16 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   except ValueError as e:
     raise ValueError(f"cannot make a tensor from a ragged or inhomogeneous list: {e}") from None
   if array.dtype.kind not in "biuf": raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
-  if array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # numpy reads [2**64 - 1, 5] as float64
-    values = np.array(data, dtype=object)
-    if all(isinstance(v, int) for v in values.flat):
-      if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
-      array = values.astype(np.uint64)
   if dtype is not None and dtype != dtypes.bfloat16:
     try:
       return np.array(data, dtype=dtype.np)   # exact: numpy reads [2**64 - 1, 5] alone as float64
     except OverflowError:   # ints out of the dtype's range wrap, as a cast does
       return (np.array(data, dtype=object) % (1 << 8 * dtype.itemsize)).astype(np.uint64).astype(dtype.np)
+  if array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
+    values = np.array(data, dtype=object)
+    if all(isinstance(v, int) for v in values.flat):
+      if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
+      array = values.astype(np.uint64)
   if array.dtype.kind in "iu":
     if array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31): return array.astype(np.int32)
     return array if array.dtype.kind == "u" and array.max() >= 2**63 else array.astype(np.int64)

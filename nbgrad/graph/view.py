@@ -191,6 +191,14 @@ class View:
 
   def is_identity(self) -> bool: return len(self.levels) == 1 and self.levels[0].is_identity()
 
+  def strided(self) -> Optional[tuple[tuple[int, ...], int]]:
+    """(strides, offset) into the flat base buffer when the view is one strided window of it; None when it is
+    not (padding, or a reshape of a permute that no single set of strides expresses)."""
+    flat = self.flattened()
+    if len(flat.levels) != 1 or flat.levels[0].conds: return None
+    (strides, offset), = flat.levels[0].rows
+    return strides, offset
+
   def same_map(self, other: View) -> bool:
     """Both views read the same element for every index (they may differ in the coefficients of size-1 dims)."""
     return len(self.levels) == len(other.levels) and all(a.canonical == b.canonical for a, b in zip(self.levels, other.levels))
