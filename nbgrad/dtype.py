@@ -81,6 +81,7 @@ _ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double,
 def to_dtype(x) -> DType:
   """Accepts a DType, a dtype name ('float32', 'half') or a numpy dtype / type."""
   if isinstance(x, DType): return x
+  if x is None: raise TypeError("a dtype is needed, got None")
   if isinstance(x, str):
     if x in DTYPES_BY_NAME: return DTYPES_BY_NAME[x]
     if x in _ALIASES: return _ALIASES[x]

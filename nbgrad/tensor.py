@@ -65,6 +65,16 @@ def scalar_dtype(value) -> DType:
   return dtypes.default_float
 
 
+def filled_dtype(value) -> DType:
+  """The dtype of a tensor made of a Python scalar: API.md's defaults, but an int past int32 widens to int64
+  (uint64 from 2**63), as it does in a list."""
+  if isinstance(value, int) and not isinstance(value, bool) and not -2**31 <= value < 2**31:
+    if -2**63 <= value < 2**63: return dtypes.int64
+    if 0 <= value < 2**64: return dtypes.uint64
+    raise ValueError(f"{value} does not fit in int64 or uint64; give a float dtype")
+  return scalar_dtype(value)
+
+
 def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyBuffer:
   """Host data becomes a CPU buffer, and a (lazy) copy from there on any other device."""
   if dtype is None: dtype = dtypes.from_np(array.dtype)
@@ -80,13 +90,19 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
     array = np.array(data)
   except ValueError as e:
     raise ValueError(f"cannot make a tensor from a ragged or inhomogeneous list: {e}") from None
-  if array.dtype.kind not in "biuf": raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
+  huge_ints = array.dtype.kind == "O" and all(isinstance(v, (bool, int, float)) for v in array.flat)   # past 64 bits
+  if array.dtype.kind not in "biuf" and not huge_ints:
+    raise TypeError(f"cannot make a tensor from a list holding {array.dtype} values")
   if dtype is not None and dtype != dtypes.bfloat16:
     try:
       return np.array(data, dtype=dtype.np)   # exact: numpy reads [2**64 - 1, 5] alone as float64
     except OverflowError:   # ints out of the dtype's range wrap, as a cast does
       return (np.array(data, dtype=object) % (1 << 8 * dtype.itemsize)).astype(np.uint64).astype(dtype.np)
-  if array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
+  if huge_ints:
+    if dtype is None and not any(isinstance(v, float) for v in array.flat):
+      raise ValueError("a list's ints span more than int64 and uint64 hold; give a float dtype to store them as floats")
+    array = np.array(data, dtype=np.float64)
+  elif array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
     values = np.array(data, dtype=object)
     if all(isinstance(v, int) for v in values.flat):
       if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
@@ -132,7 +148,7 @@ class Tensor:
     elif data is None:
       lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
-      lazy = LazyBuffer.full(data, (), dtype or scalar_dtype(data), device)
+      lazy = LazyBuffer.full(data, (), dtype or filled_dtype(data), device)
     elif isinstance(data, (list, tuple)):
       lazy = _np_to_lazy(_list_to_array(data, dtype), dtype, device)
     elif isinstance(data, bytes):
@@ -173,6 +189,10 @@ class Tensor:
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
 
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item() or .numpy()")
   def __hash__(self): return id(self)
@@ -262,6 +282,7 @@ class Tensor:
     dtype = to_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast needs equal item sizes: {self.dtype} is {self.dtype.itemsize} bytes, {dtype} is {dtype.itemsize}")
+    if self.requires_grad: raise RuntimeError("bitcast has no gradient: detach() the tensor first")
     return self if dtype == self.dtype else F.Cast.apply(self, dtype=dtype, bitcast=True)
 
   def float(self) -> Tensor: return self.cast(dtypes.float32)
@@ -316,7 +337,7 @@ class Tensor:
   @staticmethod
   def full(shape, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
     shape = shape_arg(shape)
-    dtype = to_dtype(dtype) if dtype is not None else scalar_dtype(fill_value)
+    dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
   @staticmethod
@@ -379,8 +400,8 @@ class Tensor:
   def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
-    out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low
-    return Tensor(out.cast(dtype).lazydata, **kwargs)
+    out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
+    return Tensor(out.lazydata, **kwargs)
 
   @staticmethod
   def randint(*shape, low=0, high=10, dtype=None, device=None, **kwargs) -> Tensor:
@@ -395,7 +416,7 @@ class Tensor:
   def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
-    return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).cast(dtype).lazydata, **kwargs)
+    return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).lazydata, **kwargs)
 
   @staticmethod
   def scaled_uniform(*shape, **kwargs) -> Tensor:
@@ -421,17 +442,23 @@ class Tensor:
 
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
     """Samples category indices (int32) from 1-D or 2-D weights; without replacement each draw removes
-    the category it picked."""
+    the category it picked, and once a row's remaining weights are all zero its remaining categories are
+    taken uniformly (as torch does)."""
     if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs 1-D or 2-D weights, got shape {self.shape}")
-    if not isinstance(num_samples, int) or num_samples < 1: raise ValueError(f"num_samples must be a positive int, got {num_samples}")
-    categories = self.shape[-1]
+    if not isinstance(num_samples, (int, np.integer)) or isinstance(num_samples, bool) or num_samples < 1:
+      raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+    num_samples, categories = int(num_samples), self.shape[-1]
+    if categories == 0: raise ValueError(f"multinomial needs at least one category, got shape {self.shape}")
     if not replacement and num_samples > categories:
       raise ValueError(f"cannot take {num_samples} samples without replacement from {categories} categories")
-    if (self < 0).max().item(): raise ValueError("multinomial weights must be non-negative")
     weight = (self.unsqueeze(0) if self.ndim == 1 else self).float()
+    negative, empty_row = Tensor.stack((self < 0).max(), (weight.sum(1) <= 0).max()).tolist()
+    if negative: raise ValueError("multinomial weights must be non-negative")
+    if empty_row: raise ValueError("multinomial weights must have a positive sum in every row")
     rows = weight.shape[0]
-    picks = []
+    picks, remaining = [], Tensor.ones(rows, categories, device=self.device)
     for _ in range(1 if replacement else num_samples):
+      if picks: weight = (weight.sum(1, keepdim=True) > 0).where(weight, remaining)
       cdf = weight.cumsum(1)
       cdf = cdf / cdf[:, -1:]
       count = num_samples if replacement else 1
@@ -440,16 +467,17 @@ class Tensor:
       picks.append(pick)
       if not replacement:
         chosen = pick.reshape(rows, 1) == Tensor.arange(categories, device=self.device).reshape(1, categories)
-        weight = chosen.where(0.0, weight)
+        weight, remaining = chosen.where(0.0, weight), chosen.where(0.0, remaining)
     out = picks[0].cat(*picks[1:], dim=1) if len(picks) > 1 else picks[0]
     return (out.squeeze(0) if self.ndim == 1 else out).cast(dtypes.int32)
 
   def dropout(self, p: float = 0.5) -> Tensor:
-    """Zeroes each element with probability p and scales the rest by 1/(1-p), only when Tensor.training."""
+    """Zeroes each element with probability p and scales the rest by 1/(1-p), only when Tensor.training.
+    A multiply by the mask, so a dropped nan or inf stays nan (as in torch)."""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not Tensor.training or p == 0: return self
     keep = Tensor.rand(*self.shape, device=self.device) >= p
-    return keep.where(self, 0) * (1 / (1 - p)) if p < 1 else self * 0
+    return self * keep * (1 / (1 - p)) if p < 1 else self * 0
 
   def full_like(self, fill_value: Scalar, dtype=None, **kwargs) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device, **kwargs)
@@ -670,6 +698,7 @@ class Tensor:
     return self._flat((self > 0).cast(self.dtype) - (self < 0).cast(self.dtype))
   def abs(self) -> Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
+    if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
     return self.relu() + (-self).relu()
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
 
@@ -827,7 +856,7 @@ class Tensor:
   def where(self, x, y) -> Tensor:
     cond = self.cast(dtypes.bool)
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-      x = Tensor(LazyBuffer.full(x, (), scalar_dtype(x), self.device))
+      x = Tensor(LazyBuffer.full(x, (), filled_dtype(x), self.device))
     if isinstance(x, Tensor): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
     shape = broadcast_shape(cond.shape, x.shape)
@@ -1122,7 +1151,8 @@ class Tensor:
     columns = windows.permute(1, 2, *range(3 + dims, 3 + 2 * dims), 0, *range(3, 3 + dims)).contiguous()  # (G, Cin/G, *kernel, N, *out)
     columns = columns.reshape(groups, cin_group * math.prod(kernel), batch * math.prod(out_shape))
     w = weight.reshape(groups, cout // groups, cin_group * math.prod(kernel))
-    out = w.dot(columns, acc_dtype=acc_dtype).reshape(groups, cout // groups, batch, *out_shape)
+    # in the dtype of a sum of the products, as tinygrad's conv2d: int8 inputs give int32
+    out = w._product(columns, acc_dtype).reshape(groups, cout // groups, batch, *out_shape)
     if bias is not None: out = out + bias.reshape(groups, cout // groups, *([1] * (1 + dims)))
     # the output gradient is copied once into this layout, where both gradient products and the bias's sum read it
     out = out.contiguous_backward()
@@ -1216,10 +1246,15 @@ class Tensor:
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ValueError(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
     self._check_same_device(w)
+    return self._product(w, acc_dtype).cast(least_upper_dtype(self.dtype, w.dtype))
+
+  def _product(self, w: Tensor, acc_dtype) -> Tensor:
+    """self @ w in the dtype a sum of the products has (ints widen; conv2d keeps it, dot casts back)."""
     out_dtype = least_upper_dtype(self.dtype, w.dtype)
     blas_dtype = _blas_dtype(out_dtype, acc_dtype)
     if blas_dtype is None: return self._dot_by_sum(w, acc_dtype)
-    return self.cast(blas_dtype)._blas_matmul(w.cast(blas_dtype)).cast(out_dtype)
+    out = self.cast(blas_dtype)._blas_matmul(w.cast(blas_dtype))
+    return out.cast(out_dtype) if out_dtype in (dtypes.float16, dtypes.bfloat16) else out
 
   def _blas_matmul(self, w: Tensor) -> Tensor:
     """A 1-D self is one row and a 1-D w one column; batch dims broadcast, except that a matrix w takes
@@ -1237,7 +1272,7 @@ class Tensor:
     k = self.shape[-1]
     x = self.reshape(self.shape[:-1] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + (k,))
     w = w.reshape(w.shape[:-2] + (1,) * min(self.ndim - 1, w.ndim - 1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
-    return (x * w).sum(-1, acc_dtype=acc_dtype).cast(least_upper_dtype(x.dtype, w.dtype))
+    return (x * w).sum(-1, acc_dtype=acc_dtype)
 
   def matmul(self, x: Tensor, reverse=False, acc_dtype=None) -> Tensor:
     return x.dot(self, acc_dtype=acc_dtype) if reverse else self.dot(x, acc_dtype=acc_dtype)

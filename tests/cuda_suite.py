@@ -221,6 +221,16 @@ def test_mlp_gradients_and_step():
   for cpu, gpu in zip(*results): assert_same(cpu, gpu)
 
 
+def test_max_pool_after_a_normalization_gives_every_window_its_gradient():
+  """The gradient's mask compares the input, recomputed in another kernel, with the stored window maximum:
+  both kernels must round a*b+c alike (the GPU compiler would fuse it into one multiply-add in one of them)."""
+  x = Tensor(rng.standard_normal((8, 16, 6, 6)).astype(np.float32), device=GPU, requires_grad=True)
+  centered = x - x.mean(axis=(0, 2, 3)).reshape(1, -1, 1, 1).detach()
+  (centered * 1.5 + 0.3).max_pool2d(2).sum().backward()
+  per_window = x.grad.numpy().reshape(8, 16, 3, 2, 3, 2).sum(axis=(3, 5))
+  np.testing.assert_array_equal(per_window, np.full((8, 16, 3, 3), 1.5, np.float32))
+
+
 def test_gradient_crosses_devices():
   w = Tensor([1.0, 2.0, 3.0], device="CPU", requires_grad=True)
   (w.to(GPU) * Tensor([4.0, 5.0, 6.0], device=GPU)).sum().backward()

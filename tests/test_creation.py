@@ -97,6 +97,45 @@ def test_list_with_dtype_keeps_full_precision(name, data, dt, expected):
   assert t.dtype == dt and t.tolist() == expected
 
 
+# ints past 64 bits: stored as floats when a float dtype asks for it or a float sits beside them (numpy, torch)
+HUGE_INT_ROWS = [
+  ("float32_dtype", lambda: Tensor([2**70, 1], dtype=dtypes.float32), lambda: np.array([2**70, 1], np.float32)),
+  ("float64_dtype", lambda: Tensor([[2**65], [-2**66]], dtype=dtypes.float64), lambda: np.array([[2**65], [-2**66]], np.float64)),
+  ("beside_a_float", lambda: Tensor([2**64, 1.5]), lambda: torch.tensor([2**64, 1.5]).numpy()),
+  ("bfloat16_dtype", lambda: Tensor([2**70], dtype=dtypes.bfloat16).float(), lambda: torch.tensor([2**70], dtype=torch.bfloat16).float().numpy()),
+]
+
+
+@pytest.mark.parametrize("name,make_tensor,ref", HUGE_INT_ROWS, ids=[r[0] for r in HUGE_INT_ROWS])
+def test_list_of_ints_past_64_bits(name, make_tensor, ref):
+  check_same(make_tensor(), ref())
+
+
+def test_list_of_ints_past_64_bits_without_a_float_raises():
+  with pytest.raises(ValueError, match="int64"):
+    Tensor([2**70, 1])
+
+
+@pytest.mark.parametrize("value", [2**31, -2**31 - 1, 2**40, 2**63 - 1, -2**63, 2**63, 2**64 - 1])
+def test_python_int_past_int32_widens_like_a_list(value):
+  """Tensor(v) and Tensor.full(shape, v) keep the value, with the dtype a list [v] gets (torch: int64)."""
+  expected = dtypes.uint64 if value >= 2**63 else dtypes.int64
+  for t, shape in ((Tensor(value), ()), (Tensor.full((2,), value), (2,))):
+    assert t.dtype == expected == Tensor([value]).dtype
+    check_same(t, np.full(shape, value, expected.np))
+  with pytest.raises(ValueError, match=str(2**64)):
+    Tensor(2**64)
+
+
+def test_iteration_gives_the_rows_and_a_0d_tensor_raises():
+  a = np.arange(6, dtype=np.int32).reshape(3, 2)
+  rows = list(Tensor(a))
+  assert len(rows) == 3
+  for row, ref in zip(rows, a): check_same(row, ref)
+  with pytest.raises(TypeError, match="0-d"):
+    iter(Tensor(5))
+
+
 @pytest.mark.parametrize("name,data,dt", EXPLICIT_DTYPE_ROWS, ids=[r[0] for r in EXPLICIT_DTYPE_ROWS])
 def test_construction_with_dtype(name, data, dt):
   t = Tensor(data, dtype=dt)
@@ -464,6 +503,17 @@ def test_bitcast_of_view_and_computation():
   a = make((3, 4))
   check_same(Tensor(a).T.bitcast(dtypes.int32), np.ascontiguousarray(a.T).view(np.int32))
   check_same((Tensor(a) + 1).bitcast(dtypes.uint32), (a + 1).view(np.uint32))
+
+
+def test_bitcast_of_a_tensor_that_requires_grad_raises_at_the_call():
+  with pytest.raises(RuntimeError, match="gradient"):
+    Tensor([1.0], requires_grad=True).bitcast(dtypes.int32)
+  assert Tensor([1.0], requires_grad=True).detach().bitcast(dtypes.int32).item() == 1065353216
+
+
+def test_cast_to_none_raises():
+  with pytest.raises(TypeError, match="None"):
+    Tensor([1]).cast(None)
 
 
 def test_bitcast_of_different_itemsize_raises():

@@ -618,6 +618,23 @@ def test_integer_division(name, a, b_name, b, out, expected):
   check(lhs.div(rhs, upcast=False), np.array(expected, NP[out]), out)
 
 
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+def test_integer_division_and_abs_at_the_limits_of_the_type(name):
+  """The minimum of a signed type has no positive counterpart: -128 // 2 is -64 and abs(-128) is -128."""
+  info = np.iinfo(NP[name])
+  signed = info.min < 0
+  a = np.array([info.min, info.min, info.min + 1, info.max, info.max, -7 if signed else 7, 0], NP[name])
+  b = np.array([2, -1 if signed else 1, -3 if signed else 3, 3, info.max, 2, 5], NP[name])
+  lhs, rhs = Tensor(a), Tensor(b)
+  with np.errstate(over="ignore"):
+    check(lhs // rhs, a // b, name)
+    check(lhs % rhs, a % b, name)
+    truncated = [(abs(x) // abs(y)) * (-1 if (x < 0) != (y < 0) else 1) for x, y in zip(a.tolist(), b.tolist())]
+    wrapped = [(q - int(info.min)) % 2**info.bits + int(info.min) for q in truncated]   # -min // -1 wraps to min
+    check(lhs.div(rhs, upcast=False), np.array(wrapped, NP[name]), name)
+    check(lhs.abs(), np.abs(a), name)
+
+
 BAD_SHIFTS = [
   ("float32_lshift", lambda: Tensor(np.array([1.0], np.float32)).lshift(1)),
   ("negative_shift", lambda: Tensor(np.array([1, 2], np.uint8)).lshift(-1)),

@@ -116,6 +116,32 @@ def test_conv_transpose2d(case):
   check_grads(nb_in, th_in)
 
 
+# a convolution's result has the dtype of a sum of its products (tinygrad's rule): ints widen to (u)int32,
+# an acc_dtype is kept, half stays half. Values from torch in float64 (exact for these small ints).
+CONV_DTYPE_ROWS = [
+  ("int8", np.int8, {}, "int32"), ("uint8", np.uint8, {}, "uint32"), ("int16", np.int16, {}, "int32"),
+  ("bool", np.bool_, {}, "int32"), ("int8_acc_int16", np.int8, dict(acc_dtype=dtypes.int16), "int16"),
+  ("float32_acc_float64", np.float32, dict(acc_dtype=dtypes.float64), "float64"), ("float16", np.float16, {}, "float16"),
+]
+
+
+@pytest.mark.parametrize("name,npdt,kw,out", CONV_DTYPE_ROWS, ids=[r[0] for r in CONV_DTYPE_ROWS])
+def test_conv_result_dtype_is_the_sums(name, npdt, kw, out):
+  rng = np.random.default_rng(3)
+  xv = (rng.integers(0, 2, (2, 3, 5, 5)) if npdt == np.bool_ else rng.integers(0, 60, (2, 3, 5, 5))).astype(npdt)
+  wv = rng.integers(0, 2, (4, 3, 3, 3)).astype(npdt)
+  bv = np.ones(4, npdt)
+  expected = F.conv2d(torch.tensor(xv.astype(np.float64)), torch.tensor(wv.astype(np.float64)), torch.tensor(bv.astype(np.float64)), padding=1)
+  got = Tensor(xv).conv2d(Tensor(wv), Tensor(bv), padding=1, **kw)
+  assert got.dtype == getattr(dtypes, out)
+  np.testing.assert_array_equal(got.numpy(), expected.numpy().astype(got.dtype.np))
+  if "acc_dtype" not in kw:
+    expected_t = F.conv_transpose2d(torch.tensor(xv[:, :3].astype(np.float64)), torch.tensor(wv[:3].astype(np.float64)))
+    got_t = Tensor(xv[:, :3]).conv_transpose2d(Tensor(wv[:3]))
+    assert got_t.dtype == getattr(dtypes, out)
+    np.testing.assert_array_equal(got_t.numpy(), expected_t.numpy().astype(got_t.dtype.np))
+
+
 # ---------------------------------------------------------------- pooling
 def torch_avg_pool(x, kernel_size, stride=None, dilation=1):
   """torch's avg_pool2d has no dilation: a per-channel conv with a uniform kernel does the same."""

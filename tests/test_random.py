@@ -523,6 +523,20 @@ def test_multinomial_without_replacement_pair_distribution():
     np.testing.assert_allclose(np.bincount(x[:, 0], minlength=4) / rows, w / W, atol=0.008)
 
 
+def test_multinomial_without_replacement_takes_zero_weights_last():
+    # torch's rule: once the positive weights are used up, the zero-weight categories follow; a permutation
+    Tensor.manual_seed(25)
+    x = Tensor([[0.1, 0.0, 0.6, 0.3], [0.0, 1.0, 0.0, 0.0]] * 50).multinomial(4, replacement=False).numpy()
+    assert np.all(np.sort(x, axis=1) == np.arange(4))
+    assert set(x[0::2, 3].tolist()) == {1}   # the only zero weight of the first rows comes last
+    assert set(x[1::2, 0].tolist()) == {1}
+
+
+def test_multinomial_takes_a_numpy_int_count():
+    Tensor.manual_seed(26)
+    assert Tensor([1.0, 2.0]).multinomial(np.int64(3), replacement=True).shape == (3,)
+
+
 # ---------------------------------------------------------------------------------------------
 # dropout
 # ---------------------------------------------------------------------------------------------
@@ -590,6 +604,18 @@ def test_dropout_training_p0_identity_p1_zero():
         Tensor.training = old
 
 
+def test_dropout_keeps_nan_where_it_drops():
+    # the mask multiplies, as in torch: nan * 0 is nan; kept values are scaled
+    values = np.tile(np.array([np.nan, 1.0, -2.0, 3.0], np.float32), 200)
+    with Tensor.train():
+        out = Tensor(values).dropout(0.5).numpy()
+    th = torch.nn.functional.dropout(torch.from_numpy(values), 0.5).numpy()
+    assert np.isnan(out[0::4]).all() and np.isnan(th[0::4]).all()
+    kept = out[1::4] != 0
+    assert 0.3 < kept.mean() < 0.7
+    np.testing.assert_array_equal(out[1::4][kept], np.float32(2.0))
+
+
 # ---------------------------------------------------------------------------------------------
 # dtypes: the float32 draw, cast
 # ---------------------------------------------------------------------------------------------
@@ -647,6 +673,32 @@ def test_uniform_dtype(name, low, high):
     assert got.min() >= low and got.max() <= high
 
 
+# tinygrad 0.9.0's own outputs (THREEFRY=1, its CLANG device) for normal draws with a std that is not a power
+# of two, where the order of its fused kernel, (std * cos) * sqrt + mean with one rounding, shows in the bits
+NORMAL_REF = json.loads((ROOT / "tests" / "data" / "tinygrad090_normal.json").read_text())
+
+
+@pytest.mark.parametrize("case", list(NORMAL_REF))
+def test_normal_bits_equal_tinygrads(case):
+    seed, call = case.split("; ")
+    Tensor.manual_seed(int(seed[len("manual_seed("):-1]))
+    got = eval("Tensor." + call).numpy().reshape(-1)
+    np.testing.assert_array_equal(got.view(np.uint32), np.array(NORMAL_REF[case], np.uint32))
+
+
+@pytest.mark.parametrize("fn", ["uniform", "normal"])
+def test_int_dtype_with_float_parameters_gives_float(fn):
+    # tinygrad: ((high - low) * rand).cast(dtype) + low and std * randn(dtype) + mean; the float scalar
+    # added to the int tensor makes the result float32
+    Tensor.manual_seed(32)
+    kw = dict(low=-1.5, high=2.0) if fn == "uniform" else dict(mean=0.5, std=2.0)
+    t = getattr(Tensor, fn)(64, dtype=dtypes.int16, **kw)
+    assert t.dtype == dtypes.float32
+    if fn == "uniform":
+        ref = (np.float32(3.5) * oracle_rand(32, 0, (64,))).astype(np.int16).astype(np.float32) - np.float32(1.5)
+        np.testing.assert_array_equal(t.numpy(), ref)
+
+
 @pytest.mark.parametrize("name", ["float16", "float64"])
 def test_normal_dtype(name):
     # std * randn(dtype) + mean, in the dtype
@@ -697,6 +749,14 @@ def test_multinomial_bad_rank(build, replacement):
 def test_multinomial_negative_weights(weights, replacement):
     with pytest.raises(ValueError):
         Tensor(weights).multinomial(1, replacement=replacement)
+
+
+@pytest.mark.parametrize("build", [lambda: Tensor.ones(0), lambda: Tensor([0.0, 0.0]), lambda: Tensor([[1.0, 2.0], [0.0, 0.0]])],
+                         ids=["no_categories", "all_zero", "a_zero_row"])
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_without_a_positive_weight_raises(build, replacement):
+    with pytest.raises(ValueError):
+        build().multinomial(1, replacement=replacement)
 
 
 def test_multinomial_nonpositive_num_samples():

@@ -11,9 +11,9 @@ loop nest differs. Two shapes:
   second kernel combines the chunks' partial results."""
 from __future__ import annotations
 from nbgrad.dtype import DType
-from nbgrad.graph.ops import UnaryOps
+from nbgrad.graph.ops import UnaryOps, BinaryOps
 from nbgrad.graph.schedule import Kernel
-from nbgrad.jit.render import Renderer, BINARY, REDUCE_COMBINE, reduce_identity, compute_type
+from nbgrad.jit.render import Renderer, BINARY, REDUCE_COMBINE, reduce_identity, compute_type, in_dtype
 from nbgrad.cuda.runtime import SIMULATOR
 
 # a reduce over at least this many elements per output is shared by a block of threads
@@ -58,12 +58,22 @@ def _scalar_type(dt: DType) -> str:
   return "nb_types.boolean" if dt.kind == "b" else compute_type(dt).replace("np.", "nb_types.")
 
 
+def _unfused_multiply(dt: DType, a: str, b: str) -> str:
+  """A float product the GPU compiler may not fuse with a following addition into one multiply-add: the
+  scheduler recomputes an elementwise node in each kernel that reads it, and a*b+c contracted in one kernel
+  and not in another gives two values (a max's gradient compares such a recomputed input with the stored
+  maximum). The CPU kernels are compiled without contraction; CUDA's compiler contracts by default."""
+  if dt.kind != "f": return BINARY[BinaryOps.MUL](dt, a, b)
+  return in_dtype(dt, f"{'dmul_rn' if dt.itemsize == 8 else 'fmul_rn'}({a}, {b})")
+
+
 class CudaRenderer(Renderer):
   MATH = {
     UnaryOps.SQRT: ("sqrtf", "sqrt"), UnaryOps.EXP2: ("exp2f", "exp2"), UnaryOps.LOG2: ("log2f", "log2"),
     UnaryOps.SIN: ("sinf", "sin"), UnaryOps.TRUNC: ("truncf", "trunc"), UnaryOps.FLOOR: ("floorf", "floor"),
     UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
   }
+  BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply}
 
   def __init__(self, kernel: Kernel, threads: int, phase: str = "", chunks: int = 0):
     """phase "partials" or "combine" renders one of the two kernels of a split reduce (split_chunks)."""

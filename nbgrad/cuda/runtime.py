@@ -28,6 +28,9 @@ if SIMULATOR:
   exp2, log2, sin, sqrt, trunc, floor, ceil, rint = (
     _numpy_math(fn, np.float64) for fn in (np.exp2, np.log2, np.sin, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
 
+  def fmul_rn(a, b): return np.float32(np.float32(a) * np.float32(b))
+  def dmul_rn(a, b): return np.float64(a) * np.float64(b)
+
   def f16_to_f32(h): return np.float32(np.uint16(h).view(np.float16))
   def f32_to_f16(f): return np.float32(f).astype(np.float16).view(np.uint16)
 else:
@@ -40,7 +43,7 @@ else:
     from numba import types
     from numba.extending import intrinsic
   from numba.cuda.libdevice import (exp2f, log2f, sinf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
-                                    exp2, log2, sin, sqrt, trunc, floor, ceil, rint)
+                                    exp2, log2, sin, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 
@@ -60,5 +63,7 @@ round_f16 = device_function(cpu_runtime, "round_f16", globals())
 round_bf16 = device_function(cpu_runtime, "round_bf16", globals())
 idiv = device_function(cpu_runtime, "idiv", globals())
 imod = device_function(cpu_runtime, "imod", globals())
+udiv = device_function(cpu_runtime, "udiv", globals())
+umod = device_function(cpu_runtime, "umod", globals())
 fmax = device_function(cpu_runtime, "fmax", globals())
 fmin = device_function(cpu_runtime, "fmin", globals())

@@ -38,7 +38,7 @@ def store_to_storage(dt: DType, text: str) -> str:
   return text
 
 
-def _wrap(dt: DType, text: str) -> str:
+def in_dtype(dt: DType, text: str) -> str:
   """Keeps a computed value in its dtype: small ints wrap, 16-bit floats round."""
   if dt.kind in "iu": return f"{compute_type(dt)}({text})"
   if dt == dtypes.float16: return f"round_f16({text})"
@@ -48,7 +48,7 @@ def _wrap(dt: DType, text: str) -> str:
 
 def _cast(src: DType, dst: DType, a: str) -> str:
   if dst.kind == "b": return f"({a} != 0)"
-  if dst.kind == "f": return _wrap(dst, f"np.float32({a})" if dst.itemsize == 2 else f"{compute_type(dst)}({a})")
+  if dst.kind == "f": return in_dtype(dst, f"np.float32({a})" if dst.itemsize == 2 else f"{compute_type(dst)}({a})")
   if src.kind == "f" and dst.kind in "iu" and dst.itemsize < 8:   # through int64: out-of-range floats wrap, in every kernel
     return f"{compute_type(dst)}(np.int64({a}))"
   return f"{compute_type(dst)}({a})"
@@ -62,30 +62,30 @@ def _bitcast(src: DType, dst: DType, a: str) -> str:
 
 
 # op -> template(dtype of the result or of the operands, *operand texts). One table for every device;
-# only the float math functions differ (Renderer.MATH).
+# only the float math functions (Renderer.MATH) and the CUDA float product (CudaRenderer.BINARY) differ.
 UNARY = {
-  UnaryOps.NEG: lambda dt, a: f"(not {a})" if dt.kind == "b" else _wrap(dt, f"(-{a})"),
-  UnaryOps.RECIP: lambda dt, a: _wrap(dt, f"({compute_type(dt)}(1.0) / {a})"),
+  UnaryOps.NEG: lambda dt, a: f"(not {a})" if dt.kind == "b" else in_dtype(dt, f"(-{a})"),
+  UnaryOps.RECIP: lambda dt, a: in_dtype(dt, f"({compute_type(dt)}(1.0) / {a})"),
   UnaryOps.NOT: lambda dt, a: f"(not {a})",
 }
 EXACT_ROUNDING = (UnaryOps.TRUNC, UnaryOps.FLOOR, UnaryOps.CEIL, UnaryOps.RINT)   # results need no re-rounding
 BINARY = {
-  BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else _wrap(dt, f"({a} + {b})"),
-  BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else _wrap(dt, f"({a} - {b})"),
-  BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else _wrap(dt, f"({a} * {b})"),
-  BinaryOps.DIV: lambda dt, a, b: _wrap(dt, f"({a} / {b})"),
-  BinaryOps.IDIV: lambda dt, a, b: _wrap(dt, f"idiv({a}, {b})"),
-  BinaryOps.MOD: lambda dt, a, b: _wrap(dt, f"imod({a}, {b})"),
+  BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else in_dtype(dt, f"({a} + {b})"),
+  BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else in_dtype(dt, f"({a} - {b})"),
+  BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else in_dtype(dt, f"({a} * {b})"),
+  BinaryOps.DIV: lambda dt, a, b: in_dtype(dt, f"({a} / {b})"),
+  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"{'udiv' if dt.kind == 'u' else 'idiv'}({a}, {b})"),
+  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"{'umod' if dt.kind == 'u' else 'imod'}({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
   BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
   BinaryOps.CMPEQ: lambda dt, a, b: f"({a} == {b})",
   BinaryOps.CMPNE: lambda dt, a, b: f"({a} != {b})",
-  BinaryOps.AND: lambda dt, a, b: _wrap(dt, f"({a} & {b})"),
-  BinaryOps.OR: lambda dt, a, b: _wrap(dt, f"({a} | {b})"),
-  BinaryOps.XOR: lambda dt, a, b: _wrap(dt, f"({a} ^ {b})"),
-  BinaryOps.SHL: lambda dt, a, b: _wrap(dt, f"({a} << {b})"),
-  BinaryOps.SHR: lambda dt, a, b: _wrap(dt, f"({a} >> {b})"),
+  BinaryOps.AND: lambda dt, a, b: in_dtype(dt, f"({a} & {b})"),
+  BinaryOps.OR: lambda dt, a, b: in_dtype(dt, f"({a} | {b})"),
+  BinaryOps.XOR: lambda dt, a, b: in_dtype(dt, f"({a} ^ {b})"),
+  BinaryOps.SHL: lambda dt, a, b: in_dtype(dt, f"({a} << {b})"),
+  BinaryOps.SHR: lambda dt, a, b: in_dtype(dt, f"({a} >> {b})"),
 }
 REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
 
@@ -150,6 +150,7 @@ class Renderer:
     UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"), UnaryOps.FLOOR: ("np.floor", "np.floor"),
     UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
   }
+  BINARY = BINARY
 
   def __init__(self, kernel: Kernel, parallel: bool):
     self.kernel, self.parallel = kernel, parallel
@@ -315,14 +316,14 @@ class Renderer:
       elif op is UnaryOps.BITCAST: text = _bitcast(expr.srcs[0].dtype, dt, srcs[0])
       elif op in self.MATH: text = self.math(op, dt, srcs[0])
       elif op in UNARY: text = UNARY[op](dt, srcs[0])
-      else: text = BINARY[op](expr.srcs[0].dtype, *srcs)
+      else: text = self.BINARY[op](expr.srcs[0].dtype, *srcs)
       lines.append(f"{name} = {text}")
     memo[id(expr)] = name
     return name
 
   def math(self, op, dt: DType, a: str) -> str:
     text = f"{self.MATH[op][dt.itemsize == 8]}({a})"
-    return text if op in EXACT_ROUNDING else _wrap(dt, text)
+    return text if op in EXACT_ROUNDING else in_dtype(dt, text)
 
   def body(self, expr: Expr, known: Optional[dict] = None) -> tuple[list[str], str]:
     """Statements computing expr; known maps id(subexpression) to a name that already holds its value."""
@@ -417,7 +418,7 @@ class Renderer:
       self.emit(depth, f"{target} = {key} if {key} {'>' if op is ReduceOps.MAX else '<'} {target} else {target}")
       self.emit(depth, f"nan_{target} = nan_{target} | ({value} != {value})")
     elif dt.kind == "f" and op is ReduceOps.SUM and not self.column:
-      self.emit(depth, f"{target} = {_wrap(dt, f'radd({target}, {value})')}")
+      self.emit(depth, f"{target} = {in_dtype(dt, f'radd({target}, {value})')}")
     else:
       self.emit(depth, f"{target} = {BINARY[REDUCE_COMBINE[op]](dt, target, value)}")
     return value

@@ -147,16 +147,27 @@ def sin_f32(x):
 # ---- integer and NaN-aware helpers
 @njit(**JIT)
 def idiv(a, b):
-  """Integer division rounding toward zero; 0 where b == 0."""
+  """Integer division rounding toward zero; 0 where b == 0. Never through abs(), which keeps the minimum of a
+  signed type negative; the minimum over -1 wraps rather than trapping."""
   if b == 0: return a - a
-  q = abs(a) // abs(b)
-  return -q if (a < 0) != (b < 0) else q
+  if b == -1: return -a
+  q = a // b   # rounds down: one up where the signs differ and b does not divide a
+  return q + 1 if (q * b != a) & ((a < 0) != (b < 0)) else q
 
 
 @njit(**JIT)
 def imod(a, b):
   """Remainder of idiv: a - idiv(a, b) * b (sign of a)."""
   return a - idiv(a, b) * b
+
+
+# Unsigned division apart: mixing an unsigned value with a signed constant (b == -1, q + 1) computes in float64
+@njit(**JIT)
+def udiv(a, b): return a // b if b != 0 else a - a
+
+
+@njit(**JIT)
+def umod(a, b): return a % b if b != 0 else a
 
 
 # `|` rather than `or`: no branch, so LLVM turns it into a vector select

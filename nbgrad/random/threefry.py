@@ -103,12 +103,12 @@ def _to_unit(b):
 
 @nb.njit(inline="always", cache=True)
 def _box_muller(u0, u1):
-    # tinygrad 0.9.0: cos(2*pi*u0) * sqrt(-2 * log(1 - u1)), all float32, with
+    # tinygrad 0.9.0: cos(2*pi*u0) and sqrt(-2 * log(1 - u1)), all float32, with
     # cos(x) = sin(pi/2 - x) and log(x) = log2(x) * ln(2); its C compiler contracts
     # pi/2 - u0 * 2pi into one fused multiply-add, which the reference values need.
     c = math.sin(_fma(-u0, np.float32(6.283185307179586), np.float32(1.5707963267948966)))
     lg = math.log2(np.float32(1.0) - u1) * np.float32(0.6931471805599453)
-    return np.float32(c * math.sqrt(lg * np.float32(-2.0)))
+    return np.float32(c), np.float32(math.sqrt(lg * np.float32(-2.0)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,8 +143,9 @@ def _normal_block(k0, k1, k2, c0, hh, m, affine, std, mean, o):
     for j in range(m):
         c1 = np.uint32(c0 + np.uint32(j))
         x0, x1 = _threefry_pair(c1, np.uint32(c1 + hh), k0, k1, k2)
-        r = _box_muller(_to_unit(x0), _to_unit(x1))
-        o[j] = _fma(std, r, mean) if affine else r
+        c, s = _box_muller(_to_unit(x0), _to_unit(x1))
+        # std * randn + mean as tinygrad's kernel computes it: (std * cos) * sqrt + mean, contracted
+        o[j] = _fma(np.float32(std * c), s, mean) if affine else np.float32(c * s)
 
 
 @nb.njit(cache=True)
@@ -291,7 +292,8 @@ def normal_float32(seed: int, counter: int, n: int, out: np.ndarray | None = Non
     out[i] = cos(2*pi*u[0][i]) * sqrt(-2*log(1 - u[1][i])); returns out.
 
     With ``mean``/``std`` other than (0, 1) it writes tinygrad's float32 ``normal``:
-    fma(float32(std), r, float32(mean)). The draw consumes 2n counter values."""
+    fma(float32(std * cos), sqrt, float32(mean)), the order tinygrad's kernel computes it in. The draw
+    consumes 2n counter values."""
     seed, counter, n = _check(seed, counter, n)
     if 2 * n >= 2 ** 32:
         raise ValueError(f"a single draw holds at most 2**32 - 1 values, got 2*{n}")
