@@ -112,6 +112,13 @@ def _strided_window(lazy):
   return lazy.shape, strides, offset
 
 
+def is_window_of_a_buffer(tensor) -> bool:
+  """Whether tensor is a view (x[1:], x.T) reading a realized buffer it shares with another tensor, so that
+  writing into it in place must reach that buffer."""
+  lazy = tensor.lazydata
+  return lazy is not lazy.base and _strided_window(lazy) is not None
+
+
 def set_basic_index(tensor, indices, value):
   """t[indices] = value for basic indices. A tensor reading a realized buffer through a strided window (x[1:],
   x.T) writes through to that buffer, as in numpy and torch; any other first gets a contiguous buffer of its own."""
@@ -121,6 +128,8 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
   if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
+  if isinstance(value, Tensor) and value.requires_grad:
+    raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
   items = indices if isinstance(indices, tuple) else (indices,)
   if any(isinstance(i, (Tensor, list, tuple, np.ndarray)) for i in items):
     raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")

@@ -256,6 +256,10 @@ class Tensor:
     if x.shape != self.shape: raise ValueError(f"assign shape mismatch: {self.shape} <- {x.shape}")
     if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
+    from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
+    if not self.requires_grad and not x.requires_grad and is_window_of_a_buffer(self):
+      set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
+      return self
     self.lazydata = x.lazydata
     return self._after_op()
 
@@ -706,10 +710,12 @@ class Tensor:
   def elu(self, alpha: float = 1.0) -> Tensor:
     positive = self > 0   # exp only of the non-positive part: exp(100) = inf would make the gradient nan
     return positive.where(self, alpha * (positive.where(0, self).exp() - 1))
-  def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def celu(self, alpha: float = 1.0) -> Tensor:
+    positive = self > 0   # as elu: exp only of the non-positive part
+    return positive.where(self, alpha * ((positive.where(0, self) / alpha).exp() - 1))
   def swish(self) -> Tensor: return self * self.sigmoid()
   def silu(self) -> Tensor: return self.swish()
-  def relu6(self) -> Tensor: return self.relu().minimum(6)
+  def relu6(self) -> Tensor: return (self > 6).where(6, self.relu())   # slope 1 at 6, as tinygrad's relu(x) - relu(x-6)
   def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
   def tanh(self) -> Tensor: return 2.0 * (2.0 * self._float_input()).sigmoid() - 1.0
   def sinh(self) -> Tensor: return (self.exp() - self.neg().exp()) / 2
@@ -1017,6 +1023,7 @@ class Tensor:
   def logsumexp(self, axis=None, keepdim=False) -> Tensor:
     x = self._float_input()
     top = x.max(axis=axis, keepdim=True)
+    top = (top - top == 0).where(top, 0)   # an infinite maximum is not subtracted: rows of -inf give -inf, not nan
     out = (x - top).exp().sum(axis=axis, keepdim=True).log() + top
     if keepdim: return out
     axes = self._reduce_axes(axis)

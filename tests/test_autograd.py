@@ -345,6 +345,24 @@ def test_unary_gradient(fn, ref, domain):
   check_grads(fn, ref, [(SHAPE, domain)])
 
 
+@pytest.mark.parametrize("name,fn,ref", [("celu", lambda t: t.celu(), torch.nn.functional.celu),
+                                          ("celu_alpha", lambda t: t.celu(0.5), lambda t: torch.nn.functional.celu(t, 0.5)),
+                                          ("elu", lambda t: t.elu(), torch.nn.functional.elu)])
+def test_exponential_units_at_large_inputs_have_finite_gradients(name, fn, ref):
+  values = np.array([90.0, 200.0, 1e30, -200.0], np.float32)   # exp(x / alpha) alone overflows to inf
+  x, tx = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  fn(x).sum().backward()
+  ref(tx).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+def test_relu6_gradient_at_its_corners():
+  # tinygrad's relu6 is relu(x) - relu(x - 6): relu's zero gradient at 0 makes the slope 0 at x = 0 and 1 at x = 6
+  x = Tensor([-1.0, 0.0, 3.0, 6.0, 7.0], requires_grad=True)
+  x.relu6().sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), np.array([0, 0, 1, 1, 0], np.float32))
+
+
 # --- binary ops with broadcasting ------------------------------------------------------------------------
 BROADCASTS = {"same": (SHAPE, SHAPE), "row": (SHAPE, (4,)), "col_by_row": ((3, 1), (1, 4)), "scalar_tensor": ((), SHAPE)}
 # each op on equal shapes and on one broadcast pattern (a broadcast input's gradient is summed over the broadcast axes)

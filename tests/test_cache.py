@@ -164,3 +164,16 @@ def test_a_built_kernel_is_found_on_disk_by_its_exact_name(tmp_path, monkeypatch
   assert not kernel.on_disk()
   kernel(np.zeros(1, np.int64), np.array([7], np.int64), np.zeros(0, np.float64))
   assert kernel.on_disk()
+
+
+def test_a_cache_folder_that_cannot_be_made_falls_back_with_a_warning(tmp_path):
+  """NBGRAD_CACHE_DIR naming a file: the process warns, naming the variable, and still computes."""
+  script = tmp_path / "program.py"
+  script.write_text(PROGRAM)
+  not_a_folder = tmp_path / "a_file"
+  not_a_folder.write_text("")
+  proc = start(script, not_a_folder)
+  out, err = proc.communicate(timeout=240)
+  assert proc.returncode == 0, err[-4000:]
+  assert "NBGRAD_CACHE_DIR" in err and "RuntimeWarning" in err
+  check_values(json.loads(out.strip().splitlines()[-1]))

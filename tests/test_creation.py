@@ -418,6 +418,28 @@ def test_assign_updates_in_place(name, start, value, expected, realized_first):
   check_same(t.reshape(-1), want.reshape(-1))
 
 
+def test_assign_to_a_view_of_a_realized_tensor_writes_through():
+  """As torch's in-place ops on a view (x[1:3].copy_(v), v = x.view(...); v += 1): the base tensor changes."""
+  values = np.arange(6, dtype=np.float32)
+  x, t = Tensor(values).realize(), torch.tensor(values)
+  x[1:3].assign(Tensor([9.0, 8.0]))
+  t[1:3].copy_(torch.tensor([9.0, 8.0]))
+  view, tview = x.reshape(2, 3), t.view(2, 3)
+  view += 1
+  tview += 1
+  x.reshape(2, 3).T[0].assign(Tensor([-1.0, -2.0]))
+  t.view(2, 3).T[0].copy_(torch.tensor([-1.0, -2.0]))
+  check_same(x, t.numpy())
+  check_same(view, tview.numpy())
+
+
+def test_setitem_with_a_value_that_requires_grad_raises():
+  x = Tensor(np.zeros((2, 3), np.float32)).realize()
+  with pytest.raises(NotImplementedError, match="requires grad"):
+    x[0] = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  check_same(x, np.zeros((2, 3), np.float32))
+
+
 def test_inplace_operator_goes_through_assign():
   a = make((2, 3))
   t = Tensor(a).realize()

@@ -407,6 +407,6 @@ def test_logsumexp(shape, axis, keepdim):
 
 
 def test_logsumexp_large_values():
-  values = np.array([[1000.0, 1000.0], [-1000.0, -1000.5], [-INF, 0.0]], dtype=np.float32)
+  values = np.array([[1000.0, 1000.0], [-1000.0, -1000.5], [-INF, 0.0], [-INF, -INF], [INF, 0.0], [INF, -INF]], dtype=np.float32)
   expected = torch.logsumexp(torch.from_numpy(values), dim=1).numpy()
   np.testing.assert_allclose(Tensor(values).logsumexp(1).numpy(), expected, rtol=1e-6)

@@ -9,9 +9,11 @@ import glob
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from typing import Optional
 import numba
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
@@ -41,9 +43,22 @@ def module_source(body: str, parallel: bool) -> str:
           f"@njit({FLAGS}, parallel={parallel})\n{body}")
 
 
+_fallback_root: Optional[str] = None   # a private cache for this process when the cache folder cannot be written
+
+
 def kernel_dir(*subfolders: str) -> str:
-  path = os.path.join(cache_dir(), "kernels", *subfolders)
-  os.makedirs(path, exist_ok=True)
+  global _fallback_root
+  path = os.path.join(_fallback_root or cache_dir(), "kernels", *subfolders)
+  try:
+    os.makedirs(path, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK): raise PermissionError(f"{path} is not writable")
+  except OSError as e:
+    if _fallback_root is not None: raise
+    _fallback_root = tempfile.mkdtemp(prefix="nbgrad-cache-")
+    atexit.register(shutil.rmtree, _fallback_root, True)
+    warnings.warn(f"the kernel cache folder {cache_dir()!r} (NBGRAD_CACHE_DIR) cannot be used ({e}); "
+                  f"this process caches its kernels in {_fallback_root} instead", RuntimeWarning, stacklevel=2)
+    return kernel_dir(*subfolders)
   return path
 
 

@@ -12,6 +12,7 @@ from nbgrad.graph.view import View, contiguous_strides, prod
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
+SUM_BLOCK = 2048    # steps of the outer reduced dim a float sum adds up apart before adding the block to its chunk
 COLUMN = 1024       # accumulators per block of a column reduce: 4 KiB of float32 stays in L1 while rows stream by
 
 
@@ -337,7 +338,8 @@ class Renderer:
     - row: the reduced dims are innermost; each stage is a scalar accumulator (elementwise kernels too);
     - column: the innermost dim is not reduced; accumulators are short arrays along it, so the reduced
       dims are walked with contiguous, vectorizable inner loops (a sum over axis 0);
-    - split: nothing is left after reducing; the outermost reduced dim is cut into parallel chunks."""
+    - split: nothing is left after reducing; the outermost reduced dim is cut into chunks, run in parallel
+      in the parallel build and in turn in the serial one, so both builds of a kernel give the same sum."""
     k = self.kernel
     n = len(k.loop_shape)
     self.sizes = [self.int_param(s) for s in k.loop_shape]
@@ -349,7 +351,7 @@ class Renderer:
     self.window = self.parallel and not self.column and bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
     if self.window:
       for d in reduce: self.sizes[d] = str(k.loop_shape[d])
-    if self.parallel and not outer and reduce: self.render_split(reduce)
+    if not outer and reduce: self.render_split(reduce)
     elif self.column: self.render_column(outer, reduce)
     else: self.render_rows(outer, reduce)
     inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
@@ -512,10 +514,18 @@ class Renderer:
     for number, (op, expr) in enumerate(k.stages):
       dt = expr.dtype
       self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
-      self.emit(depth, f"for xchunk in prange({SPLIT_CHUNKS}):")
+      self.emit(depth, f"for xchunk in {'prange' if self.parallel else 'range'}({SPLIT_CHUNKS}):")
       self.init_accumulator(depth + 1, op, dt, "chunk_acc")
-      self.emit(depth + 1, f"for x{first} in range(xchunk * {size} // {SPLIT_CHUNKS}, (xchunk + 1) * {size} // {SPLIT_CHUNKS}):")
-      self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
+      start, end = f"xchunk * {size} // {SPLIT_CHUNKS}", f"(xchunk + 1) * {size} // {SPLIT_CHUNKS}"
+      if dt.kind == "f" and op is ReduceOps.SUM:   # a float sum adds up blocks: rounding grows with the block, not the chunk
+        self.emit(depth + 1, f"for xpart in range({start}, {end}, {SUM_BLOCK}):")
+        self.emit(depth + 2, f"block_acc = {reduce_identity(op, dt)}")
+        self.emit(depth + 2, f"for x{first} in range(xpart, min(xpart + {SUM_BLOCK}, {end})):")
+        self.accumulate(self.loops(depth + 3, rest), op, expr, "block_acc")
+        self.emit(depth + 2, f"chunk_acc = {in_dtype(dt, 'chunk_acc + block_acc')}")
+      else:
+        self.emit(depth + 1, f"for x{first} in range({start}, {end}):")
+        self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
       self.finish_accumulator(depth + 1, op, dt, "chunk_acc")
       self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
       self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
