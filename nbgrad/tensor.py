@@ -59,6 +59,15 @@ def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
   return acc if acc in BLAS_DTYPES else None
 
 
+def _odd_series(*coefficients: float):
+  """x * (1 + c1 x^2 + c2 x^4 + ...) evaluated by Horner's rule, as a function of a tensor x."""
+  def series(x):
+    square, total = x * x, coefficients[-1]
+    for c in reversed(coefficients[:-1]): total = c + square * total
+    return x * (1 + square * total)
+  return series
+
+
 def scalar_dtype(value) -> DType:
   if isinstance(value, bool): return dtypes.bool
   if isinstance(value, int): return dtypes.default_int
@@ -717,20 +726,49 @@ class Tensor:
   def silu(self) -> Tensor: return self.swish()
   def relu6(self) -> Tensor: return (self > 6).where(6, self.relu())   # slope 1 at 6, as tinygrad's relu(x) - relu(x-6)
   def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
-  def tanh(self) -> Tensor: return 2.0 * (2.0 * self._float_input()).sigmoid() - 1.0
-  def sinh(self) -> Tensor: return (self.exp() - self.neg().exp()) / 2
+  # tinygrad's formulas (tanh from sigmoid, sinh from exp, ...) cancel near 0: tanh(1e-6) came out 7% off. A
+  # Taylor series takes |x| below a limit where its first left-out term is under 1e-7 of the value.
+  def tanh(self) -> Tensor:
+    return self._float_input()._by_magnitude(0.25, _odd_series(-1 / 3, 2 / 15, -17 / 315), lambda x: 2.0 * (2.0 * x).sigmoid() - 1.0)
+  def sinh(self) -> Tensor:
+    return self._float_input()._by_magnitude(0.25, _odd_series(1 / 6, 1 / 120, 1 / 5040), lambda x: (x.exp() - x.neg().exp()) / 2)
   def cosh(self) -> Tensor: return (self.exp() + self.neg().exp()) / 2
-  def atanh(self) -> Tensor: return ((1 + self) / (1 - self)).log() / 2
-  def asinh(self) -> Tensor: return (self + (self.square() + 1).sqrt()).log()
-  def acosh(self) -> Tensor: return (self + (self.square() - 1).sqrt()).log()
+  def atanh(self) -> Tensor:
+    return self._float_input()._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), lambda x: ((1 + x) / (1 - x)).log() / 2)
+  def asinh(self) -> Tensor:
+    x = self._float_input()
+    negative = x < 0
+    a = negative.where(-x, x)   # asinh is odd: computed for |x|, where log(x + sqrt(x^2 + 1)) does not cancel
+    large = lambda a: a.log() + (1 + (1 + a.reciprocal().square()).sqrt()).log()   # no x^2 to overflow
+    out = a._by_magnitude(0.25, _odd_series(-1 / 6, 3 / 40, -5 / 112),
+                          lambda a: (a > 1).where(large((a > 1).where(a, 2)), ((a > 1).where(1, a) + ((a > 1).where(1, a).square() + 1).sqrt()).log()))
+    return negative.where(-out, out)
+  def acosh(self) -> Tensor:
+    x = self._float_input()
+    large = x > 2
+    near_one = large.where(1.5, x)
+    return large.where(large.where(x, 4).log() + (1 + (1 - large.where(x, 4).reciprocal().square()).sqrt()).log(),
+                       ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
+
+  def _by_magnitude(self, limit: float, small, large) -> Tensor:
+    """small(x) where |x| < limit, large(x) elsewhere. Each branch is fed only inputs in its range (the other
+    entries get the limit or 0), so the branch not taken has a finite gradient that where() can zero. The
+    limits are set for float32's precision; float64 needs the series only much closer to 0."""
+    if self.dtype == dtypes.float64: limit /= 256
+    near = self.abs() < limit
+    return near.where(small(near.where(self, 0)), large(near.where(limit, self)))
   def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor: return self.clip(min_val, max_val)
-  def gelu(self) -> Tensor: return 0.5 * self * (1 + (self * 0.7978845608 * (1 + 0.044715 * self * self)).tanh())
+  def gelu(self) -> Tensor:   # 0.5 * x * (1 + tanh(u)) is x * sigmoid(2u): no cancellation for negative x
+    return self * (self * (2 * 0.7978845608) * (1 + 0.044715 * self * self)).sigmoid()
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return self.relu() - (-neg_slope * self).relu()
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   def softplus(self, beta: float = 1) -> Tensor:
     scaled = self._float_input() * beta
-    return (scaled.maximum(0) + (1 + (-scaled.abs()).exp()).log()) * (1 / beta)   # maximum: gradient 1/2 at 0
+    return (scaled.maximum(0) + (-scaled.abs()).exp()._log1p()) * (1 / beta)   # maximum: gradient 1/2 at 0
+  def _log1p(self) -> Tensor:
+    """log(1 + x) for x >= 0 without losing a small x (softplus(-20) is 2e-9, not 0)."""
+    return self._by_magnitude(0.1, lambda e: e * (1 - e * (1 / 2 - e * (1 / 3 - e * (1 / 4 - e / 5)))), lambda e: (1 + e).log())
   def softsign(self) -> Tensor: return self / (1 + self.abs())
 
   # binary
