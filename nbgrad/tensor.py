@@ -1045,6 +1045,7 @@ class Tensor:
     total = x.cast(x._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
     return (total * (1 / count) if count else total * float("nan")).cast(x.dtype)
 
+  @_in_float32
   def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
     x = self._float_input() if not dtypes.is_float(self.dtype) else self
     axes = self._reduce_axes(axis)
@@ -1052,6 +1053,7 @@ class Tensor:
     squares = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return squares / max(0, count - correction)
 
+  @_in_float32
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:

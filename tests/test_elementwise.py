@@ -247,6 +247,7 @@ HALF_ROWS = [   # (name, nbgrad op, torch op, spread of the inputs)
   ("exp2", lambda t: t.exp2(), torch.exp2, 4), ("asinh", lambda t: t.asinh(), torch.asinh, 4),
   ("softmax", lambda t: t.softmax(-1), lambda t: torch.softmax(t, -1), 4),
   ("layernorm", lambda t: t.layernorm(), lambda t: F.layer_norm(t, t.shape[-1:]), 4),
+  ("std_past_the_half_range_of_squares", lambda t: t.std(-1), lambda t: t.std(-1), 300),
 ]
 
 
