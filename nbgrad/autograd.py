@@ -157,7 +157,8 @@ class Div(Function):
     return x.alu(BinaryOps.DIV, y)
   def backward(self, grad):
     dx = grad.alu(BinaryOps.DIV, self.y) if self.needs_input_grad[0] else None
-    dy = grad.alu(UnaryOps.NEG).alu(BinaryOps.MUL, self.x).alu(BinaryOps.DIV, self.y.alu(BinaryOps.MUL, self.y)) \
+    # -grad * (x / y) / y, as torch: y * y would overflow (half: |y| > 255) or underflow to 0
+    dy = grad.alu(UnaryOps.NEG).alu(BinaryOps.MUL, self.x.alu(BinaryOps.DIV, self.y).alu(BinaryOps.DIV, self.y)) \
       if self.needs_input_grad[1] else None
     return dx, dy
 

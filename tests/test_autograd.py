@@ -517,3 +517,16 @@ def test_grad_of_zero_size_leaf_is_empty_array():
   (x.exp() * 2).sum().backward()
   grad = x.grad.numpy()
   assert grad.shape == (0, 4) and grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_division_gradient_past_the_range_of_the_divisors_square(dtype):
+  """d(x/y)/dy = -(x/y)/y: y*y overflows for |y| > 255 in half and for |y| > 1.8e19 in float32."""
+  big = 300.0 if dtype == np.float16 else 1e25
+  xs, ys = np.array([1.0, 1.0, 2.0], dtype), np.array([big, -big, 2.0], dtype)
+  x, y = Tensor(xs, requires_grad=True), Tensor(ys, requires_grad=True)
+  tx, ty = torch.tensor(xs, requires_grad=True), torch.tensor(ys, requires_grad=True)
+  (x / y).sum().backward()
+  (tx / ty).sum().backward()
+  for got, want in ((x.grad, tx.grad), (y.grad, ty.grad)):
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.double().numpy(), rtol=2e-3 if dtype == np.float16 else 1e-6)
