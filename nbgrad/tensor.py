@@ -791,7 +791,7 @@ class Tensor:
     return self * (self * (2 * 0.7978845608) * (1 + 0.044715 * self * self)).sigmoid()
   @_in_float32
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
-  def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return self.relu() - (-neg_slope * self).relu()
+  def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)   # any slope, as torch
   @_in_float32
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   @_in_float32
@@ -1297,10 +1297,15 @@ class Tensor:
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
   def binary_crossentropy(self, y: Tensor) -> Tensor:
-    return (-y * self.log() - (1 - y) * (1 - self).log()).mean()
+    return (-y * self._log_at_least(-100) - (1 - y) * (1 - self)._log_at_least(-100)).mean()   # torch's clamp: no nan at 0 or 1
+
+  def _log_at_least(self, floor: float) -> Tensor:
+    """log, no lower than floor; at 0 the floor, with a finite (zero) gradient."""
+    positive = self > 0
+    return positive.where(positive.where(self, 1).log().maximum(floor), floor)
 
   def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
-    return (self.maximum(0) - y * self + (1 + self.abs().neg().exp()).log()).mean()
+    return (self.maximum(0) - y * self + self.abs().neg().exp()._log1p()).mean()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""

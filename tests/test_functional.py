@@ -302,3 +302,21 @@ def test_softmax_over_non_last_axis(case):
   x.reshape(-1)[::5] += 60   # large logits: exp without the max shift would overflow float32
   ref = torch.softmax if method == "softmax" else torch.log_softmax
   check_forward_and_grads({"x": x}, ["x"], lambda t: getattr(t["x"], method)(axis), lambda t: ref(t["x"], dim=axis))
+
+
+def test_binary_crossentropy_at_probabilities_0_and_1_clamps_the_log_as_torch():
+  p, y = np.array([0.0, 1.0, 0.3, 1e-30, 1.0], np.float32), np.array([1.0, 0.0, 1.0, 1.0, 1.0], np.float32)
+  got = Tensor(p).binary_crossentropy(Tensor(y)).item()
+  want = torch.nn.functional.binary_cross_entropy(torch.from_numpy(p), torch.from_numpy(y)).item()
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("slope", [0.01, 0.3, -0.5, 2.0])
+def test_leakyrelu_any_slope(slope):
+  values = np.array([-3.0, -0.5, 0.25, 4.0], np.float32)
+  x, tx = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  x.leakyrelu(slope).sum().backward()
+  out = torch.nn.functional.leaky_relu(tx, slope)
+  out.sum().backward()
+  np.testing.assert_allclose(x.leakyrelu(slope).numpy(), out.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
