@@ -156,3 +156,24 @@ def test_env_variable(tmp_path, eager):
   expected = [x + y, np.maximum(x * y, 0), x.sum(1), (x - y).max(0), np_softmax(y)]
   for got, want in zip(report["values"], expected, strict=True):
     np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-5, atol=1e-6)
+
+
+def _built_then_overwritten():
+  """Results built from a realized tensor, then the tensor written in place (setitem, a view's assign)."""
+  a = Tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32)).realize()
+  doubled, total, shifted = a * 2, a.sum(), (a[1:] + 1).exp2()
+  a[0] = 10.0
+  a[2:].assign(Tensor(np.array([-1.0, -2.0], np.float32)))
+  return [t.numpy() for t in (doubled, total, shifted, a)]
+
+
+def test_results_built_before_an_in_place_write_keep_their_values_as_in_eager_mode():
+  """A lazy result computes from the values it was built from (torch and numpy compute at once)."""
+  lazy = _built_then_overwritten()
+  with nbgrad.eager():
+    eager = _built_then_overwritten()
+  values = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+  expected = [values * 2, values.sum(), np.exp2(values[1:] + 1), np.array([10.0, 2.0, -1.0, -2.0], np.float32)]
+  for got_lazy, got_eager, want in zip(lazy, eager, expected):
+    np.testing.assert_array_equal(got_lazy, want)
+    np.testing.assert_array_equal(got_eager, want)

@@ -2,6 +2,7 @@
 node is a base seen through a View. Building nodes never computes anything."""
 from __future__ import annotations
 import math
+import weakref
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
 from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
@@ -16,12 +17,22 @@ class LazyBuffer:
       self._base, self.op, self.srcs, self.arg = None, op, tuple(srcs), arg
       self.view = View.contiguous(self.shape)
       self.buffer = buffer     # the device buffer, once realized
+      self.readers: Optional[weakref.WeakSet] = None   # base nodes built on this one (see pending_readers)
+      for s in self.srcs:
+        src = s.base
+        if src.readers is None: src.readers = weakref.WeakSet()
+        src.readers.add(self)
     else:
       assert base.base is base
       self._base, self.view = base, view
 
   @property
   def base(self) -> LazyBuffer: return self if self._base is None else self._base
+
+  def pending_readers(self) -> list[LazyBuffer]:
+    """The nodes built on this one that are not computed yet: an in-place write into this buffer computes them
+    first, so that they see the values they were built from (as in eager mode)."""
+    return [r for r in (self.readers or ()) if r.buffer is None]
   @property
   def realized(self) -> bool: return self.base.buffer is not None
   @property
