@@ -1,10 +1,12 @@
 """Dtypes: names, sizes, the promotion lattice and the numpy mapping. Every dtype fact lives here."""
 from __future__ import annotations
 import functools
+import os
 from dataclasses import dataclass
 import numpy as np
 
 
+@functools.total_ordering   # ordered by promotion priority, as tinygrad's dtypes compare
 @dataclass(frozen=True)
 class DType:
   priority: int      # order used to break ties in promotion
@@ -14,9 +16,9 @@ class DType:
   storage: str       # numpy dtype name of the buffer that holds it (bfloat16 is kept as its uint16 bits)
 
   @property
-  def np(self) -> np.dtype:
-    """The numpy dtype values of this type come out as (bfloat16 comes out as float32)."""
-    return np.dtype("float32") if self.name == "bfloat16" else np.dtype(self.storage)
+  def np(self) -> type:
+    """The numpy scalar type values of this type come out as (bfloat16 comes out as float32), e.g. np.float32."""
+    return np.float32 if self.name == "bfloat16" else np.dtype(self.storage).type
 
   def __repr__(self): return f"dtypes.{self.name}"
   def __lt__(self, other: DType): return self.priority < other.priority
@@ -76,6 +78,12 @@ DTYPES_BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
 _ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "char": dtypes.char, "uchar": dtypes.uchar,
             "short": dtypes.short, "ushort": dtypes.ushort, "int": dtypes.int, "uint": dtypes.uint, "long": dtypes.long,
             "ulong": dtypes.ulong}
+
+_env_default_float = os.getenv("DEFAULT_FLOAT", "")   # DEFAULT_FLOAT=half makes float16 the default, as in tinygrad
+if _env_default_float:
+  dtypes.default_float = DTYPES_BY_NAME.get(_env_default_float.lower()) or _ALIASES.get(_env_default_float.lower())
+  if dtypes.default_float is None or not dtypes.is_float(dtypes.default_float):
+    raise ValueError(f"DEFAULT_FLOAT={_env_default_float!r} is not a float dtype; known: float16, bfloat16, float32, float64")
 
 
 def to_dtype(x) -> DType:

@@ -66,3 +66,17 @@ def eager(enabled: bool = True):
 def cache_dir() -> str:
   default = os.path.join(os.getenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "nbgrad")
   return os.getenv("NBGRAD_CACHE_DIR", default)
+
+
+# Bad arguments raise the Python exception a numpy or torch user expects, which is also an instance of what
+# tinygrad's own checks raise there (AssertionError, or torch's RuntimeError), so code written for either catches it.
+class ShapeMismatch(ValueError, AssertionError):
+  """Shapes, ranks or counts that do not fit together (matmul, einsum, reshape, multinomial)."""
+
+
+class IndexMismatch(IndexError, AssertionError):
+  """An index tensor that does not fit the tensor it indexes (gather)."""
+
+
+class ItemSizeMismatch(ValueError, RuntimeError):
+  """A bitcast between dtypes of different sizes."""

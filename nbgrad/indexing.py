@@ -4,6 +4,8 @@ import numpy as np
 
 
 def _normalize(indices, ndim: int) -> list:
+  # a list of ints is one index array; any other list is a tuple of indices (x[[t, 1]] is x[t, 1]), as in tinygrad
+  if isinstance(indices, list) and not all(isinstance(i, (int, np.integer)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
   if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have one ellipsis (...)")
   consumed = sum(1 for i in indices if i is not None and i is not Ellipsis)
@@ -129,7 +131,7 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.linalg import forget_derived_nodes
   from nbgrad.graph.schedule import create_schedule
   from nbgrad.device import run_schedule
-  if tensor.requires_grad: raise RuntimeError("setitem on a tensor that requires grad is not supported")
+  if tensor.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
   items = indices if isinstance(indices, tuple) else (indices,)

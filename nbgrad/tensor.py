@@ -9,11 +9,11 @@ import numpy as np
 from nbgrad import autograd as F, winograd
 from nbgrad.device import Device, run_schedule
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits
+  float32_to_bfloat16_bits, dtype_limits
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import eager_enabled
+from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, eager_enabled
 from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
@@ -42,8 +42,10 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def shape_arg(shape, *rest) -> tuple[int, ...]:
-  """Accepts f(2, 3) and f((2, 3)); rejects negative sizes."""
-  if isinstance(shape, (tuple, list)): dims = tuple(shape) + tuple(rest)
+  """Accepts f(2, 3) and f((2, 3)), not a mix of the two; rejects negative sizes."""
+  if isinstance(shape, (tuple, list)):
+    if rest: raise ShapeMismatch(f"a shape is ints or one tuple, not both: got {(shape,) + tuple(rest)}")
+    dims = tuple(shape)
   else: dims = (shape,) + tuple(rest)
   if len(dims) == 1 and dims[0] is None: return ()
   for d in dims:
@@ -128,10 +130,11 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
     if all(isinstance(v, int) for v in values.flat):
       if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
       array = values.astype(np.uint64)
-  if array.dtype.kind in "iu":
-    if array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31): return array.astype(np.int32)
+  if array.dtype.kind in "iu":   # dtypes.default_int, wider where the values need it
+    low, high = dtype_limits(dtypes.default_int)
+    if array.size == 0 or (array.min() >= low and array.max() <= high): return array.astype(dtypes.default_int.np)
     return array if array.dtype.kind == "u" and array.max() >= 2**63 else array.astype(np.int64)
-  return array.astype(np.float32) if array.dtype.kind == "f" else array
+  return array.astype(dtypes.default_float.np) if array.dtype.kind == "f" else array
 
 
 class _ClassFlag(contextlib.ContextDecorator):
@@ -171,7 +174,8 @@ class Tensor:
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
       lazy = LazyBuffer.full(data, (), dtype or filled_dtype(data), device)
     elif isinstance(data, (list, tuple)):
-      lazy = _np_to_lazy(_list_to_array(data, dtype), dtype, device)
+      array = _list_to_array(data, dtype)   # floats as dtypes.default_float (bfloat16 arrives as float32)
+      lazy = _np_to_lazy(array, dtype or (dtypes.default_float if array.dtype.kind == "f" else None), device)
     elif isinstance(data, bytes):
       lazy = _np_to_lazy(np.frombuffer(data, dtype=np.uint8), dtype, device)
     elif isinstance(data, (np.ndarray, np.generic)):
@@ -306,7 +310,7 @@ class Tensor:
   def bitcast(self, dtype) -> Tensor:
     dtype = to_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
-      raise ValueError(f"bitcast needs equal item sizes: {self.dtype} is {self.dtype.itemsize} bytes, {dtype} is {dtype.itemsize}")
+      raise ItemSizeMismatch(f"bitcast needs equal item sizes: {self.dtype} is {self.dtype.itemsize} bytes, {dtype} is {dtype.itemsize}")
     if self.requires_grad: raise RuntimeError("bitcast has no gradient: detach() the tensor first")
     return self if dtype == self.dtype else F.Cast.apply(self, dtype=dtype, bitcast=True)
 
@@ -469,13 +473,13 @@ class Tensor:
     """Samples category indices (int32) from 1-D or 2-D weights; without replacement each draw removes
     the category it picked, and once a row's remaining weights are all zero its remaining categories are
     taken uniformly (as torch does)."""
-    if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs 1-D or 2-D weights, got shape {self.shape}")
+    if not 1 <= self.ndim <= 2: raise ShapeMismatch(f"multinomial needs 1-D or 2-D weights, got shape {self.shape}")
     if not isinstance(num_samples, (int, np.integer)) or isinstance(num_samples, bool) or num_samples < 1:
-      raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+      raise ShapeMismatch(f"num_samples must be a positive int, got {num_samples!r}")
     num_samples, categories = int(num_samples), self.shape[-1]
-    if categories == 0: raise ValueError(f"multinomial needs at least one category, got shape {self.shape}")
+    if categories == 0: raise ShapeMismatch(f"multinomial needs at least one category, got shape {self.shape}")
     if not replacement and num_samples > categories:
-      raise ValueError(f"cannot take {num_samples} samples without replacement from {categories} categories")
+      raise ShapeMismatch(f"cannot take {num_samples} samples without replacement from {categories} categories")
     weight = (self.unsqueeze(0) if self.ndim == 1 else self).float()
     negative, empty_row = Tensor.stack((self < 0).max(), (weight.sum(1) <= 0).max()).tolist()
     if negative: raise ValueError("multinomial weights must be non-negative")
@@ -513,14 +517,14 @@ class Tensor:
   def reshape(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
     new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
-    if sum(1 for s in new if s == -1) > 1: raise ValueError(f"reshape {shape}: only one dimension can be -1")
-    if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ValueError(f"reshape to invalid shape {shape}")
+    if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
+    if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
     if -1 in new:
       known = math.prod(s for s in new if s != -1)
-      if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape {self.shape} to {shape}")
+      if known == 0 or self.numel() % known: raise ShapeMismatch(f"cannot reshape {self.shape} to {shape}")
       new = [self.numel() // known if s == -1 else s for s in new]
     new = tuple(int(s) for s in new)
-    if math.prod(new) != self.numel(): raise ValueError(f"cannot reshape {self.shape} ({self.numel()} elements) to {new}")
+    if math.prod(new) != self.numel(): raise ShapeMismatch(f"cannot reshape {self.shape} ({self.numel()} elements) to {new}")
     return self if new == self.shape else F.Reshape.apply(self, shape=new)
 
   def view(self, shape, *args) -> Tensor: return self.reshape(shape, *args)
@@ -891,7 +895,8 @@ class Tensor:
     e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
     negative = b < 0
     result = (negative & e_is_odd).where(-magnitude, magnitude)
-    result = (negative & e_is_int.logical_not()).where(math.nan, result)
+    undefined = negative & e_is_int.logical_not()   # nan, with a nan gradient (as torch), from the log of b < 0
+    result = undefined.where((e * undefined.where(b, 1.0).log()).exp(), result)
     result = zero_base.where((exponent > 0).where(0.0, math.inf).cast(self.dtype), result)
     return one.where(1.0, result)
 
@@ -1125,11 +1130,11 @@ class Tensor:
   # ---- gather, einsum
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..., i, ...] = self[..., index[..., i, ...], ...] along dim (torch.gather)."""
-    if index.ndim != self.ndim: raise IndexError(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
+    if index.ndim != self.ndim: raise IndexMismatch(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
     if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int tensor, got {index.dtype}")
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):
-      if d != dim and i > s: raise IndexError(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
+      if d != dim and i > s: raise IndexMismatch(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
     source = self.shrink(tuple(None if d == dim else (0, i) for d, i in enumerate(index.shape))).transpose(dim, -1)
     n = self.shape[dim]
     hits = index.transpose(dim, -1).unsqueeze(-1) == Tensor.arange(n, device=self.device)
@@ -1146,11 +1151,11 @@ class Tensor:
     inputs, arrow, output = formula.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(operands):
-      raise ValueError(f"einsum formula {formula!r} names {len(terms)} operands, got {len(operands)}")
+      raise ShapeMismatch(f"einsum formula {formula!r} names {len(terms)} operands, got {len(operands)}")
     if "." in formula: raise ValueError("einsum ellipsis ('...') is not supported")
     counts: dict = {}
     for term, x in zip(terms, operands):
-      if len(term) != x.ndim: raise ValueError(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
+      if len(term) != x.ndim: raise ShapeMismatch(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
       if len(set(term)) != len(term): raise ValueError(f"einsum term {term!r} repeats a letter (diagonals are not supported)")
       for letter in term: counts[letter] = counts.get(letter, 0) + 1
     if not arrow: output = "".join(sorted(letter for letter, c in counts.items() if c == 1))
@@ -1159,7 +1164,7 @@ class Tensor:
     for term, x in zip(terms, operands):
       for letter, size in zip(term, x.shape):
         if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
-          raise ValueError(f"einsum letter {letter!r} has sizes {sizes[letter]} and {size}")
+          raise ShapeMismatch(f"einsum letter {letter!r} has sizes {sizes[letter]} and {size}")
         sizes[letter] = max(sizes[letter], size)
     product = None
     for term, x in zip(terms, operands):
@@ -1331,9 +1336,9 @@ class Tensor:
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
-    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
+    if self.ndim == 0 or w.ndim == 0: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
-    if k_self != k_w: raise ValueError(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
+    if k_self != k_w: raise ShapeMismatch(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
     self._check_same_device(w)
     return self._product(w, acc_dtype).cast(least_upper_dtype(self.dtype, w.dtype))
 

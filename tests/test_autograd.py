@@ -530,3 +530,13 @@ def test_division_gradient_past_the_range_of_the_divisors_square(dtype):
   (tx / ty).sum().backward()
   for got, want in ((x.grad, tx.grad), (y.grad, ty.grad)):
     np.testing.assert_allclose(got.numpy().astype(np.float64), want.double().numpy(), rtol=2e-3 if dtype == np.float16 else 1e-6)
+
+
+def test_pow_of_a_negative_base_to_a_fraction_has_nan_gradients_as_torch():
+  bases, exponents = np.array([-2.0, 2.0, -28.0], np.float32), np.array([0.5, 0.5, 0.2], np.float32)
+  b, e = Tensor(bases, requires_grad=True), Tensor(exponents, requires_grad=True)
+  tb, te = torch.tensor(bases, requires_grad=True), torch.tensor(exponents, requires_grad=True)
+  (b ** e).sum().backward()
+  (tb ** te).sum().backward()
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)   # nan where torch has nan
+  np.testing.assert_allclose(e.grad.numpy(), te.grad.numpy(), rtol=1e-6)

@@ -2,6 +2,9 @@
 
 Every expected value comes from API.md's text (re-implemented here), numpy or torch."""
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -368,3 +371,32 @@ def test_unknown_dtype_raises(bad):
 def test_unsupported_numpy_dtype_raises():
   with pytest.raises((TypeError, ValueError)):
     Tensor(np.array([1 + 2j, 3j], dtype=np.complex64))
+
+
+def test_dtypes_are_ordered_by_promotion_priority_and_name_numpy_scalar_types():
+  assert dtypes.int16 >= dtypes.int8 and dtypes.float16 <= dtypes.float32 and not dtypes.float32 < dtypes.float16
+  assert sorted([dtypes.float64, dtypes.bool, dtypes.int32]) == [dtypes.bool, dtypes.int32, dtypes.float64]
+  assert dtypes.float32.np is np.float32 and dtypes.uint8.np is np.uint8 and issubclass(dtypes.int64.np, np.integer)
+
+
+@pytest.mark.parametrize("default_float,default_int", [(dtypes.float16, dtypes.int64), (dtypes.bfloat16, dtypes.int16)])
+def test_lists_follow_the_default_dtypes(default_float, default_int):
+  saved = dtypes.default_float, dtypes.default_int
+  try:
+    dtypes.default_float, dtypes.default_int = default_float, default_int
+    assert Tensor([1.5, 2.0]).dtype == default_float and Tensor([]).dtype == default_float
+    assert Tensor([[1, 2]]).dtype == default_int
+    np.testing.assert_array_equal(Tensor([1.5, -2.25]).float().numpy(), np.array([1.5, -2.25], np.float32))
+    assert Tensor([1, 2**40]).dtype == (dtypes.int64 if default_int.itemsize < 8 else default_int)   # widened to hold it
+  finally:
+    dtypes.default_float, dtypes.default_int = saved
+
+
+def test_default_float_from_the_environment():
+  code = "import nbgrad; from nbgrad import Tensor; print(Tensor([1.5]).dtype, Tensor.rand(2).dtype, Tensor(2.0).dtype)"
+  out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "DEFAULT_FLOAT": "HALF"},
+                       capture_output=True, text=True, timeout=120)
+  assert out.stdout.split() == ["dtypes.float16"] * 3, out.stderr[-2000:]
+  bad = subprocess.run([sys.executable, "-c", "import nbgrad"], env={**os.environ, "DEFAULT_FLOAT": "int8"},
+                       capture_output=True, text=True, timeout=120)
+  assert bad.returncode != 0 and "DEFAULT_FLOAT" in bad.stderr

@@ -135,3 +135,27 @@ def test_backward_of_non_scalar_raises_and_keeps_grad_empty():
   np.testing.assert_array_equal(w.numpy(), A)
   (w * 2).sum().backward()
   np.testing.assert_array_equal(w.grad.numpy(), np.full_like(A, 2))
+
+
+# tinygrad's own checks raise AssertionError (torch: RuntimeError); nbgrad's errors are also instances of those,
+# so code written for tinygrad or torch catches them
+COMPAT_ROWS = [
+  ("matmul_inner_sizes", lambda: Tensor.ones(2, 4).dot(Tensor.ones(1, 3)), (ValueError, AssertionError)),
+  ("matmul_of_a_0d", lambda: Tensor(3.0) @ Tensor.ones(3, 3), (ValueError, AssertionError)),
+  ("einsum_operand_count", lambda: Tensor.einsum("ij,jk->ik", Tensor.ones(2, 2)), (ValueError, AssertionError)),
+  ("einsum_sizes", lambda: Tensor.einsum("ij,jk->ik", Tensor.ones(2, 3), Tensor.ones(2, 2)), (ValueError, AssertionError)),
+  ("gather_rank", lambda: Tensor.ones(2, 2).gather(0, Tensor([1])), (IndexError, AssertionError)),
+  ("reshape_count", lambda: Tensor.zeros(3, 2, 0).reshape(()), (ValueError, AssertionError)),
+  ("multinomial_of_0d", lambda: Tensor(2.0).multinomial(1), (ValueError, AssertionError)),
+  ("bitcast_item_size", lambda: Tensor([1e5]).bitcast(dtypes.uint8), (ValueError, RuntimeError)),
+  ("setitem_into_requires_grad", lambda: Tensor.zeros(3, requires_grad=True).__setitem__(slice(0, 2), 1.0), (NotImplementedError,)),
+  ("shape_ints_and_tuple_mixed", lambda: Tensor.zeros((2, 2), 2, 2), (ValueError,)),
+  ("shape_two_tuples", lambda: Tensor.zeros((2, 2), (2, 2)), (ValueError,)),
+]
+
+
+@pytest.mark.parametrize("build,kinds", [pytest.param(b, k, id=n) for n, b, k in COMPAT_ROWS])
+def test_errors_are_what_numpy_torch_and_tinygrad_users_catch(build, kinds):
+  for kind in kinds:
+    with pytest.raises(kind):
+      build()

@@ -68,7 +68,6 @@ ADVANCED_ROWS = {
   "tensor_0d": T(2),
   "list": [3, 0, 3],
   "list_negative": [-1, -4, 0],
-  "nested_list_2d": [[1, 2], [0, 0]],
   "tuple_inside_index_tuple": (slice(None), (4, 0, -1)),
   "slice_then_tensor_keeps_place": (slice(None), T([4, 0])),
   "stepped_slices_around_tensor": (slice(None, None, 2), T([[1, 3, 3]]), slice(1, None, 2)),   # torch has no negative steps
@@ -94,6 +93,15 @@ def test_advanced_index(row):
   index = ADVANCED_ROWS[row]
   a = make(SHAPE)
   check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
+
+
+def test_a_list_holding_lists_or_tensors_is_a_tuple_of_indices():
+  """tinygrad's rule, which torch follows too: x[[[1, 2], [0, 0]]] is x[[1, 2], [0, 0]] and x[[t, 1]] is x[t, 1];
+  a list of ints alone is one index array."""
+  a = make(SHAPE)
+  check_index_and_grad(a, [[1, 2], [0, 0]], a[[1, 2], [0, 0]], (torch.tensor([1, 2]), torch.tensor([0, 0])))
+  check_index_and_grad(a, [Tensor(np.array([0, 3], np.int32)), 1], a[[0, 3], 1], (torch.tensor([0, 3]), 1))
+  check_index_and_grad(a, [[2]], a[[2]], (torch.tensor([2]),))
 
 
 # index dtypes: the same pattern (x[i] with a 2-D index, negative values where the dtype has them) in several integer dtypes
