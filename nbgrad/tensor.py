@@ -770,17 +770,19 @@ class Tensor:
     x = self._float_input()
     negative = x < 0
     a = negative.where(-x, x)   # asinh is odd: computed for |x|, where log(x + sqrt(x^2 + 1)) does not cancel
-    large = lambda a: a.log() + (1 + (1 + a.reciprocal().square()).sqrt()).log()   # no x^2 to overflow
-    out = a._by_magnitude(0.25, _odd_series(-1 / 6, 3 / 40, -5 / 112),
-                          lambda a: (a > 1).where(large((a > 1).where(a, 2)), ((a > 1).where(1, a) + ((a > 1).where(1, a).square() + 1).sqrt()).log()))
+    big = a > 1                 # past 1 as log(a) + log(1 + sqrt(1 + 1/a^2)): no a^2 to overflow
+    moderate, large = big.where(1, a), big.where(a, 2)   # each formula fed only its own range (finite gradients)
+    beyond_series = big.where(large.log() + (1 + (1 + large.reciprocal().square()).sqrt()).log(),
+                              (moderate + (moderate.square() + 1).sqrt()).log())
+    out = a._by_magnitude(0.25, _odd_series(-1 / 6, 3 / 40, -5 / 112), lambda _: beyond_series)
     return negative.where(-out, out)
   @_in_float32
   def acosh(self) -> Tensor:
     x = self._float_input()
-    large = x > 2
-    near_one = large.where(1.5, x)
-    return large.where(large.where(x, 4).log() + (1 + (1 - large.where(x, 4).reciprocal().square()).sqrt()).log(),
-                       ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
+    big = x > 2                 # past 2 as log(x) + log(1 + sqrt(1 - 1/x^2)); below, log1p of (x-1) + sqrt(x^2 - 1)
+    near_one, large = big.where(1.5, x), big.where(x, 4)
+    return big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
+                     ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
 
   def _by_magnitude(self, limit: float, small, large) -> Tensor:
     """small(x) where |x| < limit, large(x) elsewhere. Each branch is fed only inputs in its range (the other
