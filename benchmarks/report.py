@@ -138,17 +138,21 @@ def render_conv(workloads):
     """Fastest time and effective GFLOP/s of each choice; how far nbgrad's choice is from the faster of
     Winograd and direct, and which path it took; the forward's extra memory over the layer's input plus output."""
     lines = ["Fastest call of each (medians move by 30% or more between runs on this shared machine). Effective "
-             "GFLOP/s = the direct convolution's FLOPs (x3 with backward) / that time.", "",
-             "| workload | " + " | ".join(CONV_LIBS) + " | choice / best nbgrad | nbgrad/torch | Winograd extra memory |",
+             "GFLOP/s = the direct convolution's FLOPs (x3 with backward) / that time. The default (nbgrad) row runs "
+             "the same kernels as the forced row of the path it chose, so the chosen path's time is the faster of "
+             "those two rows; chosen / faster path compares it with the faster of Winograd and direct, and says "
+             "whether the rule chose well apart from the machine's drift between rows.", "",
+             "| workload | " + " | ".join(CONV_LIBS) + " | chosen / faster path | nbgrad/torch | Winograd extra memory |",
              "| --- |" + " ---: |" * (len(CONV_LIBS) + 3)]
     for workload, by_lib in workloads.items():
         fastest = {lib: by_lib[lib]["stats"]["min"] if lib in by_lib else None for lib in CONV_LIBS}
         cells = [f"{format_seconds(fastest[lib])} ({by_lib[lib]['extra_info'].get('gflops', '?')} GF/s)" if lib in by_lib else "-"
                  for lib in CONV_LIBS]
-        best = min((fastest[lib] for lib in ("nbgrad-wino", "nbgrad-direct") if fastest[lib]), default=None)
         memory = (by_lib.get("nbgrad-wino", {}).get("extra_info") or {}).get("extra_memory_ratio")
         path = (by_lib.get("nbgrad", {}).get("extra_info") or {}).get("path")
-        choice = format_ratio(fastest["nbgrad"], best) + (f" ({path})" if path else "")
+        path_times = {name: fastest[lib] for name, lib in (("Winograd", "nbgrad-wino"), ("direct", "nbgrad-direct")) if fastest[lib]}
+        if path in path_times and fastest["nbgrad"]: path_times[path] = min(path_times[path], fastest["nbgrad"])
+        choice = format_ratio(path_times.get(path), min(path_times.values(), default=None)) + (f" ({path})" if path else "")
         lines.append("| " + " | ".join([workload, *cells, choice,
                                         format_ratio(fastest["nbgrad"], fastest["torch"]),
                                         f"{memory}x in+out" if memory is not None else "-"]) + " |")
