@@ -675,6 +675,7 @@ class Tensor:
 
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
+    y = x._from_numpy_operand(y)
     if not isinstance(y, Tensor): y = x._const_like(y, x.shape)
     x._check_same_device(y)
     if match_dtype and x.dtype != y.dtype:
@@ -684,6 +685,11 @@ class Tensor:
     if x.shape == y.shape: return x, y
     shape = broadcast_shape(x.shape, y.shape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
+
+  def _from_numpy_operand(self, y):
+    """A numpy operand as torch takes it: an array is a tensor of its dtype on this device, a 0-d one a scalar."""
+    if not isinstance(y, np.ndarray): return y
+    return y.item() if y.ndim == 0 else Tensor(y, device=self.device)
 
   def _check_same_device(self, other: Tensor):
     if self.device != other.device: raise ValueError(f"operands are on different devices: {self.device} and {other.device}")
@@ -939,6 +945,7 @@ class Tensor:
 
   def where(self, x, y) -> Tensor:
     cond = self.cast(dtypes.bool)
+    x, y = self._from_numpy_operand(x), self._from_numpy_operand(y)
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
       x = Tensor(LazyBuffer.full(x, (), filled_dtype(x), self.device))
     if isinstance(x, Tensor): x, y = x._broadcasted(y)

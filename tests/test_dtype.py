@@ -400,3 +400,26 @@ def test_default_float_from_the_environment():
   bad = subprocess.run([sys.executable, "-c", "import nbgrad"], env={**os.environ, "DEFAULT_FLOAT": "int8"},
                        capture_output=True, text=True, timeout=120)
   assert bad.returncode != 0 and "DEFAULT_FLOAT" in bad.stderr
+
+
+def test_numpy_arrays_as_operands_follow_torch():
+  """An array operand (either side) is a tensor of its dtype, as torch takes it; a 0-d array is a scalar."""
+  values = np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]], np.float32)
+  row32, row64 = np.array([1.0, 2.0, 4.0], np.float32), np.array([1.0, 2.0, 4.0])
+  t, tt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  cases = [(lambda x: x + row32, lambda x: x + torch.from_numpy(row32)),
+           (lambda x: row32 * x, lambda x: torch.from_numpy(row32) * x),
+           (lambda x: row64 - x, lambda x: torch.from_numpy(row64) - x),
+           (lambda x: x / np.array(2.0), lambda x: x / torch.tensor(2.0, dtype=torch.float64)),
+           (lambda x: (x > 0).where(row32, x), lambda x: torch.where(x > 0, torch.from_numpy(row32), x))]
+  total, total_t = None, None
+  for fn, ref in cases:
+    out = fn(t)
+    expected = ref(tt)
+    assert isinstance(out, Tensor) and out.dtype.name == str(expected.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-6)
+    total = out.sum() if total is None else total + out.sum()
+    total_t = expected.sum() if total_t is None else total_t + expected.sum()
+  total.backward()
+  total_t.backward()
+  np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
