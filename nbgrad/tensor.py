@@ -137,6 +137,32 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   return array.astype(dtypes.default_float.np) if array.dtype.kind == "f" else array
 
 
+# numpy ufunc -> the Tensor method (unary), or (method, reflected method) when the tensor is the second operand
+_UFUNC_OPS = {
+  np.negative: "neg", np.exp: "exp", np.exp2: "exp2", np.log: "log", np.log2: "log2", np.sqrt: "sqrt", np.sin: "sin",
+  np.cos: "cos", np.tan: "tan", np.tanh: "tanh", np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
+  np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal",
+  np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"), np.multiply: ("__mul__", "__rmul__"),
+  np.true_divide: ("__truediv__", "__rtruediv__"), np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
+  np.maximum: ("maximum", "maximum"), np.minimum: ("minimum", "minimum"),
+  np.less: ("__lt__", "__gt__"), np.less_equal: ("__le__", "__ge__"), np.greater: ("__gt__", "__lt__"),
+  np.greater_equal: ("__ge__", "__le__"), np.equal: ("__eq__", "__eq__"), np.not_equal: ("__ne__", "__ne__"),
+}
+
+
+def _numpy_reduction(fn):
+  """The reduction also takes numpy's keywords, so np.sum(t), np.mean(t, axis=0, keepdims=True) and np.std(t)
+  call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1), a dtype the input is cast to;
+  an out= array is refused."""
+  @functools.wraps(fn)
+  def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, **kwargs):
+    if out is not None: raise TypeError(f"Tensor.{fn.__name__} returns a new Tensor; it writes no out= array")
+    if keepdims is not None: kwargs["keepdim"] = keepdims
+    if ddof is not None: kwargs["correction"] = ddof
+    return fn(self if dtype is None else self.cast(dtype), *args, **kwargs)
+  return reduction
+
+
 class _ClassFlag(contextlib.ContextDecorator):
   """Sets a class attribute of Tensor for a with-block or a decorated function, then restores it."""
   attribute = ""
@@ -159,7 +185,16 @@ class Tensor:
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
-  __array_ufunc__ = None   # numpy operands (np.float32(2) * t) defer to the Tensor's operators, keeping a Tensor
+
+  def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    """numpy on tensors: a ufunc nbgrad has (np.exp(t), np.float32(2) * t, array + t) is the Tensor's own op and
+    keeps the graph; any other ufunc, ufunc method or an out= array runs in numpy on the values."""
+    op = _UFUNC_OPS.get(ufunc) if method == "__call__" and not kwargs else None
+    if op is not None and len(inputs) == 1: return getattr(inputs[0], op)()
+    if op is not None:
+      a, b = inputs
+      return getattr(a, op[0])(b) if isinstance(a, Tensor) else getattr(b, op[1])(a)
+    return getattr(ufunc, method)(*(np.asarray(i) if isinstance(i, Tensor) else i for i in inputs), **kwargs)
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
@@ -1035,14 +1070,17 @@ class Tensor:
     """A sum's result in the dtype the API gives it: half types return their own dtype."""
     return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
 
+  @_numpy_reduction
   def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
     acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
     return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
 
+  @_numpy_reduction
   def max(self, axis=None, keepdim=False) -> Tensor:
     if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
     return self._nondiff_reduce(ReduceOps.MAX, axis, keepdim)
 
+  @_numpy_reduction
   def min(self, axis=None, keepdim=False) -> Tensor:
     if dtypes.is_float(self.dtype): return -((-self).max(axis, keepdim))
     return self._nondiff_reduce(ReduceOps.MIN, axis, keepdim)
@@ -1052,6 +1090,7 @@ class Tensor:
     out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op() if axes else self
     return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
+  @_numpy_reduction
   def mean(self, axis=None, keepdim=False) -> Tensor:
     x = self._float_input() if not dtypes.is_float(self.dtype) else self
     axes = self._reduce_axes(axis)
@@ -1059,6 +1098,7 @@ class Tensor:
     total = x.cast(x._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
     return (total * (1 / count) if count else total * float("nan")).cast(x.dtype)
 
+  @_numpy_reduction
   @_in_float32
   def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
     x = self._float_input() if not dtypes.is_float(self.dtype) else self
@@ -1067,6 +1107,7 @@ class Tensor:
     squares = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return squares / max(0, count - correction)
 
+  @_numpy_reduction
   @_in_float32
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
 
@@ -1085,10 +1126,12 @@ class Tensor:
     first = (hit.cast(dtypes.int32) * countdown).max(axis, keepdim)
     return (n - first).cast(dtypes.int32)
 
+  @_numpy_reduction
   def argmax(self, axis=None, keepdim=False) -> Tensor:
     if axis is None: return self._arg_extreme(self.max(None, True) if self.ndim else self, None, keepdim)
     return self._arg_extreme(self.max(axis, keepdim=True), axis, keepdim)
 
+  @_numpy_reduction
   def argmin(self, axis=None, keepdim=False) -> Tensor:
     if axis is None: return self._arg_extreme(self.min(None, True) if self.ndim else self, None, keepdim)
     return self._arg_extreme(self.min(axis, keepdim=True), axis, keepdim)

@@ -423,3 +423,23 @@ def test_numpy_arrays_as_operands_follow_torch():
   total.backward()
   total_t.backward()
   np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
+
+
+def test_numpy_functions_on_tensors():
+  """A numpy script handed a Tensor: ufuncs nbgrad has and numpy's reductions give Tensors (keeping the graph),
+  with numpy's keywords and defaults (np.std: ddof=0); other ufuncs run in numpy on the values."""
+  values = np.array([[1.0, -2.0, 3.5], [4.0, 0.5, -7.0]], np.float32)
+  t = Tensor(values, requires_grad=True)
+  pairs = [(np.exp(t), np.exp(values)), (np.sqrt(np.abs(t)), np.sqrt(np.abs(values))), (np.float32(2) * t, 2 * values),
+           (np.subtract(1, t), 1 - values), (np.maximum(t, 0.5), np.maximum(values, 0.5)), (values[0] - t, values[0] - values),
+           (np.sum(t), np.sum(values)), (np.mean(t, axis=0, keepdims=True), np.mean(values, axis=0, keepdims=True)),
+           (np.max(t, axis=1), np.max(values, axis=1)), (np.std(t), np.std(values)), (np.var(t, axis=1, ddof=1), np.var(values, axis=1, ddof=1)),
+           (np.argmax(t), np.argmax(values)), (np.less(0.7, t), np.less(0.7, values))]
+  for got, want in pairs:
+    assert isinstance(got, Tensor)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+  np.testing.assert_allclose(np.arctan(t), np.arctan(values), rtol=1e-6)   # no Tensor op: numpy's result
+  (np.float32(3) * t).sum().backward()
+  np.testing.assert_array_equal(t.grad.numpy(), np.full(values.shape, 3, np.float32))
+  with pytest.raises(TypeError, match="out="):
+    np.sum(t, out=np.zeros(()))

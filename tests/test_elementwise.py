@@ -488,8 +488,10 @@ def test_numpy_operand_on_the_left_keeps_a_tensor_and_its_gradient():
   out.sum().backward()
   np.testing.assert_array_equal(out.numpy(), np.array([2.0, -7.0], np.float32))
   np.testing.assert_array_equal(w.grad.numpy(), np.array([3.0, 3.0], np.float32))
-  with pytest.raises(TypeError):
-    np.exp(w)   # a numpy function on a Tensor raises rather than returning an ndarray without gradient
+  exp = np.exp(w)   # a ufunc nbgrad has is the Tensor's op: the gradient flows through it
+  assert isinstance(exp, Tensor)
+  exp.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), np.array([3.0, 3.0], np.float32) + np.exp([1.0, -2.0]).astype(np.float32), rtol=1e-6)
 
 
 def test_sin_cos_of_large_arguments_stay_in_range():
