@@ -7,7 +7,8 @@ import weakref
 import numpy as np
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
-from nbgrad.graph.schedule import Kernel
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.schedule import Kernel, create_schedule
 from nbgrad.helpers import GlobalCounters, DEBUG, getenv
 from nbgrad.jit import run_kernel
 from nbgrad import cuda as cuda_device
@@ -139,6 +140,29 @@ def _count_memory(node, nbytes: int):
 
 
 def _uncount_memory(nbytes: int): GlobalCounters.mem_used -= nbytes
+
+
+# The graph walks of scheduling and rendering recurse about once per op: a deeper graph is computed in stages
+DEPTH_STAGE = 500
+
+
+def realize(outs: list[LazyBuffer]):
+  """Computes outs. A graph deeper than DEPTH_STAGE ops (x = x * 1.001 a thousand times) is computed in stages:
+  its nodes at every multiple of that depth first, shallowest first, so no walk goes deeper than one stage."""
+  if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+    for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
+  run_schedule(create_schedule(outs))
+
+
+def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:
+  found, seen, stack = [], set(), [o.base for o in outs]
+  while stack:
+    node = stack.pop()
+    if id(node) in seen or node.buffer is not None: continue
+    seen.add(id(node))
+    if node.depth and node.depth % DEPTH_STAGE == 0: found.append(node)
+    stack.extend(s.base for s in node.srcs)
+  return sorted(found, key=lambda n: n.depth)
 
 
 def run_schedule(schedule: list[Kernel]):

@@ -129,8 +129,7 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
-  from nbgrad.graph.schedule import create_schedule
-  from nbgrad.device import run_schedule
+  from nbgrad.device import realize
   if tensor.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
@@ -140,7 +139,7 @@ def set_basic_index(tensor, indices, value):
   target = tensor[indices]   # checks the indices before anything changes
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
-  if (pending := tensor.lazydata.base.pending_readers()): run_schedule(create_schedule(pending))
+  if (pending := tensor.lazydata.base.pending_readers()): realize(pending)
   if (window := _strided_window(tensor.lazydata)) is None:
     tensor.replace(tensor.contiguous().realize())
     window = _strided_window(tensor.lazydata)

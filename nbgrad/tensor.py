@@ -7,7 +7,7 @@ import math
 from typing import Optional, Sequence, Union
 import numpy as np
 from nbgrad import autograd as F, winograd
-from nbgrad.device import Device, run_schedule
+from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
   float32_to_bfloat16_bits, dtype_limits
 from nbgrad.graph.lazy import LazyBuffer
@@ -264,7 +264,7 @@ class Tensor:
     return create_schedule([t.lazydata for t in (self,) + others])
 
   def realize(self, *others: Tensor) -> Tensor:
-    run_schedule(self.schedule(*others))
+    realize_nodes([t.lazydata for t in (self,) + others])
     return self
 
   def _realized_array(self) -> Optional[np.ndarray]:

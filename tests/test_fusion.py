@@ -231,3 +231,26 @@ def test_a_reduce_read_back_through_size_1_dims_fuses_with_its_consumer():
   kernels = out.schedule()
   assert len(kernels) == 1 and len(kernels[0].stages) == 1
   np.testing.assert_allclose(out.numpy(), nb - 0.1 * ng.sum((0, 2, 3)), rtol=1e-6)
+
+
+def test_a_long_chain_is_cut_into_kernels_of_bounded_depth():
+  """x = x * 1.001 two hundred times: kernels of at most MAX_FUSED_DEPTH ops (one kernel took seconds to compile)."""
+  from nbgrad.graph.schedule import MAX_FUSED_DEPTH
+  x = Tensor(np.array([1.0, 2.0], np.float32))
+  for _ in range(200): x = x * 1.001
+  assert 200 // MAX_FUSED_DEPTH <= len(x.schedule()) <= 200 // MAX_FUSED_DEPTH + 1
+
+
+def test_graphs_thousands_of_ops_deep_compute_without_recursion_errors():
+  values = np.array([1.0, 2.0], np.float32)
+  w = Tensor(values, requires_grad=True)
+  x, expected = w, values.copy()
+  for _ in range(3000):
+    x = x * np.float32(1.0001)
+    expected = expected * np.float32(1.0001)
+  np.testing.assert_allclose(x.numpy(), expected, rtol=1e-5)
+  x.sum().backward()   # the gradient is a chain of 3000 products too
+  np.testing.assert_allclose(w.grad.numpy(), np.full(2, np.float32(1.0001) ** 3000), rtol=1e-4)
+  running = Tensor(0.0)   # a running total of reductions, as a training loop's loss sum without .item()
+  for i in range(600): running = running + (w * (i % 7)).sum()
+  assert running.item() == sum(i % 7 for i in range(600)) * 3.0

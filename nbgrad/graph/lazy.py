@@ -18,10 +18,12 @@ class LazyBuffer:
       self.view = View.contiguous(self.shape)
       self.buffer = buffer     # the device buffer, once realized
       self.readers: Optional[weakref.WeakSet] = None   # base nodes built on this one (see pending_readers)
+      self.depth = 0   # the longest chain of ops down to buffers that were computed when this node was built
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = weakref.WeakSet()
         src.readers.add(self)
+        if src.buffer is None: self.depth = max(self.depth, src.depth + 1)
     else:
       assert base.base is base
       self._base, self.view = base, view

@@ -16,6 +16,7 @@ Rules:
 """
 from __future__ import annotations
 import math
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 from nbgrad.dtype import DType, dtypes
@@ -74,6 +75,16 @@ def map_views(expr: Expr, fn, memo=None) -> Expr:
 # An elementwise node is inlined into the kernels that read it, once per distinct view it is read through.
 # Past this many views in one kernel (convolution windows, pooling backward) it gets a kernel of its own.
 MAX_INLINED_VIEWS = 4
+# A chain of elementwise ops deeper than this is cut: the node at that depth gets a kernel of its own. A
+# thousand-op chain (x = x * 1.001 in a loop, a running total) made one kernel whose source took seconds to
+# compile, and walking it recursed past Python's limit.
+MAX_FUSED_DEPTH = 32
+# Reduces sharing one loop nest become stages of one kernel (softmax: a max and a sum) up to this many; a sum of
+# hundreds of reductions (a running total) made one kernel whose compile took seconds.
+MAX_STAGES = 4
+# The graph walks (scheduling, rendering) recurse once per op of a kernel and a few times per kernel of a chain
+# of kernels: room for chains of thousands of ops (tinygrad raises the limit to 10000 the same way).
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 
 class KernelBuilder:
@@ -85,6 +96,7 @@ class KernelBuilder:
     self.memo: dict = {}
     self.views_of: dict[int, set] = {}
     self.valids: dict[View, Expr] = {}
+    self.depth = 0   # of elementwise ops inlined above the node being built
 
   def build(self) -> Kernel:
     root = self.root
@@ -109,8 +121,10 @@ class KernelBuilder:
     return Kernel("compute", root, self.inputs, self.loop_shape, self.axes, tuple(self.stages), out_expr,
                   out_view.flattened(), full)
 
-  def find_primary_reduce(self, base: LazyBuffer, view: View, seen: set):
-    """A reduce the root can be fused onto: read in flat order (post) or broadcast back (full)."""
+  def find_primary_reduce(self, base: LazyBuffer, view: View, seen: set, depth: int = 0):
+    """A reduce the root can be fused onto: read in flat order (post) or broadcast back (full), within the
+    depth the kernel inlines."""
+    if depth >= MAX_FUSED_DEPTH: return None
     for src in base.srcs:
       sbase, sview = src.base, view.then(src.view)
       if self.is_loaded(sbase) or (id(sbase), sview) in seen: continue
@@ -120,7 +134,7 @@ class KernelBuilder:
         if sbase.srcs[0].shape == self.root.shape and sview.same_map(View.contiguous(sbase.shape).expand(self.root.shape)):
           return sbase, "full"
       elif isinstance(sbase.op, ALU_OPS):
-        if (found := self.find_primary_reduce(sbase, sview, seen)) is not None: return found
+        if (found := self.find_primary_reduce(sbase, sview, seen, depth + 1)) is not None: return found
     return None
 
   def is_loaded(self, base: LazyBuffer) -> bool:
@@ -155,15 +169,18 @@ class KernelBuilder:
     elif base.op is LoadOps.ARANGE: value = Expr(INDEX, base.dtype, arg=(view,) + tuple(base.arg))
     elif base.op in ReduceOps:
       fusable = base.srcs[0].shape == self.loop_shape and base.arg == self.axes and id(base) not in self.targets \
-        and view.same_map(View.contiguous(base.shape).expand(self.loop_shape))
+        and view.same_map(View.contiguous(base.shape).expand(self.loop_shape)) \
+        and (id(base) in self.stage_of or len(self.stages) < MAX_STAGES)
       return Expr(ACC, base.dtype, arg=self.stage(base)) if fusable else self.load(base, view)
     else:
       views = self.views_of.setdefault(id(base), set())
       views.add(view)
-      if len(views) > MAX_INLINED_VIEWS and base is not self.root:
-        self.targets.add(id(base))   # read through many views: computing it once is cheaper than inlining each
+      if (len(views) > MAX_INLINED_VIEWS or self.depth >= MAX_FUSED_DEPTH) and base is not self.root:
+        self.targets.add(id(base))   # read through many views, or deep: computed once, in a kernel of its own
         return self.load(base, view)
+      self.depth += 1
       srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
+      self.depth -= 1
       value = Expr(base.op, base.dtype, srcs, base.arg)
     if any(level.conds for level in view.levels):
       value = Expr(TernaryOps.WHERE, base.dtype, (self.valid(view), value, Expr(CONST, base.dtype, arg=0)))

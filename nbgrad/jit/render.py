@@ -513,7 +513,10 @@ class Renderer:
     size = self.sizes[first]
     for number, (op, expr) in enumerate(k.stages):
       dt = expr.dtype
-      self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
+      combine = BINARY[REDUCE_COMBINE[op]]
+      # the serial build adds each chunk's result as it goes, in the order the parallel build combines them
+      if self.parallel: self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
+      else: self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
       self.emit(depth, f"for xchunk in {'prange' if self.parallel else 'range'}({SPLIT_CHUNKS}):")
       self.init_accumulator(depth + 1, op, dt, "chunk_acc")
       start, end = f"xchunk * {size} // {SPLIT_CHUNKS}", f"(xchunk + 1) * {size} // {SPLIT_CHUNKS}"
@@ -527,10 +530,13 @@ class Renderer:
         self.emit(depth + 1, f"for x{first} in range({start}, {end}):")
         self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
       self.finish_accumulator(depth + 1, op, dt, "chunk_acc")
+      if not self.parallel:
+        self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', 'chunk_acc')}")
+        continue
       self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
       self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
       self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")   # NaN-aware combine of the partials
-      self.emit(depth + 1, f"acc{number} = {BINARY[REDUCE_COMBINE[op]](dt, f'acc{number}', f'part{number}[xchunk]')}")
+      self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
     if k.full: self.store(self.loops(depth, reduce, parallel_first=True))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
