@@ -107,8 +107,16 @@ def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyB
   return lazy if device == "CPU" else lazy.copy_to(device)
 
 
+def _tensors_as_arrays(data):
+  """A (nested) list with Tensors in it, their values in their place: Tensor([Tensor(1.0), Tensor(2.0)])."""
+  if isinstance(data, Tensor): return data.numpy()
+  if isinstance(data, (list, tuple)): return [_tensors_as_arrays(d) for d in data]
+  return data
+
+
 def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   """The list's values read at full precision, then cast to dtype (or to API.md's default dtypes)."""
+  data = _tensors_as_arrays(data)
   try:
     array = np.array(data)
   except ValueError as e:
@@ -150,6 +158,16 @@ _UFUNC_OPS = {
 }
 
 
+def _leading_tensor(first, others: tuple, name: str) -> tuple:
+  """Tensor.cat(a, b) and, as torch writes it, Tensor.cat([a, b]): the first tensor and the others."""
+  if isinstance(first, (list, tuple)):
+    if not first: raise ValueError(f"{name} needs at least one tensor")
+    first, others = first[0], tuple(first[1:]) + others
+  for t in (first,) + others:
+    if not isinstance(t, Tensor): raise TypeError(f"{name} takes tensors, got {type(t).__name__}")
+  return first, others
+
+
 def _numpy_reduction(fn):
   """The reduction also takes numpy's keywords, so np.sum(t), np.mean(t, axis=0, keepdims=True) and np.std(t)
   call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1), a dtype the input is cast to;
@@ -161,6 +179,10 @@ def _numpy_reduction(fn):
     if ddof is not None: kwargs["correction"] = ddof
     return fn(self if dtype is None else self.cast(dtype), *args, **kwargs)
   return reduction
+
+
+def _rebuilt(values: np.ndarray, dtype: DType, device: str, requires_grad) -> Tensor:
+  return Tensor(values, device=device, dtype=dtype, requires_grad=requires_grad)
 
 
 class _ClassFlag(contextlib.ContextDecorator):
@@ -253,6 +275,10 @@ class Tensor:
   def __iter__(self):
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
     return (self[i] for i in range(self.shape[0]))
+
+  def __reduce__(self):
+    """Pickled (and deep-copied) as its values, dtype, device and requires_grad; the graph is not kept."""
+    return _rebuilt, (self.numpy(), self.dtype, self.device, self.requires_grad)
 
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item() or .numpy()")
   def __hash__(self): return id(self)
@@ -646,6 +672,7 @@ class Tensor:
     return base.reshape(interleaved).expand(expanded).reshape(tuple(r * s for r, s in zip(repeats, base.shape)))
 
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    self, others = _leading_tensor(self, others, "cat")
     tensors = (self,) + others
     dim = resolve_axis(dim, self.ndim)
     for t in others:
@@ -663,6 +690,7 @@ class Tensor:
     return out
 
   def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    self, others = _leading_tensor(self, others, "stack")
     tensors = (self,) + others
     dim = resolve_axis(dim, self.ndim, extra=1)
     for t in others:

@@ -452,3 +452,11 @@ def test_bad_input_raises_and_leaves_tensor_intact(name, shape, call, exc):
     call(t)
   assert t.shape == shape
   np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_cat_and_stack_take_a_list_as_torch_writes_them():
+  a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((1, 3), np.float32)
+  np.testing.assert_array_equal(Tensor.cat([Tensor(a), Tensor(b)]).numpy(), np.concatenate([a, b]))
+  np.testing.assert_array_equal(Tensor.stack((Tensor(a), Tensor(a)), dim=1).numpy(), np.stack([a, a], axis=1))
+  with pytest.raises(TypeError, match="cat takes tensors"):
+    Tensor.cat([Tensor(a), b])
