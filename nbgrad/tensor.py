@@ -276,6 +276,11 @@ class Tensor:
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
     return (self[i] for i in range(self.shape[0]))
 
+  # a one-element tensor converts as numpy's and torch's do: float(loss), int(count), f"{loss:.3f}"
+  def __float__(self) -> float: return float(self.item())
+  def __int__(self) -> int: return int(self.item())
+  def __format__(self, spec: str) -> str: return format(self.item(), spec) if spec else repr(self)
+
   def __reduce__(self):
     """Pickled (and deep-copied) as its values, dtype, device and requires_grad; the graph is not kept."""
     return _rebuilt, (self.numpy(), self.dtype, self.device, self.requires_grad)

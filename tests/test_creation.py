@@ -685,3 +685,11 @@ def test_a_list_of_tensors():
   got = Tensor([Tensor(1.0), Tensor(2.5)])
   check_same(got, torch.tensor([torch.tensor(1.0), torch.tensor(2.5)]).numpy())
   check_same(Tensor([[Tensor(1), 2], [3, Tensor(4)]]), np.array([[1, 2], [3, 4]], np.int32))
+
+
+def test_one_element_tensors_convert_to_python_numbers_as_torch():
+  t, tt = Tensor(np.float32(2.71828)), torch.tensor(np.float32(2.71828))
+  assert float(t) == float(tt) and int(t) == int(tt) and f"{t:.2f}" == f"{tt:.2f}" == "2.72"
+  assert int(Tensor([7])) == 7 and isinstance(float(Tensor([3], dtype=dtypes.int8)), float)
+  with pytest.raises(ValueError, match="one element"):
+    float(Tensor([1.0, 2.0]))
