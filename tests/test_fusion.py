@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from nbgrad import Tensor
+from nbgrad.graph.ops import TernaryOps
 from nbgrad.helpers import GlobalCounters
 
 
@@ -254,3 +255,34 @@ def test_graphs_thousands_of_ops_deep_compute_without_recursion_errors():
   running = Tensor(0.0)   # a running total of reductions, as a training loop's loss sum without .item()
   for i in range(600): running = running + (w * (i % 7)).sum()
   assert running.item() == sum(i % 7 for i in range(600)) * 3.0
+
+
+def expression_nodes(kernel) -> list:
+  """Every distinct node of a kernel's expressions."""
+  seen, stack = {}, [kernel.out_expr] + [e for _, e in kernel.stages]
+  while stack:
+    e = stack.pop()
+    if id(e) not in seen:
+      seen[id(e)] = e
+      stack.extend(e.srcs)
+  return list(seen.values())
+
+
+def test_gradient_of_slices_stays_small_and_matches_torch():
+  """Gates sliced from one tensor (an LSTM cell) and multiplied: each slice's gradient is padded back and summed.
+  Only the node that adds a padding tests its mask, and a kernel holds a bounded number of nodes (one kernel
+  of thousands of lines took minutes to compile)."""
+  import torch
+  from nbgrad.graph.schedule import MAX_KERNEL_NODES
+  values = np.random.default_rng(5).standard_normal((4, 32)).astype(np.float32)
+  z, zt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  out, out_t = z[:, :8].sigmoid(), zt[:, :8].sigmoid()
+  for k in range(1, 4):
+    out, out_t = out * z[:, 8 * k:8 * (k + 1)].sigmoid(), out_t * zt[:, 8 * k:8 * (k + 1)].sigmoid()
+  out.sum().backward()
+  out_t.sum().backward()
+  for kernel in z.grad.schedule():
+    nodes = expression_nodes(kernel)
+    assert len(nodes) <= 4 * MAX_KERNEL_NODES
+    assert sum(e.op is TernaryOps.WHERE for e in nodes) <= 8   # one mask per padded piece, not one per node
+  np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-5, atol=1e-7)

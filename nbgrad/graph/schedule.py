@@ -79,12 +79,19 @@ MAX_INLINED_VIEWS = 4
 # thousand-op chain (x = x * 1.001 in a loop, a running total) made one kernel whose source took seconds to
 # compile, and walking it recursed past Python's limit.
 MAX_FUSED_DEPTH = 32
+# A kernel holds at most about this many computed nodes; past it, a node it would inline gets a kernel of its
+# own. The gradient of an LSTM cell (slices of one tensor, padded back and summed) inlined the same cell
+# once per slice and time step: one kernel of thousands of lines whose compile ran for minutes.
+MAX_KERNEL_NODES = 192
 # Reduces sharing one loop nest become stages of one kernel (softmax: a max and a sum) up to this many; a sum of
 # hundreds of reductions (a running total) made one kernel whose compile took seconds.
 MAX_STAGES = 4
 # The graph walks (scheduling, rendering) recurse once per op of a kernel and a few times per kernel of a chain
 # of kernels: room for chains of thousands of ops (tinygrad raises the limit to 10000 the same way).
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+
+def has_conditions(view: View) -> bool: return any(level.conds for level in view.levels)
 
 
 class KernelBuilder:
@@ -97,6 +104,7 @@ class KernelBuilder:
     self.views_of: dict[int, set] = {}
     self.valids: dict[View, Expr] = {}
     self.depth = 0   # of elementwise ops inlined above the node being built
+    self.nodes = 0   # computed nodes inlined so far
 
   def build(self) -> Kernel:
     root = self.root
@@ -158,12 +166,14 @@ class KernelBuilder:
     number = next(i for i, b in enumerate(self.inputs) if b is base)
     return Expr(LOAD, base.dtype, arg=(number, view.flattened()))
 
-  def expr(self, base: LazyBuffer, view: View) -> Expr:
-    key = (id(base), view)
-    if key not in self.memo: self.memo[key] = self._expr(base, view)
+  def expr(self, base: LazyBuffer, view: View, masked: bool = False) -> Expr:
+    """base's value read through view. masked: a node above already zeroes every element view's conditions
+    rule out, so this one need not (a padded gradient piece would otherwise test its mask at every node)."""
+    key = (id(base), view, masked)
+    if key not in self.memo: self.memo[key] = self._expr(base, view, masked)
     return self.memo[key]
 
-  def _expr(self, base: LazyBuffer, view: View) -> Expr:
+  def _expr(self, base: LazyBuffer, view: View, masked: bool) -> Expr:
     if self.is_loaded(base): return self.load(base, view)
     if base.op is LoadOps.CONST: value = Expr(CONST, base.dtype, arg=base.arg)
     elif base.op is LoadOps.ARANGE: value = Expr(INDEX, base.dtype, arg=(view,) + tuple(base.arg))
@@ -175,14 +185,18 @@ class KernelBuilder:
     else:
       views = self.views_of.setdefault(id(base), set())
       views.add(view)
-      if (len(views) > MAX_INLINED_VIEWS or self.depth >= MAX_FUSED_DEPTH) and base is not self.root:
-        self.targets.add(id(base))   # read through many views, or deep: computed once, in a kernel of its own
+      if (len(views) > MAX_INLINED_VIEWS or self.depth >= MAX_FUSED_DEPTH or self.nodes >= MAX_KERNEL_NODES) \
+          and base is not self.root:
+        self.targets.add(id(base))   # read through many views, deep or past the size: a kernel of its own
         return self.load(base, view)
+      self.nodes += 1
       self.depth += 1
-      srcs = tuple(self.expr(s.base, view.then(s.view)) for s in base.srcs)
+      # a source read through a view without conditions of its own is valid where this node is
+      covered = masked or has_conditions(view)
+      srcs = tuple(self.expr(s.base, view.then(s.view), covered and not has_conditions(s.view)) for s in base.srcs)
       self.depth -= 1
       value = Expr(base.op, base.dtype, srcs, base.arg)
-    if any(level.conds for level in view.levels):
+    if has_conditions(view) and not masked:
       value = Expr(TernaryOps.WHERE, base.dtype, (self.valid(view), value, Expr(CONST, base.dtype, arg=0)))
     return value
 
