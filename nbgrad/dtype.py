@@ -131,6 +131,15 @@ def dtype_limits(dt: DType):
   return int(info.min), int(info.max)
 
 
+def int_dtype_holding(low: int, high: int) -> DType:
+  """The dtype of ints from low to high: dtypes.default_int, widened to int64 (uint64 past 2**63 - 1) where the
+  values need it, as Tensor(2**40) and Tensor([1, 2**40]) do."""
+  for dt in (dtypes.default_int, dtypes.int64, dtypes.uint64):
+    limits = dtype_limits(dt)
+    if limits[0] <= low and high <= limits[1]: return dt
+  raise ValueError(f"ints from {low} to {high} do not fit in int64 or uint64; give a float dtype to store them as floats")
+
+
 def cast_scalar(value, dt: DType):
   """A Python scalar converted to the value it has in dtype dt (ints wrap, floats round)."""
   if dt.kind == "b": return bool(value)

@@ -9,7 +9,7 @@ import numpy as np
 from nbgrad import autograd as F, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, dtype_limits
+  float32_to_bfloat16_bits, int_dtype_holding
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.schedule import create_schedule
@@ -89,12 +89,8 @@ def scalar_dtype(value) -> DType:
 
 
 def filled_dtype(value) -> DType:
-  """The dtype of a tensor made of a Python scalar: API.md's defaults, but an int past int32 widens to int64
-  (uint64 from 2**63), as it does in a list."""
-  if isinstance(value, int) and not isinstance(value, bool) and not -2**31 <= value < 2**31:
-    if -2**63 <= value < 2**63: return dtypes.int64
-    if 0 <= value < 2**64: return dtypes.uint64
-    raise ValueError(f"{value} does not fit in int64 or uint64; give a float dtype")
+  """The dtype of a tensor made of a Python scalar: API.md's defaults, an int widened as in a list."""
+  if isinstance(value, int) and not isinstance(value, bool): return int_dtype_holding(value, value)
   return scalar_dtype(value)
 
 
@@ -135,13 +131,10 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
     array = np.array(data, dtype=np.float64)
   elif array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
     values = np.array(data, dtype=object)
-    if all(isinstance(v, int) for v in values.flat):
-      if values.min() < 0: raise ValueError("a list's ints span more than int64 and uint64 hold")
-      array = values.astype(np.uint64)
-  if array.dtype.kind in "iu":   # dtypes.default_int, wider where the values need it
-    low, high = dtype_limits(dtypes.default_int)
-    if array.size == 0 or (array.min() >= low and array.max() <= high): return array.astype(dtypes.default_int.np)
-    return array if array.dtype.kind == "u" and array.max() >= 2**63 else array.astype(np.int64)
+    if all(isinstance(v, int) for v in values.flat): array = values.astype(int_dtype_holding(values.min(), values.max()).np)
+  if array.dtype.kind in "iu":
+    if array.size == 0: return array.astype(dtypes.default_int.np)
+    return array.astype(int_dtype_holding(int(array.min()), int(array.max())).np)
   return array.astype(dtypes.default_float.np) if array.dtype.kind == "f" else array
 
 

@@ -65,7 +65,7 @@ class LazyBuffer:
   def const_value(self):
     """The scalar if this node is a broadcast constant (and every element is valid), else None."""
     base = self.base
-    if base.op is LoadOps.CONST and base.buffer is None and all(not lv.conds for lv in self.view.levels): return base.arg
+    if base.op is LoadOps.CONST and base.buffer is None and not self.view.has_conditions(): return base.arg
     return None
 
   def contiguous(self) -> LazyBuffer:

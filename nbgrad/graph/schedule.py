@@ -91,9 +91,6 @@ MAX_STAGES = 4
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 
-def has_conditions(view: View) -> bool: return any(level.conds for level in view.levels)
-
-
 class KernelBuilder:
   def __init__(self, root: LazyBuffer, targets: set, planned: set, schedule_base):
     self.root, self.targets, self.planned, self.schedule_base = root, targets, planned, schedule_base
@@ -192,11 +189,11 @@ class KernelBuilder:
       self.nodes += 1
       self.depth += 1
       # a source read through a view without conditions of its own is valid where this node is
-      covered = masked or has_conditions(view)
-      srcs = tuple(self.expr(s.base, view.then(s.view), covered and not has_conditions(s.view)) for s in base.srcs)
+      covered = masked or view.has_conditions()
+      srcs = tuple(self.expr(s.base, view.then(s.view), covered and not s.view.has_conditions()) for s in base.srcs)
       self.depth -= 1
       value = Expr(base.op, base.dtype, srcs, base.arg)
-    if has_conditions(view) and not masked:
+    if view.has_conditions() and not masked:
       value = Expr(TernaryOps.WHERE, base.dtype, (self.valid(view), value, Expr(CONST, base.dtype, arg=0)))
     return value
 

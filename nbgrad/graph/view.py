@@ -190,6 +190,7 @@ class View:
   def __hash__(self) -> int: return self._hash
 
   def is_identity(self) -> bool: return len(self.levels) == 1 and self.levels[0].is_identity()
+  def has_conditions(self) -> bool: return any(level.conds for level in self.levels)   # padding: some reads are 0
 
   def strided(self) -> Optional[tuple[tuple[int, ...], int]]:
     """(strides, offset) into the flat base buffer when the view is one strided window of it; None when it is
