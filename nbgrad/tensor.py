@@ -699,8 +699,10 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     n = self.shape[dim]
     if isinstance(sizes, int):
-      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
-      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+      if sizes < 0 or (sizes == 0 and n > 0):
+        raise ValueError(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if n else [0]
+    if any(s < 0 for s in sizes): raise ValueError(f"split sizes {list(sizes)} must not be negative")
     if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} do not add up to {n} (dim {dim} of {self.shape})")
     out, start = [], 0
     for s in sizes:

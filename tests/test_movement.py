@@ -347,6 +347,7 @@ SPLIT_ROWS = [
   ("split_dim1", (2, 5), lambda t: t.split(2, dim=1), lambda x: x.split(2, dim=1)),
   ("split_dim_negative", (2, 5), lambda t: t.split([1, 4], dim=-1), lambda x: x.split([1, 4], dim=-1)),
   ("split_0size", (0, 3), lambda t: t.split(2), lambda x: x.split(2)),
+  ("split_size_0_of_0size", (0, 3), lambda t: t.split(0), lambda x: x.split(0)),
   ("split_of_view", (4, 6), lambda t: t.T.split([2, 4]), lambda x: x.T.split([2, 4])),
   ("chunk_uneven", (7, 3), lambda t: t.chunk(3), lambda x: x.chunk(3)),
   ("chunk_even", (6, 3), lambda t: t.chunk(2), lambda x: x.chunk(2)),
@@ -440,6 +441,9 @@ BAD_ROWS = [
   ("cat_axis_out_of_range", (2, 3), lambda t: t.cat(t, dim=2), IndexError),
   ("stack_mismatched_shape", (2, 3), lambda t: t.stack(Tensor.zeros(3, 2)), ValueError),
   ("split_sizes_wrong_sum", (5, 3), lambda t: t.split([2, 2]), ValueError),
+  ("split_size_0_of_nonempty_dim", (5, 3), lambda t: t.split(0), ValueError),
+  ("split_size_negative", (5, 3), lambda t: t.split(-2), ValueError),
+  ("split_sizes_negative", (5, 3), lambda t: t.split([7, -2]), ValueError),
   ("chunk_zero", (5, 3), lambda t: t.chunk(0), ValueError),
 ]
 
