@@ -306,6 +306,9 @@ class Tensor:
     return array.copy()
 
   def __array__(self, dtype=None, copy=None):
+    """The values for numpy: a realized contiguous tensor's buffer itself, read-only (a write behind the graph's
+    back would change results built from it but not computed yet; Tensor.assign and setitem write in place), else a
+    copy."""
     array = None
     if self.dtype != dtypes.bfloat16 and self.numel() > 0:
       self.realize()
@@ -313,6 +316,10 @@ class Tensor:
     if array is None:
       if copy is False: raise ValueError("this tensor's values are not laid out in one buffer: np.asarray needs a copy")
       array = self.numpy()
+    elif not copy and (dtype is None or np.dtype(dtype) == array.dtype):
+      array = array.view()
+      array.flags.writeable = False
+      return array
     if dtype is not None and np.dtype(dtype) != array.dtype:
       if copy is False: raise ValueError(f"converting {self.dtype} to {np.dtype(dtype)} needs a copy")
       return array.astype(dtype)
@@ -754,6 +761,12 @@ class Tensor:
     if not isinstance(y, np.ndarray): return y
     return y.item() if y.ndim == 0 else Tensor(y, device=self.device)
 
+  def _operand(self, y, name: str, optional=False) -> Optional[Tensor]:
+    """A tensor argument of an op; a numpy array (a numpy user's habit) becomes a tensor of its dtype here."""
+    if isinstance(y, Tensor) or (optional and y is None): return y
+    if isinstance(y, np.ndarray): return Tensor(y, device=self.device)
+    raise TypeError(f"{name} must be a Tensor or a numpy array, got {type(y).__name__}")
+
   def _check_same_device(self, other: Tensor):
     if self.device != other.device: raise ValueError(f"operands are on different devices: {self.device} and {other.device}")
 
@@ -925,7 +938,7 @@ class Tensor:
         base = self._broadcasted(x)[0]
         if base.dtype == dtypes.bool: base = base.cast(dtypes.int32)
         if x >= 0: return base._pow_by_squaring(int(x))
-        if dtypes.is_float(base.dtype): return base.reciprocal()._pow_by_squaring(-int(x))
+        return base.reciprocal()._pow_by_squaring(-int(x))   # an int base gives floats, as tinygrad's: 2 ** -1 is 0.5
     base, exponent = self._broadcasted(x, reverse)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
@@ -1016,7 +1029,7 @@ class Tensor:
     shape = broadcast_shape(cond.shape, x.shape)
     return F.Where.apply(cond._broadcast_to(shape), x._broadcast_to(shape), y._broadcast_to(shape))
 
-  def masked_fill(self, mask: Tensor, value) -> Tensor: return mask.where(value, self)
+  def masked_fill(self, mask: Tensor, value) -> Tensor: return self._operand(mask, "mask").where(value, self)
 
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
@@ -1210,6 +1223,7 @@ class Tensor:
   # ---- gather, einsum
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..., i, ...] = self[..., index[..., i, ...], ...] along dim (torch.gather)."""
+    index = self._operand(index, "gather index")
     if index.ndim != self.ndim: raise IndexMismatch(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
     if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int tensor, got {index.dtype}")
     dim = resolve_axis(dim, self.ndim)
@@ -1227,6 +1241,9 @@ class Tensor:
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:
     """Einstein summation over named axes ('ij,jk->ik'); without '->' the output is the letters used once, sorted."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)): operands = tuple(operands[0])
+    leading = next((x for x in operands if isinstance(x, Tensor)), None)
+    if leading is None: raise TypeError("einsum needs at least one Tensor operand")
+    operands = tuple(leading._operand(x, "einsum operand") for x in operands)
     formula = formula.replace(" ", "")
     inputs, arrow, output = formula.partition("->")
     terms = inputs.split(",")
@@ -1297,6 +1314,7 @@ class Tensor:
   def conv2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0,
              acc_dtype=None) -> Tensor:
     """Convolution over the last weight.ndim-2 dims (1-D, 2-D, 3-D...): x (N, Cin, *S), weight (Cout, Cin/groups, *K)."""
+    weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
@@ -1329,6 +1347,7 @@ class Tensor:
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,
                        padding=0, output_padding=0) -> Tensor:
     """The gradient of conv2d with respect to its input, as a layer: x (N, Cin, *S), weight (Cin, Cout/groups, *K)."""
+    weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv_transpose2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
@@ -1356,6 +1375,7 @@ class Tensor:
 
   # ---- neural-network functionals
   def linear(self, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
     out = self * weight if weight.ndim == 1 else self.dot(weight)
     return out if bias is None else out + bias
 
@@ -1370,6 +1390,8 @@ class Tensor:
     return centered * (centered * centered).mean(axis, keepdim=True).add(eps).rsqrt()
 
   def batchnorm(self, weight: Optional[Tensor], bias: Optional[Tensor], mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
+    weight, bias = self._operand(weight, "weight", optional=True), self._operand(bias, "bias", optional=True)
+    mean, invstd = self._operand(mean, "mean"), self._operand(invstd, "invstd")
     axes = tuple(resolve_axis(a, self.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
     out = self - mean.reshape(shape)
@@ -1382,6 +1404,7 @@ class Tensor:
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
   def binary_crossentropy(self, y: Tensor) -> Tensor:
+    y = self._operand(y, "target")
     return (-y * self._log_at_least(-100) - (1 - y) * (1 - self)._log_at_least(-100)).mean()   # torch's clamp: no nan at 0 or 1
 
   def _log_at_least(self, floor: float) -> Tensor:
@@ -1390,10 +1413,12 @@ class Tensor:
     return positive.where(positive.where(self, 1).log().maximum(floor), floor)
 
   def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
+    y = self._operand(y, "target")
     return (self.maximum(0) - y * self + self.abs().neg().exp()._log1p()).mean()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
+    Y = self._operand(Y, "labels")
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {self.shape}")
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
     log_probs, counted = self.log_softmax(), (Y != ignore_index)
@@ -1406,6 +1431,8 @@ class Tensor:
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                    dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:
+    key, value = self._operand(key, "key"), self._operand(value, "value")
+    attn_mask = self._operand(attn_mask, "attn_mask", optional=True)
     if is_causal:
       attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0).cast(dtypes.bool)
     scores = self @ key.transpose(-2, -1) / math.sqrt(self.shape[-1])
@@ -1416,6 +1443,7 @@ class Tensor:
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
+    w = self._operand(w, "matmul operand")
     if self.ndim == 0 or w.ndim == 0: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ShapeMismatch(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
@@ -1449,4 +1477,5 @@ class Tensor:
     return (x * w).sum(-1, acc_dtype=acc_dtype)
 
   def matmul(self, x: Tensor, reverse=False, acc_dtype=None) -> Tensor:
+    x = self._operand(x, "matmul operand")
     return x.dot(self, acc_dtype=acc_dtype) if reverse else self.dot(x, acc_dtype=acc_dtype)

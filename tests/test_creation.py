@@ -327,6 +327,19 @@ def test_asarray_of_realized_contiguous_tensor_does_not_copy():
   assert x.dtype == np.float32 and x.shape == (3, 4)
 
 
+def test_asarray_shared_buffer_is_read_only_so_lazy_results_keep_their_inputs():
+  t = Tensor(make((3, 4))).realize()
+  pending = t * 2   # built from t's values, not computed yet
+  shared = np.asarray(t)
+  assert not shared.flags.writeable
+  with pytest.raises(ValueError, match="read-only"):
+    shared[0, 0] = 100.0
+  np.testing.assert_array_equal(pending.numpy(), make((3, 4)) * 2)
+  mine = np.array(t)   # a copy is the caller's to change
+  mine[0, 0] = 100.0
+  np.testing.assert_array_equal(t.numpy(), make((3, 4)))
+
+
 def test_asarray_copy_true_copies():
   a = make((3, 4))
   t = Tensor(a).realize()

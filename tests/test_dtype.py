@@ -425,6 +425,33 @@ def test_numpy_arrays_as_operands_follow_torch():
   np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
 
 
+def test_numpy_arrays_as_tensor_arguments_of_ops():
+  """Ops whose arguments are tensors (matmul, linear, conv2d, gather, masked_fill, losses, attention, einsum) take
+  numpy arrays too, as torch's functional API takes tensors made from them; the gradient reaches the Tensor."""
+  rng = np.random.default_rng(5)
+  x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (3, 4), (4,)))
+  image, kernel = rng.standard_normal((1, 2, 5, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+  index, mask, labels = np.array([[0, 2], [1, 1]]), np.array([[True, False, True], [False, False, True]]), np.array([1, 3])
+  cases = [(lambda t: t @ w, lambda t: t @ torch.from_numpy(w)), (lambda t: t.dot(w), lambda t: t @ torch.from_numpy(w)),
+           (lambda t: t.linear(w, b), lambda t: t @ torch.from_numpy(w) + torch.from_numpy(b)),
+           (lambda t: t.gather(1, index), lambda t: t.gather(1, torch.from_numpy(index))),
+           (lambda t: t.masked_fill(mask, 0.5), lambda t: t.masked_fill(torch.from_numpy(mask), 0.5)),
+           (lambda t: (t @ w).sparse_categorical_crossentropy(labels), lambda t: torch.nn.functional.cross_entropy(t @ torch.from_numpy(w), torch.from_numpy(labels))),
+           (lambda t: Tensor.einsum("ij,jk->ik", t, w), lambda t: torch.einsum("ij,jk->ik", t, torch.from_numpy(w))),
+           (lambda t: t.scaled_dot_product_attention(x, x), lambda t: torch.nn.functional.scaled_dot_product_attention(t, *[torch.from_numpy(x)] * 2))]
+  for fn, ref in cases:
+    t, tt = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, expected = fn(t), ref(tt)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-5, atol=1e-6)
+  conv = Tensor(image).conv2d(kernel, b[:3], padding=1)
+  np.testing.assert_allclose(conv.numpy(), torch.nn.functional.conv2d(torch.from_numpy(image), torch.from_numpy(kernel), torch.from_numpy(b[:3]), padding=1).numpy(), rtol=1e-5, atol=1e-5)
+  with pytest.raises(TypeError, match="list"):
+    Tensor(x).dot([[1.0], [2.0], [3.0]])
+
+
 def test_numpy_functions_on_tensors():
   """A numpy script handed a Tensor: ufuncs nbgrad has and numpy's reductions give Tensors (keeping the graph),
   with numpy's keywords and defaults (np.std: ddof=0); other ufuncs run in numpy on the values."""

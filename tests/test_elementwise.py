@@ -472,6 +472,15 @@ def test_integer_powers(name, fn, expected):
   np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.numpy().astype(np.float64))
 
 
+def test_int_base_to_a_negative_integer_constant_is_float_as_tinygrad():
+  """tinygrad takes b ** -n as (1 / b) ** n with the reciprocal in float: 2 ** -1 is 0.5, not an integer 0."""
+  for values, dtype, n in [([2, -4, 1, 3], dtypes.int32, 1), ([2, -4, 5], dtypes.int8, 3), ([True, False], dtypes.bool, 2)]:
+    out = Tensor(values, dtype=dtype) ** -n
+    assert out.dtype == dtypes.float32
+    expected = (1 / np.array(values, np.float64)) ** n if values[1] is not False else np.array([1.0, np.inf])
+    np.testing.assert_allclose(out.numpy(), expected.astype(np.float32), rtol=1e-6)
+
+
 @pytest.mark.parametrize("fn,ref", [
   (lambda t: t ** INF, lambda x: x ** INF), (lambda t: t ** NAN, lambda x: x ** NAN), (lambda t: t ** -INF, lambda x: x ** -INF),
   (lambda t: 1.0 ** t, lambda x: 1.0 ** x), (lambda t: INF ** t, lambda x: INF ** x), (lambda t: 0.0 ** t, lambda x: 0.0 ** x),
