@@ -315,17 +315,41 @@ class Windows(Function):
     return x.windows(kernel, stride, dilation)
   def backward(self, grad):
     kernel, stride, dilation = self.args
-    terms = math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation))
-    if terms > MAX_SHIFTED_TERMS: return window_sums(grad, self.input_shape, *self.args)
-    # read once per term: a pooling gradient inlined into four terms compiled in 9.7 s, not 2
-    if terms > 1: grad = computed_once(grad)
-    return shifted_window_sums(grad, self.input_shape, *self.args)
+    if math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation)) > MAX_SHIFTED_TERMS:
+      return window_sums_by_dim(grad, self.input_shape, *self.args)
+    return one_window_sum(grad, self.input_shape, *self.args)
 
 
 # Each term of the shifted sum is a padded load in the kernel that adds them, and compile time grows with
-# them: measured cold, 9 terms (3x3) 1.9 s, 25 terms (5x5) 3.9 s, 27 terms (3x3x3) 11 s, against 1.3-1.8 s
-# for window_sums, whose one reduce over repeats of the input takes over past this many terms.
+# them: measured cold, 9 terms (3x3) 1.9 s, 25 terms (5x5) 3.9 s, 27 terms (3x3x3) 11 s. Past this many terms the
+# dims are summed one at a time (5 + 5 terms for 5x5); a dim of more is left to window_sums, one reduce over
+# repeats of the input (1.3-1.8 s to compile, but its index arithmetic divides: 5x5 windows of a 128x32x24x24
+# input took 0.6 s to run, one dim at a time 0.05 s).
 MAX_SHIFTED_TERMS = 16
+
+
+def one_window_sum(grad: LazyBuffer, input_shape, kernel, stride, dilation) -> LazyBuffer:
+  terms = math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation))
+  if terms > MAX_SHIFTED_TERMS: return window_sums(grad, input_shape, kernel, stride, dilation)
+  # read once per term: a pooling gradient inlined into four terms compiled in 9.7 s, not 2
+  if terms > 1: grad = computed_once(grad)
+  return shifted_window_sums(grad, input_shape, kernel, stride, dilation)
+
+
+def window_sums_by_dim(grad: LazyBuffer, input_shape, kernel, stride, dilation) -> LazyBuffer:
+  """The window sums one spatial dim at a time: the sum over windows and kernel offsets that reach an input
+  position splits into independent sums along each dim. grad is (..., *out, *kernel); each pass moves one dim's
+  (out, kernel) pair last and sums it into that dim's input positions."""
+  dims = len(kernel)
+  lead = len(grad.shape) - 2 * dims
+  names = [("lead", i) for i in range(lead)] + [("out", j) for j in range(dims)] + [("kernel", j) for j in range(dims)]
+  for j in reversed(range(dims)):
+    others = [name for name in names if name not in (("out", j), ("kernel", j))]
+    grad = grad.permute(tuple(names.index(name) for name in others + [("out", j), ("kernel", j)]))
+    grad = one_window_sum(grad, grad.shape[:-2] + (input_shape[lead + j],), (kernel[j],), (stride[j],), (dilation[j],))
+    if j: grad = computed_once(grad)   # stored in the order just computed, before the next pass permutes it
+    names = others + [("input", j)]
+  return grad.permute(tuple(names.index(name) for name in [("lead", i) for i in range(lead)] + [("input", j) for j in range(dims)]))
 
 
 def offset_runs(size: int, stride: int, dilation: int) -> list[tuple[int, int]]:

@@ -55,6 +55,9 @@ CONV_CASES = {
   "2d_k2_stride3_gaps": ((1, 2, 8, 7), (2, 2, 2, 2), False, dict(stride=3)),
   "3d_k3_pad1": ((1, 2, 4, 5, 4), (2, 2, 3, 3, 3), False, dict(padding=1)),
   "2d_k7_pad3_many_offsets": ((1, 2, 9, 9), (2, 2, 7, 7), False, dict(padding=3)),
+  # more offsets than one kernel sums at once: the input gradient is summed one dim at a time
+  "2d_k5_stride_dilation_by_dim": ((2, 3, 11, 12), (4, 3, 5, 5), True, dict(stride=(2, 1), dilation=(1, 2), padding=1)),
+  "1d_k17_one_reduce": ((1, 2, 30), (2, 2, 17), False, dict()),
 }
 
 
