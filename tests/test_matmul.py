@@ -1,6 +1,7 @@
 """matmul / dot: forward and both gradients against torch (CPU, float64 on the same values), for 1-D,
 2-D, batched and broadcast operands, non-contiguous views, size-1 and zero-size dims, float and int
 dtypes and acc_dtype. Float products run as one BLAS kernel; int products keep the multiply-and-sum path."""
+import numba
 import numpy as np
 import pytest
 import torch
@@ -136,6 +137,29 @@ def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpo
   np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-5 * scale)
   np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((6, 100, 200), (6, 200, 100)), ((300, 200), (200, 100)), ((1, 8, 900), (1, 900, 700)),
+                                             ((4, 1, 70, 64), (1, 3, 64, 80))], ids=["batch", "rows", "columns", "broadcast_batch"])
+def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, monkeypatch):
+  """A big product runs in parts (along the batch, the rows or the columns), each on a thread with BLAS at one
+  thread; the thread count numpy's BLAS had is set back afterwards."""
+  from nbgrad.jit import blas
+  before = blas._BLAS_THREADS[0]() if blas._BLAS_THREADS else None
+  parts, split = [], blas._split
+  monkeypatch.setattr(blas, "_split", lambda *args: parts.append(split(*args)) or parts[-1])
+  rng = np.random.default_rng(3)
+  a_data, b_data = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+  a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
+  ta, tb = torch.tensor(a_data, dtype=torch.float64, requires_grad=True), torch.tensor(b_data, dtype=torch.float64, requires_grad=True)
+  out, ref = a @ b, ta @ tb
+  out.sum().backward()
+  ref.sum().backward()
+  for got, want in ((out, ref), (a.grad, ta.grad), (b.grad, tb.grad)):
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+  if before is not None:
+    assert blas._BLAS_THREADS[0]() == before
+    if numba.get_num_threads() > 1: assert len(parts[0]) > 1   # the forward product was cut
 
 
 # id -> (input dtype, acc_dtype, whether BLAS can honour it)
