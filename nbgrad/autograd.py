@@ -28,6 +28,10 @@ class Function:
 
   @classmethod
   def apply(cls, *tensors, **kwargs):
+    for t in tensors:
+      # A parameter made by zeros/ones is stored before its first use: folded in as a constant, it would make the
+      # first step's kernels differ from every later step's (which read its updated values), and compile twice.
+      if t.requires_grad and t._ctx is None and t.lazydata.const_value() is not None: t.lazydata = t.lazydata.contiguous()
     ctx = cls(tensors[0].device, *tensors)
     out = type(tensors[0])(ctx.forward(*[t.lazydata for t in tensors], **kwargs), requires_grad=ctx.requires_grad)
     if ctx.requires_grad and not out.no_grad: out._ctx = ctx

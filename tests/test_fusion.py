@@ -171,6 +171,33 @@ def test_a_graph_of_the_same_structure_reuses_its_schedule_with_its_own_buffers(
   np.testing.assert_array_equal((b * 5 + 1).relu().sum(1).numpy(), np.full(4, 55.0))
 
 
+def test_a_parameter_made_by_ones_or_zeros_runs_the_same_kernels_in_every_step():
+  """A constant parameter is stored before its first use, so the first SGD step runs the kernels of the later
+  ones (which read updated values) instead of kernels of its own; the values follow torch."""
+  import torch
+  from nbgrad.graph.schedule import structure_key
+  x = np.random.default_rng(2).standard_normal((6, 7)).astype(np.float32)
+  w, b = Tensor.ones(7, requires_grad=True), Tensor.zeros(7, requires_grad=True)
+  tw, tb = torch.ones(7, requires_grad=True), torch.zeros(7, requires_grad=True)
+  structures = []
+  for _ in range(3):
+    w.grad = b.grad = None
+    loss = ((Tensor(x) * w + b).relu() ** 2).mean()
+    loss.backward()
+    w.assign(w.detach() - 0.1 * w.grad)
+    b.assign(b.detach() - 0.1 * b.grad)
+    structures.append({structure_key(k) for k in loss.schedule(w, b) if k.kind == "compute"})
+    loss.realize(w, b)
+    tw.grad = tb.grad = None
+    ((torch.from_numpy(x) * tw + tb).relu() ** 2).mean().backward()
+    with torch.no_grad():
+      tw -= 0.1 * tw.grad
+      tb -= 0.1 * tb.grad
+  assert structures[1] <= structures[0] and structures[2] == structures[1]
+  np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_a_kept_schedule_keeps_no_buffer_alive():
   import weakref
   x = Tensor(np.ones((64, 64), np.float32)).realize()
