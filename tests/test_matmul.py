@@ -162,6 +162,22 @@ def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, m
     if numba.get_num_threads() > 1: assert len(parts[0]) > 1   # the forward product was cut
 
 
+def test_products_from_several_python_threads_leave_numpy_blas_threads_as_they_were():
+  import threading
+  from nbgrad.jit import blas
+  before = blas._BLAS_THREADS[0]() if blas._BLAS_THREADS else None
+  a = np.random.default_rng(4).standard_normal((160, 130)).astype(np.float32)
+  results = [None] * 4
+
+  def work(i):
+    results[i] = (Tensor(a) @ Tensor(a.T) * (i + 1)).numpy()
+  threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  for i, got in enumerate(results): np.testing.assert_allclose(got, (a.astype(np.float64) @ a.T) * (i + 1), rtol=1e-4, atol=1e-3)
+  if before is not None: assert blas._BLAS_THREADS[0]() == before
+
+
 # id -> (input dtype, acc_dtype, whether BLAS can honour it)
 ACC_CASES = {
   "float16_acc_float32": ("float16", dtypes.float32, True),

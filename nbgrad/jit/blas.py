@@ -15,6 +15,7 @@ from typing import Optional
 import numba
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+from nbgrad.jit.compiler import LAUNCH_LOCK
 
 
 def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int, writeable=False) -> np.ndarray:
@@ -101,16 +102,17 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
     np.matmul(a, b, out=out)
     return
   get, set_ = _BLAS_THREADS
-  before = get()
-  set_(1)
-  try:
-    jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else [(out, a, b)]
-    if _workers is None: _workers = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="nbgrad-blas")
-    waiting = [_workers.submit(np.matmul, x, y, out=o) for o, x, y in jobs[1:]]
-    np.matmul(jobs[0][1], jobs[0][2], out=jobs[0][0])
-    for job in waiting: job.result()
-  finally:
-    set_(before)
+  with LAUNCH_LOCK:   # products from several Python threads take turns, so each sets back the count it found
+    before = get()
+    set_(1)
+    try:
+      jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else [(out, a, b)]
+      if _workers is None: _workers = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="nbgrad-blas")
+      waiting = [_workers.submit(np.matmul, x, y, out=o) for o, x, y in jobs[1:]]
+      np.matmul(jobs[0][1], jobs[0][2], out=jobs[0][0])
+      for job in waiting: job.result()
+    finally:
+      set_(before)
 
 
 def _split(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int) -> list[tuple]:
