@@ -2,8 +2,12 @@
 
 Forward values against torch (CPU, float64) or numpy; result dtypes per API.md's promotion rules;
 broadcasting, Python scalars on either side, in-place operators, special values, edge shapes."""
+import json
 import math
 import operator
+import os
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -248,6 +252,8 @@ HALF_ROWS = [   # (name, nbgrad op, torch op, spread of the inputs)
   ("softmax", lambda t: t.softmax(-1), lambda t: torch.softmax(t, -1), 4),
   ("layernorm", lambda t: t.layernorm(), lambda t: F.layer_norm(t, t.shape[-1:]), 4),
   ("std_past_the_half_range_of_squares", lambda t: t.std(-1), lambda t: t.std(-1), 300),
+  ("pow_fraction", lambda t: t.abs() ** 1.5, lambda t: t.abs() ** 1.5, 20), ("pow_integer", lambda t: t ** 3, lambda t: t ** 3, 6),
+  ("pow_tensor", lambda t: t.abs() ** (t * 0.25), lambda t: t.abs() ** (t * 0.25), 3), ("rpow", lambda t: 3 ** t, lambda t: 3 ** t, 2),
 ]
 
 
@@ -448,8 +454,8 @@ SPECIAL_BINARY = [
   ("mul_inf", lambda a, b: a * b, torch.mul, [0.0, INF, -INF, NAN], [INF, 2.0, 2.0, 0.0]),
   ("pow_edges", lambda a, b: a ** b, torch.pow, [0.0, 0.0, -2.0, -8.0, 0.0, -3.0, 2.0, 4.0, -2.0],
    [0.0, 2.0, 3.0, 0.5, -1.0, 2.0, -2.0, 0.5, -1.0]),
-  ("pow_ieee", lambda a, b: a ** b, torch.pow, [1.0, -1.0, -1.0, NAN, INF, 0.0, -0.5, 2.0, 0.5],
-   [NAN, INF, -INF, 0.0, 0.0, -1.5, INF, -INF, -INF]),
+  ("pow_ieee", lambda a, b: a ** b, torch.pow, [1.0, -1.0, -1.0, NAN, INF, 0.0, -0.5, 2.0, 0.5, -INF, -INF, -INF],
+   [NAN, INF, -INF, 0.0, 0.0, -1.5, INF, -INF, -INF, 1.5, -1.5, 3.0]),
   ("mod_inf", lambda a, b: a % b, torch.remainder, [3.0, -3.0, 0.0, 3.0, -3.0, INF], [INF, INF, INF, -INF, -INF, INF]),
 ]
 
@@ -501,6 +507,26 @@ def test_numpy_operand_on_the_left_keeps_a_tensor_and_its_gradient():
   assert isinstance(exp, Tensor)
   exp.sum().backward()
   np.testing.assert_allclose(w.grad.numpy(), np.array([3.0, 3.0], np.float32) + np.exp([1.0, -2.0]).astype(np.float32), rtol=1e-6)
+
+
+def test_long_chains_on_broadcast_values_compile_and_match_torch(tmp_path):
+  """A value that does not change along a loop (a broadcast input and what is computed from it) is computed
+  before the loop: LLVM never finished optimizing kernels computing softplus or pow of a broadcast scalar in
+  every iteration. Run in a child with a fresh kernel cache, so the kernels really compile, under a time limit."""
+  script = (
+    "import json, numpy as np, nbgrad\n"
+    "from nbgrad import Tensor\n"
+    "column = Tensor(np.array([[0.5], [-2.0], [30.0]], np.float32))\n"
+    "print(json.dumps([Tensor([4.0]).expand(2).softplus().tolist(), (Tensor([2.0]).expand(3) ** Tensor([1.5])).tolist(),\n"
+    "  (column.expand(3, 5).softplus() * Tensor(np.ones((3, 5), np.float32))).sum(1).tolist()]))\n")
+  run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "NBGRAD_CACHE_DIR": str(tmp_path)})
+  assert run.returncode == 0, run.stderr
+  softplus, power, rows = json.loads(run.stdout)
+  column = torch.tensor([[0.5], [-2.0], [30.0]])
+  np.testing.assert_allclose(softplus, F.softplus(torch.tensor([4.0])).expand(2).numpy(), rtol=1e-6)
+  np.testing.assert_allclose(power, (torch.tensor([2.0]) ** 1.5).expand(3).numpy(), rtol=1e-6)
+  np.testing.assert_allclose(rows, (F.softplus(column).expand(3, 5)).sum(1).numpy(), rtol=1e-6)
 
 
 def test_sin_cos_of_large_arguments_stay_in_range():

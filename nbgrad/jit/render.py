@@ -4,6 +4,7 @@ Sizes, strides, offsets, mask bounds and constants are not written into the sour
 two parameter arrays (ints, floats), so kernels that differ only in those numbers share one source,
 one compile and one cache entry. The source and the parameter values are produced together."""
 from __future__ import annotations
+import re
 from typing import Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
@@ -142,6 +143,52 @@ def unsigned(offset: str) -> str:
   vectorizing the loop (benchmarks/ group reduce, sum of 16M float32: 4.98 ms signed, 1.52 ms unsigned;
   fma_relu of 16M: 14.3 -> 10.1 ms)."""
   return f"np.uint64({offset})"
+
+
+_TEMPORARY = re.compile(r"(t\d+) = (.+)")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b(?![\w(.])")   # a variable: not a function called or a module used
+_PARAMETER = re.compile(r"[ifb]\d+|out|ip|fp|if|else|and|or|not|True|False")
+
+
+def hoist_invariants(code: list[str]) -> list[str]:
+  """The lines of a loop nest with each temporary computed in the outermost loop where its operands are known:
+  a value that does not change along a loop (a load of a broadcast input and what is computed from it) is
+  computed before that loop, once. Besides the work saved, LLVM 22 never finished optimizing some kernels that
+  computed a long chain of selects from such values inside the loop (softplus of a broadcast scalar).
+  A load taken out of a reduce loop that runs no times reads an element the loop would have read had it run
+  (the loop's index does not enter its address), so it stays in bounds. Lines in `if` blocks stay in them; a
+  line reading a name assigned outside `for` headers and temporaries (accumulators, x = 0) stays in place."""
+  assigned = [m.group(1) for line in code if (m := _TEMPORARY.fullmatch(line.strip()))]
+  once = {name for name in assigned if assigned.count(name) == 1}
+  rebound = {line.strip().split(" = ")[0] for line in code if " = " in line and not _TEMPORARY.fullmatch(line.strip())}
+  result: list[str] = []
+  scopes: list[list] = []   # open blocks: [indent of the header line, is a for loop, position of the header in result]
+  level: dict[str, int] = {}   # name -> how many scopes enclose the place its value is known
+  for line in code:
+    indent, text = len(line) - len(line.lstrip()), line.strip()
+    while scopes and scopes[-1][0] >= indent: scopes.pop()
+    depth = len(scopes)
+    if text.endswith(":"):
+      loop = re.match(r"for (\w+) in ", text)
+      if loop: level[loop.group(1)] = depth + 1
+      result.append(line)
+      scopes.append([indent, bool(loop), len(result) - 1])
+      continue
+    target = depth
+    statement = _TEMPORARY.fullmatch(text)
+    if statement and statement.group(1) in once:
+      names = [n for n in _NAME.findall(statement.group(2)) if not _PARAMETER.fullmatch(n)]
+      if all(n in level and n not in rebound for n in names):
+        floor = max((i + 1 for i, scope in enumerate(scopes) if not scope[1]), default=0)   # not out of an if block
+        target = max([floor] + [level[n] for n in names])
+      level[statement.group(1)] = target
+    if target == depth:
+      result.append(line)
+      continue
+    position = scopes[target][2]
+    result.insert(position, " " * scopes[target][0] + text)
+    for scope in scopes[target:]: scope[2] += 1
+  return result
 
 
 class Renderer:
@@ -356,7 +403,7 @@ class Renderer:
     else: self.render_rows(outer, reduce)
     inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
     head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
-    return "\n".join(head + self.code) + "\n"
+    return "\n".join(head + hoist_invariants(self.code)) + "\n"
 
   def emit(self, depth: int, text: str): self.code.append("  " * depth + text)
 
