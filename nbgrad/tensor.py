@@ -931,7 +931,10 @@ class Tensor:
   def pow(self, x, reverse=False) -> Tensor:
     """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
     products), a few roundings for floats, and finite gradients at 0. Other float powers are exp(e * log|b|) with
-    the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's special cases."""
+    the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's special cases.
+    16-bit floats compute in float32 and round once, as torch does."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and self.dtype in (dtypes.float16, dtypes.bfloat16):
+      return self.cast(dtypes.float32).pow(x, reverse).cast(self.dtype)
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
       if math.isfinite(x) and x == int(x) and abs(x) < 2 ** 31:
@@ -940,6 +943,8 @@ class Tensor:
         if x >= 0: return base._pow_by_squaring(int(x))
         return base.reciprocal()._pow_by_squaring(-int(x))   # an int base gives floats, as tinygrad's: 2 ** -1 is 0.5
     base, exponent = self._broadcasted(x, reverse)
+    if base.dtype in (dtypes.float16, dtypes.bfloat16):
+      return base.cast(dtypes.float32).pow(exponent.cast(dtypes.float32)).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
     if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x): return (exponent * math.log(x)).exp()
@@ -979,7 +984,8 @@ class Tensor:
     e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
     negative = b < 0
     result = (negative & e_is_odd).where(-magnitude, magnitude)
-    undefined = negative & e_is_int.logical_not()   # nan, with a nan gradient (as torch), from the log of b < 0
+    # nan, with a nan gradient (as torch), from the log of b < 0; -inf to a fraction is inf or 0, as IEEE says
+    undefined = negative & e_is_int.logical_not() & (b != -math.inf)
     result = undefined.where((e * undefined.where(b, 1.0).log()).exp(), result)
     result = zero_base.where((exponent > 0).where(0.0, math.inf).cast(self.dtype), result)
     return one.where(1.0, result)
