@@ -117,10 +117,13 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
 
 def _split(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int) -> list[tuple]:
   """(out, a, b), all of one rank, cut into parts products: along the first batch dim when it has a part for
-  each, else along the rows (of out and a), else along the columns (of out and b)."""
+  each, else along the rows (of out and a) or the columns (of out and b). Each part's BLAS call packs all of the
+  operand it does not cut, so the cut goes across the longer side of out: the copies of the shorter operand
+  are the smaller (64x288 @ 288x3872: 1.04 ms cut along the columns, 1.26 ms along the rows)."""
+  rows, columns = out.shape[-2], out.shape[-1]
   if out.ndim > 2 and out.shape[0] >= parts: axis, cut_a, cut_b = 0, True, True
-  elif out.shape[-2] >= 16 * parts: axis, cut_a, cut_b = out.ndim - 2, True, False
-  elif out.shape[-1] >= 16 * parts: axis, cut_a, cut_b = out.ndim - 1, False, True
+  elif rows >= 16 * parts and (rows >= columns or columns < 16 * parts): axis, cut_a, cut_b = out.ndim - 2, True, False
+  elif columns >= 16 * parts: axis, cut_a, cut_b = out.ndim - 1, False, True
   else: return [(out, a, b)]
   size, jobs = out.shape[axis], []
   for part in range(parts):
