@@ -912,7 +912,10 @@ class Tensor:
 
   def floordiv(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if dtypes.is_float(a.dtype):   # at infinities as Python and torch: inf // x is nan, finite // inf is 0 or -1
+      quotient = (a.abs() == math.inf).where(math.nan, (a / b).floor())
+      same_side = ((a == 0) | ((a < 0) == (b < 0))).where(0, -1).cast(a.dtype)
+      return ((b.abs() == math.inf) & (a.abs() < math.inf)).where(same_side, quotient)
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     quotient, remainder = a._nondiff(BinaryOps.IDIV, b), a._nondiff(BinaryOps.MOD, b)
     rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0))

@@ -457,6 +457,8 @@ SPECIAL_BINARY = [
   ("pow_ieee", lambda a, b: a ** b, torch.pow, [1.0, -1.0, -1.0, NAN, INF, 0.0, -0.5, 2.0, 0.5, -INF, -INF, -INF],
    [NAN, INF, -INF, 0.0, 0.0, -1.5, INF, -INF, -INF, 1.5, -1.5, 3.0]),
   ("mod_inf", lambda a, b: a % b, torch.remainder, [3.0, -3.0, 0.0, 3.0, -3.0, INF], [INF, INF, INF, -INF, -INF, INF]),
+  ("floordiv_inf", lambda a, b: a // b, torch.floor_divide, [INF, -INF, 3.0, 3.0, -3.0, 0.0, 7.0, NAN, INF],
+   [2.0, 2.0, -INF, INF, INF, INF, -2.0, 1.0, INF]),
 ]
 
 
