@@ -9,7 +9,8 @@ import os
 #   with it, 19.3 ms and 59.6 ms with OPENBLAS_THREAD_TIMEOUT=4 (the shortest, 2^4 cycles).
 # - OpenMP workers (numba's thread pool) busy-wait between kernels by default: a 256x512x512 product followed
 #   by two small parallel kernels took 47-60 ms a round with them, 2.4-8.8 ms with OMP_WAIT_POLICY=PASSIVE.
-# A user's own setting wins.
+# nbgrad's own products run BLAS at one thread where it can set that (nbgrad/jit/blas.py); the BLAS setting
+# covers the builds where it cannot. A user's own setting wins.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
