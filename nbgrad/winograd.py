@@ -42,13 +42,14 @@ def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> boo
 #   batch 16, 128 ch, 28x28: Winograd 10.6-14.0 / 37.5-40.2, direct 31.3-35.1 / 87.5-91.5
 #   batch 16, 256 ch, 14x14: Winograd 15.1-16.1 / 40.3-42.3, direct 28.3-28.8 / 75.5-76.3   (14 = 3.5 tiles: 30% of
 #                            the products pad)
-#   batch 1,   64 ch, 56x56: Winograd 2.8-3.0 / 6.5-7.4,     direct 2.5-2.6 / 7.2-7.4    (a tie: products of 196
-#                            columns run slowly)
+#   batch 1,   64 ch, 56x56: Winograd 2.3-3.1 / 5.5-7.4,     direct 2.3-3.1 / 6.4-8.2    (five runs forward, two
+#                            forward+backward, since products run in parts on nbgrad's threads; before that
+#                            Winograd's 36 products of 196 rows ran slowly and direct won the forward)
 # The tile transforms cost per channel and tile what the products save per channel pair: Winograd pays with
-# wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 4M multiply-
+# wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 0.5M multiply-
 # adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones).
 # Other devices compute the direct convolution: the transforms have no GPU routine yet.
-MIN_CHANNELS, MIN_PRODUCT = 64, 1 << 22
+MIN_CHANNELS, MIN_PRODUCT = 64, 1 << 19
 
 
 def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
