@@ -17,12 +17,13 @@ class LazyBuffer:
       self._base, self.op, self.srcs, self.arg = None, op, tuple(srcs), arg
       self.view = View.contiguous(self.shape)
       self.buffer = buffer     # the device buffer, once realized
-      self.readers: Optional[weakref.WeakSet] = None   # base nodes built on this one (see pending_readers)
+      self.readers: Optional[list] = None   # weak references to base nodes built on this one (see pending_readers)
       self.depth = 0   # the longest chain of ops down to buffers that were computed when this node was built
       for s in self.srcs:
         src = s.base
-        if src.readers is None: src.readers = weakref.WeakSet()
-        src.readers.add(self)
+        if src.readers is None: src.readers = []
+        src.readers.append(weakref.ref(self))
+        if len(src.readers) >= 64 and len(src.readers) & (len(src.readers) - 1) == 0: src.forget_dead_readers()
         if src.buffer is None: self.depth = max(self.depth, src.depth + 1)
     else:
       assert base.base is base
@@ -34,7 +35,14 @@ class LazyBuffer:
   def pending_readers(self) -> list[LazyBuffer]:
     """The nodes built on this one that are not computed yet: an in-place write into this buffer computes them
     first, so that they see the values they were built from (as in eager mode)."""
-    return [r for r in (self.readers or ()) if r.buffer is None]
+    return [r for r in (ref() for ref in self.readers or ()) if r is not None and r.buffer is None]
+
+  def forget_dead_readers(self):
+    """Drops the references to readers that are gone. Called as the list reaches each power of two (a weight read
+    by every training step would otherwise collect one per step): constant time per reader on average, cheaper
+    than a WeakSet's callback per reader."""
+    self.readers = [r for r in self.readers if r() is not None]
+
   @property
   def realized(self) -> bool: return self.base.buffer is not None
   @property
