@@ -318,9 +318,7 @@ class Windows(Function):
     self.input_shape, self.args = x.shape, (kernel, stride, dilation)
     return x.windows(kernel, stride, dilation)
   def backward(self, grad):
-    kernel, stride, dilation = self.args
-    if math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation)) > MAX_SHIFTED_TERMS:
-      return window_sums_by_dim(grad, self.input_shape, *self.args)
+    if shifted_terms(*self.args) > MAX_SHIFTED_TERMS: return window_sums_by_dim(grad, self.input_shape, *self.args)
     return one_window_sum(grad, self.input_shape, *self.args)
 
 
@@ -332,8 +330,13 @@ class Windows(Function):
 MAX_SHIFTED_TERMS = 16
 
 
+def shifted_terms(kernel, stride, dilation) -> int:
+  """The padded views shifted_window_sums adds up."""
+  return math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation))
+
+
 def one_window_sum(grad: LazyBuffer, input_shape, kernel, stride, dilation) -> LazyBuffer:
-  terms = math.prod(len(offset_runs(k, s, d)) for k, s, d in zip(kernel, stride, dilation))
+  terms = shifted_terms(kernel, stride, dilation)
   if terms > MAX_SHIFTED_TERMS: return window_sums(grad, input_shape, kernel, stride, dilation)
   # read once per term: a pooling gradient inlined into four terms compiled in 9.7 s, not 2
   if terms > 1: grad = computed_once(grad)

@@ -73,6 +73,12 @@ def _in_float32(fn):
   return computed
 
 
+def _finite_over_infinite(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+  """Where a finite a is divided by an infinite b, and where a is 0 or has b's sign: Python's // and % take their
+  answer there from the signs alone."""
+  return (b.abs() == math.inf) & (a.abs() < math.inf), (a == 0) | ((a < 0) == (b < 0))
+
+
 def _odd_series(*coefficients: float):
   """x * (1 + c1 x^2 + c2 x^4 + ...) evaluated by Horner's rule, as a function of a tensor x."""
   def series(x):
@@ -759,7 +765,7 @@ class Tensor:
   def _from_numpy_operand(self, y):
     """A numpy operand as torch takes it: an array is a tensor of its dtype on this device, a 0-d one a scalar."""
     if not isinstance(y, np.ndarray): return y
-    return y.item() if y.ndim == 0 else Tensor(y, device=self.device)
+    return y.item() if y.ndim == 0 else self._operand(y, "operand")
 
   def _operand(self, y, name: str, optional=False) -> Optional[Tensor]:
     """A tensor argument of an op; a numpy array (a numpy user's habit) becomes a tensor of its dtype here."""
@@ -914,8 +920,8 @@ class Tensor:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype):   # at infinities as Python and torch: inf // x is nan, finite // inf is 0 or -1
       quotient = (a.abs() == math.inf).where(math.nan, (a / b).floor())
-      same_side = ((a == 0) | ((a < 0) == (b < 0))).where(0, -1).cast(a.dtype)
-      return ((b.abs() == math.inf) & (a.abs() < math.inf)).where(same_side, quotient)
+      infinite_divisor, same_side = _finite_over_infinite(a, b)
+      return infinite_divisor.where(same_side.where(0, -1).cast(a.dtype), quotient)
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     quotient, remainder = a._nondiff(BinaryOps.IDIV, b), a._nondiff(BinaryOps.MOD, b)
     rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0))
@@ -924,8 +930,8 @@ class Tensor:
   def mod(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype):   # Python's sign rule; an infinite divisor leaves a, or gives b when the signs differ
-      keeps_a = (a == 0) | ((a < 0) == (b < 0))
-      return ((b.abs() == math.inf) & (a.abs() < math.inf)).where(keeps_a.where(a, b), a - (a / b).floor() * b)
+      infinite_divisor, same_side = _finite_over_infinite(a, b)
+      return infinite_divisor.where(same_side.where(a, b), a - (a / b).floor() * b)
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     remainder = a._nondiff(BinaryOps.MOD, b)
     wrong_sign = (remainder != 0) & ((remainder < 0) != (b < 0))
