@@ -4,8 +4,13 @@
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
+`train-busy-core`: the same steps while another process keeps one core busy (a user's machine is rarely idle;
+BUSY_CORES=2 keeps two busy).
 Run: python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && python benchmarks/report.py /tmp/bench.json
 """
+import os
+import subprocess
+import sys
 import numpy as np
 import pytest
 import torch
@@ -171,5 +176,25 @@ def test_train_sgd_step(benchmark, model, lib):
     assert abs(step().item() - reference_loss) < 1e-4, f"{lib} first {model} loss differs from torch"
     for got, want in zip(weights, reference_weights):
         np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"{lib} {model} update differs")
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
+    benchmark(step)
+
+
+@pytest.fixture(scope="module")
+def busy_core():
+    """Other processes spinning on BUSY_CORES cores (default 1) while the benchmark runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(os.getenv("BUSY_CORES", "1")))]
+    yield
+    for spinner in spinners:
+        spinner.kill()
+        spinner.wait()
+
+
+@pytest.mark.benchmark(group="train-busy-core")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_train_sgd_step_with_a_busy_core(benchmark, busy_core, model, lib):
+    step, _ = (nbgrad_step if lib == "nbgrad" else torch_step)(model)
+    step()
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
     benchmark(step)
