@@ -4,6 +4,8 @@
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
+`conv5x5`: forward and both gradients of a 5x5 convolution (the second layer of tinygrad's MNIST example:
+batch 128, 32 to 32 channels, 24x24), whose 25 kernel offsets take a different input-gradient path than 3x3.
 `train-busy-core`: the same steps while another process keeps one core busy (a user's machine is rarely idle;
 BUSY_CORES=2 keeps two busy).
 Run: python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && python benchmarks/report.py /tmp/bench.json
@@ -196,5 +198,38 @@ def busy_core():
 def test_train_sgd_step_with_a_busy_core(benchmark, busy_core, model, lib):
     step, _ = (nbgrad_step if lib == "nbgrad" else torch_step)(model)
     step()
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
+    benchmark(step)
+
+
+CONV5_SHAPES = ((128, 32, 24, 24), (32, 32, 5, 5))
+
+
+@pytest.mark.benchmark(group="conv5x5")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_conv5x5_forward_backward(benchmark, lib):
+    rng = np.random.default_rng(5)
+    x_data, w_data = (rng.standard_normal(shape).astype(np.float32) for shape in CONV5_SHAPES)
+    if lib == "nbgrad":
+        from nbgrad import Tensor
+        x, w = Tensor(x_data, requires_grad=True).realize(), Tensor(w_data, requires_grad=True).realize()
+
+        def step():
+            x.grad = w.grad = None
+            x.conv2d(w).sum().backward()
+            return Tensor.realize(x.grad, w.grad)
+        grads = lambda: (x.grad.numpy(), w.grad.numpy())
+    else:
+        x, w = torch.tensor(x_data, requires_grad=True), torch.tensor(w_data, requires_grad=True)
+
+        def step():
+            x.grad = w.grad = None
+            F.conv2d(x, w).sum().backward()
+        grads = lambda: (x.grad.numpy(), w.grad.numpy())
+    step()
+    tx, tw = torch.tensor(x_data, requires_grad=True), torch.tensor(w_data, requires_grad=True)
+    F.conv2d(tx, tw).sum().backward()
+    for got, want in zip(grads(), (tx.grad.numpy(), tw.grad.numpy())):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-2)
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
     benchmark(step)
