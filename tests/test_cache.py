@@ -177,3 +177,35 @@ def test_a_cache_folder_that_cannot_be_made_falls_back_with_a_warning(tmp_path):
   assert proc.returncode == 0, err[-4000:]
   assert "NBGRAD_CACHE_DIR" in err and "RuntimeWarning" in err
   check_values(json.loads(out.strip().splitlines()[-1]))
+
+
+# Loads big (parallel) cached kernels, then needs a kernel the cache does not hold yet (a new unary op each run).
+CACHED_THEN_NEW_PROGRAM = textwrap.dedent("""
+  import json, sys
+  import numpy as np
+  from nbgrad import Tensor
+  from nbgrad.helpers import GlobalCounters
+  x = Tensor(np.linspace(-2, 2, 1 << 20, dtype=np.float32))
+  cached = [float((x * 3 - 1).relu().sum().item()), float(x.exp().max().item())]
+  loaded_before_new = GlobalCounters.disk_cache_hits
+  new = float(getattr(x.abs(), sys.argv[1])().sum().item())
+  print(json.dumps({"cached": cached, "new": new, "loaded_before_new": loaded_before_new,
+                    "compile_count": GlobalCounters.compile_count}))
+""")
+
+
+def test_a_process_running_cached_kernels_still_compiles_new_ones(tmp_path):
+  """Machine code from the disk cache is loaded without numba's compiler set-up; a kernel compiled after that
+  in the same process must still build and agree."""
+  script = tmp_path / "cached_then_new.py"
+  script.write_text(CACHED_THEN_NEW_PROGRAM)
+  x = np.linspace(-2, 2, 1 << 20, dtype=np.float32).astype(np.float64)
+  for op, fills_cache in (("sqrt", True), ("exp2", False)):
+    proc = subprocess.run([sys.executable, str(script), op], env=env_for(tmp_path / "cache"),
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(result["cached"], [np.maximum(x * 3 - 1, 0).sum(), np.exp(x).max()], rtol=1e-5)
+    np.testing.assert_allclose(result["new"], getattr(np, op)(np.abs(x)).sum(), rtol=1e-5)
+    assert result["compile_count"] > 0
+    assert (result["loaded_before_new"] == 0) == fills_cache

@@ -84,6 +84,26 @@ def import_kernel(path: str):
   return module.kernel
 
 
+def load_from_disk(fn, signature) -> bool:
+  """Puts the machine code numba's disk cache holds for `signature` into the dispatcher `fn`; False when it holds
+  none. numba's own load first installs every typing and lowering registry it has (about 150 ms in a fresh
+  process, most of the first call with a warm cache), which running cached machine code does not need: it needs
+  the runtime the code calls into, started here. The steps are those of numba's Dispatcher.compile after that."""
+  try:
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import rtsys
+    load = fn._cache._load_overload
+  except (ImportError, AttributeError):   # another numba's internals: its public path still works
+    return False
+  with global_compiler_lock:
+    rtsys.initialize(fn.targetctx)
+    cres = load(signature, fn.targetctx)
+    if cres is None: return False
+    fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+    fn.add_overload(cres)
+  return True
+
+
 def purge_cache_entry(path: str):
   stem = os.path.basename(path)[:-3]
   for f in glob.glob(os.path.join(os.path.dirname(path), "__pycache__", f"{stem}.*")):
@@ -136,17 +156,18 @@ class CompiledKernel:
       try:
         write_source(self.path, self.source)
         fn = import_kernel(self.path)
-        fn.compile(signature)
+        loaded = self.on_disk() and load_from_disk(fn, signature)
+        if not loaded: fn.compile(signature)
       except (numba.core.errors.TypingError, numba.core.errors.LoweringError, numba.core.errors.UnsupportedError) as e:
         raise RuntimeError(f"kernel {self.name} failed to compile (source: {self.path}; DEBUG=4 prints it):\n{e}") from None
       except Exception as e:   # unreadable source or cache file: rebuild
         last_error = e
         purge_cache_entry(self.path)   # the source itself is checked and rewritten by write_source
         continue
-      hits = sum(fn.stats.cache_hits.values())
-      if hits: GlobalCounters.disk_cache_hits += 1
+      loaded = loaded or sum(fn.stats.cache_hits.values()) > 0
+      if loaded: GlobalCounters.disk_cache_hits += 1
       else: GlobalCounters.compile_count += 1
-      if DEBUG >= 3: print(f"{'loaded' if hits else 'compiled'} {self.name} ({self.path})")
+      if DEBUG >= 3: print(f"{'loaded' if loaded else 'compiled'} {self.name} ({self.path})")
       self.fn = fn
       return
     raise RuntimeError(f"kernel {self.name} could not be built from {self.path}: {last_error}")
