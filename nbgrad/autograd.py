@@ -167,6 +167,16 @@ class Div(Function):
     return dx, dy
 
 
+class Mod(Function):
+  """Float a % b = a - floor(a / b) * b, computed from the exact remainder; floor has no gradient."""
+  def forward(self, x, y):
+    self.x, self.y = x, y
+    return x.alu(BinaryOps.MOD, y)
+  def backward(self, grad):
+    dy = grad.alu(BinaryOps.MUL, self.x.alu(BinaryOps.IDIV, self.y)).alu(UnaryOps.NEG) if self.needs_input_grad[1] else None
+    return (grad if self.needs_input_grad[0] else None), dy
+
+
 class Maximum(Function):
   """Elementwise max; where both inputs are equal each gets half the gradient."""
   def forward(self, x, y):

@@ -73,12 +73,6 @@ def _in_float32(fn):
   return computed
 
 
-def _finite_over_infinite(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-  """Where a finite a is divided by an infinite b, and where a is 0 or has b's sign: Python's // and % take their
-  answer there from the signs alone."""
-  return (b.abs() == math.inf) & (a.abs() < math.inf), (a == 0) | ((a < 0) == (b < 0))
-
-
 def _odd_series(*coefficients: float):
   """x * (1 + c1 x^2 + c2 x^4 + ...) evaluated by Horner's rule, as a function of a tensor x."""
   def series(x):
@@ -918,10 +912,7 @@ class Tensor:
 
   def floordiv(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype):   # at infinities as Python and torch: inf // x is nan, finite // inf is 0 or -1
-      quotient = (a.abs() == math.inf).where(math.nan, (a / b).floor())
-      infinite_divisor, same_side = _finite_over_infinite(a, b)
-      return infinite_divisor.where(same_side.where(0, -1).cast(a.dtype), quotient)
+    if dtypes.is_float(a.dtype): return a._flat(a._nondiff(BinaryOps.IDIV, b))   # as Python, numpy and torch
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     quotient, remainder = a._nondiff(BinaryOps.IDIV, b), a._nondiff(BinaryOps.MOD, b)
     rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0))
@@ -929,9 +920,7 @@ class Tensor:
 
   def mod(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype):   # Python's sign rule; an infinite divisor leaves a, or gives b when the signs differ
-      infinite_divisor, same_side = _finite_over_infinite(a, b)
-      return infinite_divisor.where(same_side.where(a, b), a - (a / b).floor() * b)
+    if dtypes.is_float(a.dtype): return F.Mod.apply(a, b)   # as Python, numpy and torch: the sign of b
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     remainder = a._nondiff(BinaryOps.MOD, b)
     wrong_sign = (remainder != 0) & ((remainder < 0) != (b < 0))

@@ -393,6 +393,8 @@ BINARY = _arithmetic_rows() + [
    [((1, 4), NORMAL), ((3, 1), NORMAL)]),
   ("lerp", lambda a, b: a.lerp(b, 0.25), lambda a, b: torch.lerp(a, b, 0.25), [(SHAPE, NORMAL), (SHAPE, NORMAL)]),
   ("lerp_tensor_weight", lambda a, b, w: a.lerp(b, w), torch.lerp, [(SHAPE, NORMAL), (SHAPE, NORMAL), (SHAPE, U(0, 1))]),
+  # gradients 1 and -floor(a / b), as torch.remainder's
+  ("mod", lambda a, b: a % b, torch.remainder, [(SHAPE, U(-20, 20)), ((4,), U(0.5, 3))]),
 ]
 
 

@@ -459,6 +459,11 @@ SPECIAL_BINARY = [
   ("mod_inf", lambda a, b: a % b, torch.remainder, [3.0, -3.0, 0.0, 3.0, -3.0, INF], [INF, INF, INF, -INF, -INF, INF]),
   ("floordiv_inf", lambda a, b: a // b, torch.floor_divide, [INF, -INF, 3.0, 3.0, -3.0, 0.0, 7.0, NAN, INF],
    [2.0, 2.0, -INF, INF, INF, INF, -2.0, 1.0, INF]),
+  # a large quotient and a remainder that a - floor(a / b) * b would round: both exact, as torch computes them
+  ("mod_exact", lambda a, b: a % b, torch.remainder, [3.0, -3.0, 1000.3, -1000.3, 5.3, 1e30, 7.5],
+   [1e-8, 1e-8, 6.2831855, 6.2831855, -0.1, 3.0, 0.0]),
+  ("floordiv_exact", lambda a, b: a // b, torch.floor_divide, [3.0, -3.0, 1000.3, -1000.3, 5.3, 1e30, 7.5, -7.5],
+   [1e-8, -1e-8, 6.2831855, 6.2831855, -0.1, 3.0, 0.0, 0.0]),
 ]
 
 

@@ -76,8 +76,10 @@ BINARY = {
   BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else in_dtype(dt, f"({a} - {b})"),
   BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else in_dtype(dt, f"({a} * {b})"),
   BinaryOps.DIV: lambda dt, a, b: in_dtype(dt, f"({a} / {b})"),
-  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"{'udiv' if dt.kind == 'u' else 'idiv'}({a}, {b})"),
-  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"{'umod' if dt.kind == 'u' else 'imod'}({a}, {b})"),
+  # ints: C's truncating division; floats: Python's floor division (numba computes it as numpy and torch do, from
+  # the exact remainder fmod gives, so 3 // 1e-8 or 1000.3 % 2pi keep every digit the format allows)
+  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{'udiv' if dt.kind == 'u' else 'idiv'}({a}, {b})"),
+  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{'umod' if dt.kind == 'u' else 'imod'}({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
   BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
