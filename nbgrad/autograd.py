@@ -112,7 +112,7 @@ class Log(Function):
 
 class Exp(Function):
   def forward(self, x):
-    self.ret = x.alu(BinaryOps.MUL, x.const(1 / math.log(2))).alu(UnaryOps.EXP2)
+    self.ret = x.alu(UnaryOps.EXP)
     return self.ret
   def backward(self, grad): return self.ret.alu(BinaryOps.MUL, grad)
 
