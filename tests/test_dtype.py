@@ -232,12 +232,15 @@ def test_float_to_int_truncates_toward_zero():
 
 
 @pytest.mark.parametrize("n", [2, 64], ids=["short", "long"])   # a serial kernel and a vectorized one
-def test_out_of_range_float_to_int_wraps_like_torch_in_every_kernel(n):
-  values = np.resize(np.array([200.7, 300.2, -129.5, 65535.9, 3e9], np.float32), n)
-  x = Tensor(values)
-  for dt in (dtypes.int8, dtypes.int16, dtypes.int32):
-    expected = torch.from_numpy(values).to(torch.int64).to(getattr(torch, dt.name)).numpy()
-    np.testing.assert_array_equal(x.cast(dt).numpy(), expected, err_msg=dt.name)
+def test_out_of_range_float_to_int_converts_like_torch_in_every_kernel(n):
+  """NaN, infinities and values past the type's range: what torch's and numpy's casts give on x86 (the int32
+  or int64 minimum, small types wrapping the int32 value, unsigned ones shifted by half their range)."""
+  values = np.resize(np.array([200.7, 300.2, -129.5, 65535.9, 3e9, -3e9, 1e10, 1e20, -1e20, 1.8e19, np.nan, np.inf,
+                               -np.inf, -1.0], np.float32), n)
+  for dt in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64):
+    for source in (np.float32, np.float64):
+      expected = torch.from_numpy(values.astype(source)).to(getattr(torch, dt.name)).numpy()
+      np.testing.assert_array_equal(Tensor(values.astype(source)).cast(dt).numpy(), expected, err_msg=f"{source} -> {dt.name}")
 
 
 def test_uint64_constants_past_int64():

@@ -167,6 +167,30 @@ def sin_f32(x):
   return np.float32(v)
 
 
+# ---- float to integer, as numpy and torch on x86 give it (C leaves it undefined): a NaN or a value out of
+# the type's range becomes the type's minimum (int32, int64); smaller ints wrap the int32 value; unsigned types
+# above the signed range go through the signed conversion shifted by half the range.
+@njit(**JIT)
+def float_to_i32(x):
+  return np.int32(x) if (x >= -2147483648.0) & (x < 2147483648.0) else np.int32(-2147483648)
+
+
+@njit(**JIT)
+def float_to_i64(x):
+  return np.int64(x) if (x >= -9.223372036854775808e18) & (x < 9.223372036854775808e18) else np.int64(-9223372036854775808)
+
+
+@njit(**JIT)
+def float_to_u32(x):
+  return np.uint32(float_to_i32(x - 2147483648.0) ^ np.int32(-2147483648)) if x >= 2147483648.0 else np.uint32(float_to_i32(x))
+
+
+@njit(**JIT)
+def float_to_u64(x):
+  high = x >= 9.223372036854775808e18
+  return np.uint64(float_to_i64(x - 9.223372036854775808e18 if high else x) ^ (np.int64(-9223372036854775808) if high else np.int64(0)))
+
+
 # ---- integer and NaN-aware helpers
 @njit(**JIT)
 def idiv(a, b):
