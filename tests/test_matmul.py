@@ -139,17 +139,19 @@ def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpo
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
 
 
-@pytest.mark.parametrize("a_shape,b_shape", [((6, 100, 200), (6, 200, 100)), ((300, 200), (200, 100)), ((1, 8, 900), (1, 900, 700)),
-                                             ((4, 1, 70, 64), (1, 3, 64, 80))], ids=["batch", "rows", "columns", "broadcast_batch"])
-def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, monkeypatch):
-  """A big product runs in parts (along the batch, the rows or the columns), each on a thread with BLAS at one
-  thread; the thread count numpy's BLAS had is set back afterwards."""
+@pytest.mark.parametrize("a_shape,b_shape,dtype", [((6, 100, 200), (6, 200, 100), np.float32), ((300, 200), (200, 100), np.float32),
+                                                   ((1, 8, 900), (1, 900, 700), np.float32), ((4, 1, 70, 64), (1, 3, 64, 80), np.float32),
+                                                   ((300, 200), (200, 100), np.float64)],
+                         ids=["batch", "rows", "columns", "broadcast_batch", "rows_float64"])
+def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, dtype, monkeypatch):
+  """A big product runs in parts (along the batch, the rows or the columns), each on a thread of numba's pool with
+  BLAS at one thread; the thread count numpy's BLAS had is set back afterwards."""
   from nbgrad.jit import blas
-  before = blas._BLAS_THREADS[0]() if blas._BLAS_THREADS else None
+  before = blas._OPENBLAS[0]() if blas._OPENBLAS else None
   parts, split = [], blas._split
   monkeypatch.setattr(blas, "_split", lambda *args: parts.append(split(*args)) or parts[-1])
   rng = np.random.default_rng(3)
-  a_data, b_data = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+  a_data, b_data = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
   a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
   ta, tb = torch.tensor(a_data, dtype=torch.float64, requires_grad=True), torch.tensor(b_data, dtype=torch.float64, requires_grad=True)
   out, ref = a @ b, ta @ tb
@@ -158,15 +160,15 @@ def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, m
   for got, want in ((out, ref), (a.grad, ta.grad), (b.grad, tb.grad)):
     np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
   if before is not None:
-    assert blas._BLAS_THREADS[0]() == before
+    assert blas._OPENBLAS[0]() == before
     if numba.get_num_threads() > 1: assert len(parts[0]) > 1   # the forward product was cut
 
 
 def test_products_from_several_python_threads_leave_numpy_blas_threads_as_they_were():
   import threading
   from nbgrad.jit import blas
-  before = blas._BLAS_THREADS[0]() if blas._BLAS_THREADS else None
-  a = np.random.default_rng(4).standard_normal((160, 130)).astype(np.float32)
+  before = blas._OPENBLAS[0]() if blas._OPENBLAS else None
+  a = np.random.default_rng(4).standard_normal((400, 300)).astype(np.float32)   # big enough to run in parts
   results = [None] * 4
 
   def work(i):
@@ -175,7 +177,7 @@ def test_products_from_several_python_threads_leave_numpy_blas_threads_as_they_w
   for t in threads: t.start()
   for t in threads: t.join()
   for i, got in enumerate(results): np.testing.assert_allclose(got, (a.astype(np.float64) @ a.T) * (i + 1), rtol=1e-4, atol=1e-3)
-  if before is not None: assert blas._BLAS_THREADS[0]() == before
+  if before is not None: assert blas._OPENBLAS[0]() == before
 
 
 # id -> (input dtype, acc_dtype, whether BLAS can honour it)

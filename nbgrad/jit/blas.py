@@ -2,22 +2,22 @@
 An operand laid out row- or column-major is read in place (a transpose costs nothing); any other
 layout is copied first, since numpy's fallback loop for such strides is many times slower than BLAS.
 
-A big product is cut into one part per thread, each run by single-threaded BLAS on a thread of its own. BLAS's
-own threads wait for each other by spinning, and when other processes hold the cores each threaded call waits
-for the scheduler (benchmarks/ group train-busy-core, medians: with one of the 2 cores busy the CNN step took
-25.8 ms with BLAS's threads, 17.2 ms in parts, torch 23.2-28.0; with both busy 57.7 ms against 19.6 ms). On an
-idle machine the parts cost a little: group train, MLP step 11.2 and 10.8 ms before, 12.2 and 12.5 ms after
-(torch 5.7-6.9 ms in the same runs)."""
+A big product is cut into one part per thread, each run by single-threaded BLAS (called through its C interface)
+on a thread of numba's pool, the threads nbgrad's parallel kernels run on. BLAS's own threads wait for each other
+by spinning, and when other processes hold the cores each threaded call waits for the scheduler (benchmarks/
+group train-busy-core). Parts on threads of their own waited for numba's workers, which spin for a while after
+each kernel when torch's OpenMP runtime was loaded first."""
 from __future__ import annotations
 import ctypes
 import glob
+import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 import numba
 import numpy as np
+from numba import njit, prange
 from numpy.lib.stride_tricks import as_strided
-from nbgrad.jit.compiler import LAUNCH_LOCK
+from nbgrad.jit.compiler import LAUNCH_LOCK, load_from_disk
 
 
 def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int, writeable=False) -> np.ndarray:
@@ -78,43 +78,85 @@ def _k_pieces(x: np.ndarray, pieces: int, piece: int, k_axis: int) -> np.ndarray
                     tuple(strides[:-2]) + (strides[k_axis] * piece,) + tuple(strides[-2:]), writeable=False)
 
 
-def _openblas_thread_count() -> Optional[tuple]:
-  """The (get, set) thread-count functions of the OpenBLAS bundled with numpy, or None (another BLAS)."""
+def _openblas() -> Optional[tuple]:
+  """The OpenBLAS bundled with numpy: (its get and set thread-count functions, its sgemm and dgemm through the
+  C interface), or None (another BLAS)."""
   package = os.path.dirname(np.__file__)
   for path in glob.glob(os.path.join(package + ".libs", "*openblas*")) + glob.glob(os.path.join(package, ".dylibs", "*openblas*")):
     try: library = ctypes.CDLL(path)
     except OSError: continue
-    for name in ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads", "openblas_{}_num_threads64_", "openblas_{}_num_threads"):
-      get, set_ = getattr(library, name.format("get"), None), getattr(library, name.format("set"), None)
-      if get is not None and set_ is not None: return get, set_
+    for prefix, suffix, integer in (("scipy_", "64_", ctypes.c_int64), ("", "64_", ctypes.c_int64), ("scipy_", "", ctypes.c_int), ("", "", ctypes.c_int)):
+      names = [f"{prefix}openblas_get_num_threads{suffix}", f"{prefix}openblas_set_num_threads{suffix}",
+               f"{prefix}cblas_sgemm{suffix}", f"{prefix}cblas_dgemm{suffix}"]
+      if not all(hasattr(library, name) for name in names): continue
+      # operand addresses are passed as integers of a pointer's size: numba calls the functions with them
+      def gemm(name, scalar):
+        return ctypes.CFUNCTYPE(None, *[integer] * 6, scalar, ctypes.c_size_t, integer, ctypes.c_size_t, integer, scalar,
+                                ctypes.c_size_t, integer)((name, library))
+      return getattr(library, names[0]), getattr(library, names[1]), \
+        {np.dtype(np.float32): gemm(names[2], ctypes.c_float), np.dtype(np.float64): gemm(names[3], ctypes.c_double)}
   return None
 
 
-_BLAS_THREADS = _openblas_thread_count()
-# Below this many multiply-adds a product runs whole on the calling thread (a part's hand-over costs ~50 us)
+_OPENBLAS = _openblas()
+# Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
-_workers: Optional[ThreadPoolExecutor] = None
+ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
+_loaded: set = set()   # the dtypes _gemm_parts has been built for in this process
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _gemm_parts(gemm, calls, starts, one, zero):
+  """Part p makes the BLAS calls calls[starts[p]:starts[p + 1]] on a thread of numba's pool. A call is
+  (transpose a, transpose b, M, N, K, a, lda, b, ldb, out, ldc), operands as addresses, out = a @ b."""
+  for part in prange(len(starts) - 1):
+    for row in range(starts[part], starts[part + 1]):
+      c = calls[row]
+      gemm(ROW_MAJOR, c[0], c[1], c[2], c[3], c[4], one, c[5], c[6], c[7], c[8], zero, c[9], c[10])
 
 
 def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
-  """np.matmul(a, b, out=out), in parts on numba's thread count when BLAS's threads can be set to one meanwhile."""
-  global _workers
-  parts = numba.get_num_threads()
-  if _BLAS_THREADS is None or parts == 1:
+  """np.matmul(a, b, out=out), a big one cut into parts run by single-threaded BLAS on numba's threads. The parts
+  run where numba's parallel kernels run: on threads of their own they waited for numba's workers, which spin
+  for a while after each kernel when torch's OpenMP runtime is loaded first (a 36 x 3136x64x64 product took
+  13.5 ms after a Winograd transform, 5.7 ms alone)."""
+  if _OPENBLAS is None or numba.get_num_threads() == 1:
     np.matmul(a, b, out=out)
     return
-  get, set_ = _BLAS_THREADS
+  get, set_, gemms = _OPENBLAS
   with LAUNCH_LOCK:   # products from several Python threads take turns, so each sets back the count it found
     before = get()
     set_(1)
     try:
-      jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else [(out, a, b)]
-      if _workers is None: _workers = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="nbgrad-blas")
-      waiting = [_workers.submit(np.matmul, x, y, out=o) for o, x, y in jobs[1:]]
-      np.matmul(jobs[0][1], jobs[0][2], out=jobs[0][0])
-      for job in waiting: job.result()
+      jobs = _split(out, a, b, numba.get_num_threads()) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
+      if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
+      else:
+        calls = [_blas_calls(*job) for job in jobs]
+        starts = np.cumsum([0] + [len(c) for c in calls])
+        args = (gemms[out.dtype], np.concatenate(calls), starts, out.dtype.type(1), out.dtype.type(0))
+        if out.dtype not in _loaded:   # from the disk cache without numba's compiler set-up, as kernels are
+          load_from_disk(_gemm_parts, tuple(numba.typeof(x) for x in args))
+          _loaded.add(out.dtype)
+        _gemm_parts(*args)
     finally:
       set_(before)
+
+
+def _blas_calls(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """The rows of _gemm_parts computing out = a @ b: one per matrix of the batch dims (which may broadcast)."""
+  def layout(x):   # BLAS reads each operand row- or column-major (blas_readable), out is row-major
+    rows, cols = (s // x.itemsize for s in x.strides[-2:])
+    return (NO_TRANSPOSE, rows) if cols == 1 else (TRANSPOSE, cols)
+  (trans_a, lda), (trans_b, ldb) = layout(a), layout(b)
+  batch = out.shape[:-2]
+  index = np.indices(batch).reshape(len(batch), math.prod(batch))
+  def addresses(x): return x.ctypes.data + np.array(np.broadcast_to(x, batch + x.shape[-2:]).strides[:-2], np.int64) @ index
+  m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+  calls = np.empty((index.shape[1], 11), np.int64)
+  ldc = out.strides[-2] // out.itemsize if m > 1 else max(n, 1)   # a single row's stride is never used
+  calls[:] = (trans_a, trans_b, m, n, k, 0, lda, 0, ldb, 0, ldc)
+  calls[:, 5], calls[:, 7], calls[:, 9] = addresses(a), addresses(b), addresses(out)
+  return calls
 
 
 def _split(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int) -> list[tuple]:
