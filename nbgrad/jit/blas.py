@@ -10,7 +10,6 @@ each kernel when torch's OpenMP runtime was loaded first."""
 from __future__ import annotations
 import ctypes
 import glob
-import math
 import os
 from typing import Optional
 import numba
@@ -120,7 +119,8 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   run where numba's parallel kernels run: on threads of their own they waited for numba's workers, which spin
   for a while after each kernel when torch's OpenMP runtime is loaded first (a 36 x 3136x64x64 product took
   13.5 ms after a Winograd transform, 5.7 ms alone)."""
-  if _OPENBLAS is None or numba.get_num_threads() == 1:
+  parts = numba.get_num_threads()
+  if _OPENBLAS is None or parts == 1:
     np.matmul(a, b, out=out)
     return
   get, set_, gemms = _OPENBLAS
@@ -128,7 +128,7 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
     before = get()
     set_(1)
     try:
-      jobs = _split(out, a, b, numba.get_num_threads()) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
+      jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
       if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
       else:
         calls = [_blas_calls(*job) for job in jobs]
@@ -148,14 +148,18 @@ def _blas_calls(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     rows, cols = (s // x.itemsize for s in x.strides[-2:])
     return (NO_TRANSPOSE, rows) if cols == 1 else (TRANSPOSE, cols)
   (trans_a, lda), (trans_b, ldb) = layout(a), layout(b)
-  batch = out.shape[:-2]
-  index = np.indices(batch).reshape(len(batch), math.prod(batch))
-  def addresses(x): return x.ctypes.data + np.array(np.broadcast_to(x, batch + x.shape[-2:]).strides[:-2], np.int64) @ index
   m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
-  calls = np.empty((index.shape[1], 11), np.int64)
   ldc = out.strides[-2] // out.itemsize if m > 1 else max(n, 1)   # a single row's stride is never used
-  calls[:] = (trans_a, trans_b, m, n, k, 0, lda, 0, ldb, 0, ldc)
-  calls[:, 5], calls[:, 7], calls[:, 9] = addresses(a), addresses(b), addresses(out)
+  row = (trans_a, trans_b, m, n, k, a.ctypes.data, lda, b.ctypes.data, ldb, out.ctypes.data, ldc)
+  batch = out.shape[:-2]
+  if not batch: return np.array([row], np.int64)
+  index = np.indices(batch).reshape(len(batch), -1)
+  def offsets(x):   # a broadcast batch dim (size 1) stays at its first matrix
+    return np.array([st if size != 1 else 0 for size, st in zip(x.shape[:-2], x.strides[:-2])], np.int64) @ index
+  calls = np.tile(np.array(row, np.int64), (index.shape[1], 1))
+  calls[:, 5] += offsets(a)
+  calls[:, 7] += offsets(b)
+  calls[:, 9] += offsets(out)
   return calls
 
 
