@@ -1329,7 +1329,8 @@ class Tensor:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     x = self.pad2d(self._conv_padding(padding, dims))
-    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and winograd.chosen(x.shape, weight.shape, groups, x.device):
+    needs_grad = bool(x.requires_grad or weight.requires_grad) and not Tensor.no_grad
+    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and winograd.chosen(x.shape, weight.shape, groups, x.device, needs_grad):
       x._check_window_fits(kernel, dilation)
       out = winograd.conv(x, weight, groups)
       return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))

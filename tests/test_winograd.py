@@ -115,11 +115,16 @@ def test_wino_0_forbids_and_ineligible_layers_stay_direct(monkeypatch):
 
 def test_default_rule_uses_winograd_for_wide_layers_with_big_products(monkeypatch):
   monkeypatch.delenv("WINO", raising=False)
-  def uses_winograd(x_shape, w_shape): return any(n.startswith("axis_transform") for n in kernel_names(Tensor.empty(*x_shape).conv2d(Tensor.empty(*w_shape), padding=1)))
-  assert uses_winograd((16, 64, 56, 56), (64, 64, 3, 3))
-  assert uses_winograd((16, 128, 14, 14), (128, 128, 3, 3))
-  assert not uses_winograd((16, 32, 28, 28), (32, 32, 3, 3))     # narrow
+  def uses_winograd(x_shape, w_shape, needs_grad=True):
+    out = Tensor.empty(*x_shape).conv2d(Tensor.empty(*w_shape, requires_grad=needs_grad), padding=1)
+    return any(n.startswith("axis_transform") for n in kernel_names(out))
+  for needs_grad in (True, False):
+    assert uses_winograd((16, 64, 56, 56), (64, 64, 3, 3), needs_grad)
+    assert uses_winograd((16, 128, 14, 14), (128, 128, 3, 3), needs_grad)
+    assert not uses_winograd((16, 32, 28, 28), (32, 32, 3, 3), needs_grad)     # narrow
   assert uses_winograd((1, 64, 56, 56), (64, 64, 3, 3))          # 196 tiles of 64 x 64 channels: 0.8M per product
+  assert not uses_winograd((1, 64, 56, 56), (64, 64, 3, 3), needs_grad=False)   # without a backward pass: 4M
+  with Tensor.inference_mode(): assert not uses_winograd((1, 64, 56, 56), (64, 64, 3, 3))
   assert not uses_winograd((1, 64, 28, 28), (64, 64, 3, 3))      # 49 tiles: products too small
 
 
