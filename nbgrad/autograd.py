@@ -117,6 +117,13 @@ class Exp(Function):
   def backward(self, grad): return self.ret.alu(BinaryOps.MUL, grad)
 
 
+class Exp2(Function):
+  def forward(self, x):
+    self.ret = x.alu(UnaryOps.EXP2)
+    return self.ret
+  def backward(self, grad): return self.ret.alu(BinaryOps.MUL, grad).alu(BinaryOps.MUL, grad.const(math.log(2)))
+
+
 class Sqrt(Function):
   def forward(self, x):
     self.ret = x.alu(UnaryOps.SQRT)
@@ -126,7 +133,7 @@ class Sqrt(Function):
 
 class Sigmoid(Function):
   def forward(self, x):
-    exp_neg = x.alu(BinaryOps.MUL, x.const(-1 / math.log(2))).alu(UnaryOps.EXP2)
+    exp_neg = x.alu(UnaryOps.NEG).alu(UnaryOps.EXP)
     self.ret = x.const(1).alu(BinaryOps.DIV, x.const(1).alu(BinaryOps.ADD, exp_neg))
     return self.ret
   def backward(self, grad):

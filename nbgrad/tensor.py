@@ -792,7 +792,7 @@ class Tensor:
   def log2(self) -> Tensor: return self.log() / math.log(2)
   def exp(self) -> Tensor: return F.Exp.apply(self._float_input())
   @_in_float32
-  def exp2(self) -> Tensor: return F.Exp.apply(self._float_input() * math.log(2))
+  def exp2(self) -> Tensor: return F.Exp2.apply(self._float_input())
   def relu(self) -> Tensor: return F.Relu.apply(self)
   @_in_float32
   def sigmoid(self) -> Tensor: return F.Sigmoid.apply(self._float_input())

@@ -236,15 +236,23 @@ PRECISION_ROWS = [
 ]
 
 
-def test_float32_exp_within_two_ulps_over_its_whole_range():
-  """exp(x) as exp2(x * log2 e) was up to 62 ulps off near 88 (the product's rounding); torch's is within an ulp."""
-  x = np.concatenate([np.linspace(-87.3, 88.72, 200_001), [88.7228, -87.336, 0.0, 1e-7, -1e-7]]).astype(np.float32)
-  got = Tensor(x).exp().numpy().astype(np.float64)
-  exact = np.exp(x.astype(np.float64))
+@pytest.mark.parametrize("name,low,high", [("exp", -87.3, 88.72), ("exp2", -126.0, 127.99)])
+def test_float32_exp_and_exp2_within_two_ulps_over_their_whole_range(name, low, high):
+  """exp(x) as exp2(x * log2 e) was up to 62 ulps off near 88 (the product's rounding), and exp2(x) as exp(x * ln 2)
+  34 ulps; torch's are within an ulp."""
+  x = np.concatenate([np.linspace(low, high, 200_001), [high, low, 0.0, 1e-7, -1e-7]]).astype(np.float32)
+  got = getattr(Tensor(x), name)().numpy().astype(np.float64)
+  exact = getattr(np, name)(x.astype(np.float64))
   ulps = np.abs(got - exact) / np.spacing(exact.astype(np.float32)).astype(np.float64)
-  assert ulps.max() <= 2, f"exp({x[np.argmax(ulps)]}) is {ulps.max():.1f} ulps off"
-  np.testing.assert_array_equal(Tensor([np.inf, -np.inf, np.nan, 89.0, -105.0]).exp().numpy(),
-                                torch.exp(torch.tensor([np.inf, -np.inf, np.nan, 89.0, -105.0])).numpy())
+  assert ulps.max() <= 2, f"{name}({x[np.argmax(ulps)]}) is {ulps.max():.1f} ulps off"
+  special = [np.inf, -np.inf, np.nan, 129.0, -160.0]
+  np.testing.assert_array_equal(getattr(Tensor(special), name)().numpy(), getattr(torch, name)(torch.tensor(special)).numpy())
+
+
+def test_float32_sigmoid_far_out_relative_to_torch():
+  x = np.linspace(-87, 87, 20_001).astype(np.float32)
+  expected = torch.sigmoid(torch.from_numpy(x).double()).numpy()
+  np.testing.assert_allclose(Tensor(x).sigmoid().numpy(), expected, rtol=5e-7, atol=0)
 
 
 @pytest.mark.parametrize("fn,ref,values", [pytest.param(*r[1:], id=r[0]) for r in PRECISION_ROWS])
