@@ -124,6 +124,20 @@ class Exp2(Function):
   def backward(self, grad): return self.ret.alu(BinaryOps.MUL, grad).alu(BinaryOps.MUL, grad.const(math.log(2)))
 
 
+class Pow(Function):
+  """a ** e for a magnitude a > 0 (Tensor.pow handles signs and special cases around it)."""
+  def forward(self, a, e):
+    self.a, self.e = a, e
+    self.ret = a.alu(BinaryOps.POW, e)
+    return self.ret
+  def backward(self, grad):
+    scaled = grad.alu(BinaryOps.MUL, self.ret)
+    da = scaled.alu(BinaryOps.MUL, self.e).alu(BinaryOps.DIV, self.a) if self.needs_input_grad[0] else None
+    de = scaled.alu(BinaryOps.MUL, self.a.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, self.a.const(math.log(2)))) \
+      if self.needs_input_grad[1] else None
+    return da, de
+
+
 class Sqrt(Function):
   def forward(self, x):
     self.ret = x.alu(UnaryOps.SQRT)

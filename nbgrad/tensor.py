@@ -928,8 +928,9 @@ class Tensor:
 
   def pow(self, x, reverse=False) -> Tensor:
     """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
-    products), a few roundings for floats, and finite gradients at 0. Other float powers are exp(e * log|b|) with
-    the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's special cases.
+    products), a few roundings for floats, and finite gradients at 0. Other float powers are |b| ** e (the POW
+    op, within an ulp) with the sign of a negative base, nan for a negative base to a non-integer power, and IEEE's
+    special cases.
     16-bit floats compute in float32 and round once, as torch does."""
     if isinstance(x, (int, float)) and not isinstance(x, bool) and self.dtype in (dtypes.float16, dtypes.bfloat16):
       return self.cast(dtypes.float32).pow(x, reverse).cast(self.dtype)
@@ -945,7 +946,7 @@ class Tensor:
       return base.cast(dtypes.float32).pow(exponent.cast(dtypes.float32)).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
-    if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x): return (exponent * math.log(x)).exp()
+    if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x): return F.Pow.apply(base, exponent)
     return base._float_pow(exponent)
 
   def _pow_by_squaring(self, n: int) -> Tensor:
@@ -977,7 +978,7 @@ class Tensor:
     zero_base = (b == 0) & (e != 0) & (e == e)
     safe = one | zero_base
     b, e = safe.where(1.0, b), safe.where(0.0, e)
-    magnitude = (e * b.abs().log()).exp()
+    magnitude = F.Pow.apply(b.abs(), e)
     e_is_int = e.trunc() == e
     e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
     negative = b < 0

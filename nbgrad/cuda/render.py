@@ -73,7 +73,8 @@ class CudaRenderer(Renderer):
     UnaryOps.LOG2: ("log2f", "log2"), UnaryOps.SIN: ("sinf", "sin"), UnaryOps.TRUNC: ("truncf", "trunc"), UnaryOps.FLOOR: ("floorf", "floor"),
     UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
   }
-  BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply}
+  BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply,
+            BinaryOps.POW: lambda dt, a, b: f"pow({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"powf({a}, {b})")}
 
   def __init__(self, kernel: Kernel, threads: int, phase: str = "", chunks: int = 0):
     """phase "partials" or "combine" renders one of the two kernels of a split reduce (split_chunks)."""

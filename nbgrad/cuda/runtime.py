@@ -28,6 +28,8 @@ if SIMULATOR:
   exp, exp2, log2, sin, sqrt, trunc, floor, ceil, rint = (
     _numpy_math(fn, np.float64) for fn in (np.exp, np.exp2, np.log2, np.sin, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
 
+  def powf(a, b): return np.float32(np.power(np.float32(a), np.float32(b)))
+  def pow(a, b): return np.float64(np.power(np.float64(a), np.float64(b)))   # noqa: A001 (libdevice's name)
   def fmul_rn(a, b): return np.float32(np.float32(a) * np.float32(b))
   def dmul_rn(a, b): return np.float64(a) * np.float64(b)
 
@@ -43,7 +45,7 @@ else:
     from numba import types
     from numba.extending import intrinsic
   from numba.cuda.libdevice import (expf, exp2f, log2f, sinf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
-                                    exp, exp2, log2, sin, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn)
+                                    exp, exp2, log2, sin, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 

@@ -11,6 +11,7 @@ class UnaryOps(Enum):
 
 class BinaryOps(Enum):
   ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
+  POW = auto()   # floats only: a ** e for a magnitude a > 0 (Tensor.pow handles signs and special cases)
   MAX = auto(); MIN = auto(); CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()  # noqa: E702
   AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
 

@@ -81,6 +81,7 @@ BINARY = {
   # the exact remainder fmod gives, so 3 // 1e-8 or 1000.3 % 2pi keep every digit the format allows)
   BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{'udiv' if dt.kind == 'u' else 'idiv'}({a}, {b})"),
   BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{'umod' if dt.kind == 'u' else 'imod'}({a}, {b})"),
+  BinaryOps.POW: lambda dt, a, b: f"({a} ** {b})" if dt.itemsize == 8 else in_dtype(dt, f"pow_f32({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
   BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
