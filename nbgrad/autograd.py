@@ -103,10 +103,13 @@ class Relu(Function):
     return self.ret.const(0).alu(BinaryOps.CMPLT, self.ret).cast(grad.dtype).alu(BinaryOps.MUL, grad)
 
 
+def natural_log(x: LazyBuffer) -> LazyBuffer: return x.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, x.const(math.log(2)))
+
+
 class Log(Function):
   def forward(self, x):
     self.x = x
-    return x.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, x.const(math.log(2)))
+    return natural_log(x)
   def backward(self, grad): return grad.alu(BinaryOps.DIV, self.x)
 
 
@@ -133,8 +136,7 @@ class Pow(Function):
   def backward(self, grad):
     scaled = grad.alu(BinaryOps.MUL, self.ret)
     da = scaled.alu(BinaryOps.MUL, self.e).alu(BinaryOps.DIV, self.a) if self.needs_input_grad[0] else None
-    de = scaled.alu(BinaryOps.MUL, self.a.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, self.a.const(math.log(2)))) \
-      if self.needs_input_grad[1] else None
+    de = scaled.alu(BinaryOps.MUL, natural_log(self.a)) if self.needs_input_grad[1] else None
     return da, de
 
 
@@ -194,8 +196,10 @@ class Mod(Function):
     self.x, self.y = x, y
     return x.alu(BinaryOps.MOD, y)
   def backward(self, grad):
-    dy = grad.alu(BinaryOps.MUL, self.x.alu(BinaryOps.IDIV, self.y)).alu(UnaryOps.NEG) if self.needs_input_grad[1] else None
-    return (grad if self.needs_input_grad[0] else None), dy
+    dx = grad if self.needs_input_grad[0] else None
+    dy = grad.alu(BinaryOps.MUL, self.x.alu(BinaryOps.IDIV, self.y)).alu(UnaryOps.NEG) \
+      if self.needs_input_grad[1] else None
+    return dx, dy
 
 
 class Maximum(Function):

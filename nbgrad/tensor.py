@@ -946,7 +946,8 @@ class Tensor:
       return base.cast(dtypes.float32).pow(exponent.cast(dtypes.float32)).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
-    if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x): return F.Pow.apply(base, exponent)
+    if reverse and isinstance(x, (int, float)) and x > 0 and x != 1 and math.isfinite(x):
+      return F.Pow.apply(base, exponent)   # a positive constant base: no sign or special case to handle
     return base._float_pow(exponent)
 
   def _pow_by_squaring(self, n: int) -> Tensor:
@@ -1331,7 +1332,8 @@ class Tensor:
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     x = self.pad2d(self._conv_padding(padding, dims))
     needs_grad = bool(x.requires_grad or weight.requires_grad) and not Tensor.no_grad
-    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and winograd.chosen(x.shape, weight.shape, groups, x.device, needs_grad):
+    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and \
+       winograd.chosen(x.shape, weight.shape, groups, x.device, needs_grad):
       x._check_window_fits(kernel, dilation)
       out = winograd.conv(x, weight, groups)
       return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))

@@ -85,7 +85,8 @@ def _openblas() -> Optional[tuple]:
   for path in glob.glob(os.path.join(package + ".libs", "*openblas*")) + glob.glob(os.path.join(package, ".dylibs", "*openblas*")):
     try: library = ctypes.CDLL(path)
     except OSError: continue
-    for prefix, suffix, integer in (("scipy_", "64_", ctypes.c_int64), ("", "64_", ctypes.c_int64), ("scipy_", "", ctypes.c_int), ("", "", ctypes.c_int)):
+    for prefix, suffix, integer in (("scipy_", "64_", ctypes.c_int64), ("", "64_", ctypes.c_int64),
+                                    ("scipy_", "", ctypes.c_int), ("", "", ctypes.c_int)):
       names = [f"{prefix}openblas_get_num_threads{suffix}", f"{prefix}openblas_set_num_threads{suffix}",
                f"{prefix}cblas_sgemm{suffix}", f"{prefix}cblas_dgemm{suffix}"]
       if not all(hasattr(library, name) for name in names): continue
@@ -155,7 +156,8 @@ def _on_numba_threads(jobs: list[tuple], gemm):
 
 def _on_worker_threads(jobs: list[tuple]):
   global _workers
-  if _workers is None: _workers = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="nbgrad-blas")
+  if _workers is None:
+    _workers = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="nbgrad-blas")
   waiting = [_workers.submit(np.matmul, x, y, out=o) for o, x, y in jobs[1:]]
   np.matmul(jobs[0][1], jobs[0][2], out=jobs[0][0])
   for job in waiting: job.result()

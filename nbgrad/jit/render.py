@@ -79,8 +79,8 @@ BINARY = {
   BinaryOps.DIV: lambda dt, a, b: in_dtype(dt, f"({a} / {b})"),
   # ints: C's truncating division; floats: Python's floor division (numba computes it as numpy and torch do, from
   # the exact remainder fmod gives, so 3 // 1e-8 or 1000.3 % 2pi keep every digit the format allows)
-  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{'udiv' if dt.kind == 'u' else 'idiv'}({a}, {b})"),
-  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{'umod' if dt.kind == 'u' else 'imod'}({a}, {b})"),
+  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{'u' if dt.kind == 'u' else 'i'}div({a}, {b})"),
+  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{'u' if dt.kind == 'u' else 'i'}mod({a}, {b})"),
   BinaryOps.POW: lambda dt, a, b: f"({a} ** {b})" if dt.itemsize == 8 else in_dtype(dt, f"pow_f32({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
@@ -199,8 +199,8 @@ class Renderer:
   # float math: op -> (function for 16/32-bit floats, function for 64-bit floats)
   MATH = {
     UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP: ("exp_f32", "np.exp"), UnaryOps.EXP2: ("exp2_f32", "np.exp2"),
-    UnaryOps.LOG2: ("log2_f32", "np.log2"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"), UnaryOps.FLOOR: ("np.floor", "np.floor"),
-    UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
+    UnaryOps.LOG2: ("log2_f32", "np.log2"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
+    UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
   }
   BINARY = BINARY
 

@@ -203,12 +203,14 @@ def float_to_i32(x):
 
 @njit(**JIT)
 def float_to_i64(x):
-  return np.int64(x) if (x >= -9.223372036854775808e18) & (x < 9.223372036854775808e18) else np.int64(-9223372036854775808)
+  in_range = (x >= -9.223372036854775808e18) & (x < 9.223372036854775808e18)
+  return np.int64(x) if in_range else np.int64(-9223372036854775808)
 
 
 @njit(**JIT)
 def float_to_u32(x):
-  return np.uint32(float_to_i32(x - 2147483648.0) ^ np.int32(-2147483648)) if x >= 2147483648.0 else np.uint32(float_to_i32(x))
+  high = x >= 2147483648.0
+  return np.uint32(float_to_i32(x - 2147483648.0 if high else x) ^ (np.int32(-2147483648) if high else np.int32(0)))
 
 
 @njit(**JIT)
