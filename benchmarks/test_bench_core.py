@@ -23,6 +23,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from test_bench_linalg import finish_nbgrad_warm_up
+
 LIBS = ["nbgrad", "numpy", "torch"]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -150,18 +152,8 @@ def bench_workload(benchmark, request, lib, name):
     if lib != "numpy":
         np.testing.assert_allclose(result, numpy_result(name, arrays), rtol=workload.rtol,
                                    atol=workload.atol, err_msg=f"{lib} {name} differs from numpy")
-    if lib == "nbgrad":
-        from nbgrad.jit import finish_builds
-        finish_builds()   # time the parallel builds, not the serial ones that cover their compile
-        benchmark.extra_info["kernels_per_call"] = nbgrad_kernels_per_call(call)
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
-
-
-def nbgrad_kernels_per_call(call):
-    from nbgrad.helpers import GlobalCounters
-    GlobalCounters.reset()
-    call()
-    return GlobalCounters.kernel_count
 
 
 # ---------------------------------------------------------------------------------------------

@@ -204,8 +204,9 @@ class Renderer:
   }
   BINARY = BINARY
 
-  def __init__(self, kernel: Kernel, parallel: bool):
+  def __init__(self, kernel: Kernel, parallel: bool, constants: bool = False):
     self.kernel, self.parallel = kernel, parallel
+    self.constants = constants   # integer parameters written into the source (see jit.SPECIALIZE_AFTER)
     self.int_params: list[int] = []
     self.float_params: list[float] = []
     self.header: list[str] = []
@@ -221,8 +222,13 @@ class Renderer:
   def int_param(self, value: int) -> str:
     self.int_params.append(int(value))
     name = f"i{len(self.int_params) - 1}"
-    self.header.append(f"{name} = ip[{len(self.int_params) - 1}]")
+    self.header.append(f"{name} = {self.int_value(len(self.int_params) - 1)}")
     return name
+
+  def int_value(self, index: int) -> str:
+    """Integer parameter `index` as the source reads it: from the array, or written out (a bare literal: LLVM
+    folds it, where it kept np.int64(...) as a call and the kernels stayed as slow as the generic ones)."""
+    return str(self.int_params[index]) if self.constants else f"ip[{index}]"
 
   def const(self, value, dt: DType) -> str:
     if dt.kind == "f":
@@ -232,7 +238,8 @@ class Renderer:
       return name
     value = int(value)
     name = self.int_param(value - (1 << 64) if value >= 1 << 63 else value)   # parameters are int64: uint64 wraps back
-    self.header[-1] = f"{name} = {'ip[%d] != 0' % (len(self.int_params) - 1) if dt.kind == 'b' else compute_type(dt) + '(ip[%d])' % (len(self.int_params) - 1)}"
+    stored = self.int_value(len(self.int_params) - 1)
+    self.header[-1] = f"{name} = {stored + ' != 0' if dt.kind == 'b' else compute_type(dt) + '(' + stored + ')'}"
     return name
 
   def affine(self, coeffs, const, index_names) -> str:
