@@ -59,6 +59,13 @@ class Kernel:
 
   def __repr__(self): return f"<Kernel {self.name}>"
 
+  def instance(self, output: LazyBuffer, inputs: list) -> Kernel:
+    """This kernel (a reused schedule's template) realizing other nodes: a copy of its fields, without
+    dataclasses.replace's call of __init__ (a training step instantiates every kernel of its schedule)."""
+    kernel = object.__new__(Kernel)
+    kernel.__dict__.update(self.__dict__, output=output, inputs=inputs)
+    return kernel
+
 
 def map_views(expr: Expr, fn, memo=None) -> Expr:
   """expr with every view v replaced by fn(v)."""
@@ -344,8 +351,7 @@ def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
   its kernels are the same but for the nodes they realize and read."""
   nodes, key = graph_structure(outs)
   template = _templates.get(key) if key is not None else None
-  if template is not None:
-    return [replace(kernel, output=nodes[output], inputs=[nodes[i] for i in inputs]) for kernel, output, inputs in template]
+  if template is not None: return [kernel.instance(nodes[output], [nodes[i] for i in inputs]) for kernel, output, inputs in template]
   scheduler = _Scheduler(outs)
   for out in outs: scheduler.schedule_base(out.base)
   if key is not None:
@@ -365,18 +371,18 @@ def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[HashedKey]]:
   scheduler cuts alike: every node's op, argument, dtype, shape and device, and each source's number and view.
   The key is None when an argument cannot be hashed (such a graph is scheduled afresh)."""
   nodes, number, stack = [], {}, [o.base for o in reversed(outs)]
-  while stack:
+  while stack:   # plain loops and list comprehensions: this runs on every realize, and generators cost more
     base = stack.pop()
     if id(base) in number: continue
     number[id(base)] = len(nodes)
     nodes.append(base)
-    if base.buffer is None: stack.extend(s.base for s in reversed(base.srcs))
+    if base.buffer is None: stack += [s.base for s in reversed(base.srcs)]
   records = []
   for base in nodes:
     if base.buffer is not None:
       records.append((base.dtype, base.shape, base.device))
       continue
     arg = ("float", repr(base.arg)) if isinstance(base.arg, float) else base.arg   # repr tells -0.0 and nan apart
-    records.append((base.op, arg, base.dtype, base.shape, base.device, tuple((number[id(s.base)], s.view) for s in base.srcs)))
-  try: return nodes, HashedKey((tuple(records), tuple(number[id(o.base)] for o in outs)))
+    records.append((base.op, arg, base.dtype, base.shape, base.device, tuple([(number[id(s.base)], s.view) for s in base.srcs])))
+  try: return nodes, HashedKey((tuple(records), tuple([number[id(o.base)] for o in outs])))
   except TypeError: return nodes, None
