@@ -65,6 +65,15 @@ class ZeroGradient(Function):
   def backward(self, grad): return self.x.const(0)
 
 
+class WithDerivatives(Function):
+  """A result computed apart from its inputs (selects around special cases) that carries its derivative by each
+  input, computed beside it (None for an input without gradient): the gradient is grad times that derivative."""
+  def forward(self, *inputs, result: LazyBuffer, derivatives: tuple):
+    self.derivatives = derivatives
+    return result
+  def backward(self, grad): return tuple(None if d is None else grad.alu(BinaryOps.MUL, d) for d in self.derivatives)
+
+
 class Cast(Function):
   def forward(self, x, dtype: DType, bitcast=False):
     self.input_dtype, self.bitcast = x.dtype, bitcast
@@ -128,7 +137,7 @@ class Exp2(Function):
 
 
 class Pow(Function):
-  """a ** e for a magnitude a > 0 (Tensor.pow handles signs and special cases around it)."""
+  """a ** e for a constant base a > 0 (2 ** x): no sign or special case to handle."""
   def forward(self, a, e):
     self.a, self.e = a, e
     self.ret = a.alu(BinaryOps.POW, e)

@@ -972,23 +972,36 @@ class Tensor:
     return (exponent < 0).where(unit.where(1, (self == -1).where(-1, 0)).cast(self.dtype), result)
 
   def _float_pow(self, exponent: Tensor) -> Tensor:
+    """Float powers with torch's gradients, at the special cases too: exponent * self ** (exponent - 1) by the
+    base (0 where the exponent is 0), result * log(self) by the exponent (0 where the base is 0 and the exponent
+    is not negative)."""
+    base, power = self.detach(), exponent.detach()
+    result = base._pow_values(power)
+    tracked = [bool(t.requires_grad) and not Tensor.no_grad for t in (self, exponent)]
+    d_base = (power == 0).where(0.0, power * base._pow_values(power - 1)) if tracked[0] else None
+    d_power = ((base == 0) & (power >= 0)).where(0.0, result * base.log()) if tracked[1] else None
+    return F.WithDerivatives.apply(self, exponent, result=result.lazydata,
+                                   derivatives=tuple(d if d is None else d.lazydata for d in (d_base, d_power)))
+
+  def _pow_values(self, exponent: Tensor) -> Tensor:
+    """self ** exponent for floats, without gradient: |b| ** e (the POW op) with the sign of a negative base to an
+    odd integer power, nan for a negative base to a non-integer power, and IEEE's special cases."""
     b, e = self, exponent
-    # where exp(e * log|b|) gives no answer (nan) or no finite gradient, it runs on safe inputs and is replaced
+    e_is_int = e.trunc() == e
+    e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
+    # the cases POW does not answer as IEEE says run as 1 ** 0 and are replaced
     one = ((e == 0) & ((b == 0) | (b.abs() == math.inf) | (b != b))) | ((b.abs() == 1) & (e.abs() == math.inf)) \
       | ((b == 1) & (e != e))
     zero_base = (b == 0) & (e != 0) & (e == e)
     safe = one | zero_base
-    b, e = safe.where(1.0, b), safe.where(0.0, e)
-    magnitude = F.Pow.apply(b.abs(), e)
-    e_is_int = e.trunc() == e
-    e_is_odd = e_is_int & ((e * 0.5).trunc() != e * 0.5)
+    magnitude = safe.where(1.0, b).abs()._nondiff(BinaryOps.POW, safe.where(0.0, e))
     negative = b < 0
     result = (negative & e_is_odd).where(-magnitude, magnitude)
-    # nan, with a nan gradient (as torch), from the log of b < 0; -inf to a fraction is inf or 0, as IEEE says
-    undefined = negative & e_is_int.logical_not() & (b != -math.inf)
-    result = undefined.where((e * undefined.where(b, 1.0).log()).exp(), result)
-    result = zero_base.where((exponent > 0).where(0.0, math.inf).cast(self.dtype), result)
-    return one.where(1.0, result)
+    result = (negative & e_is_int.logical_not() & (b != -math.inf)).where(math.nan, result)   # -inf ** 0.5 is inf
+    # 0 to a power is 0 or inf; -0 to an odd integer power keeps its sign (1 / -0 tells -0 from 0)
+    zero_power = (e > 0).where(0.0, math.inf).cast(self.dtype)
+    zero_power = (e_is_odd & ((1.0 / b) < 0)).where(-zero_power, zero_power)
+    return one.where(1.0, zero_base.where(zero_power, result))
 
   def maximum(self, x) -> Tensor:
     a, b = self._broadcasted(x)

@@ -542,3 +542,24 @@ def test_pow_of_a_negative_base_to_a_fraction_has_nan_gradients_as_torch():
   (tb ** te).sum().backward()
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)   # nan where torch has nan
   np.testing.assert_allclose(e.grad.numpy(), te.grad.numpy(), rtol=1e-6)
+
+
+POW_SPECIAL_BASES = [-0.0, 0.0, -1.0, 1.0, -2.5, 2.5, -np.inf, np.inf, np.nan, 0.5, -0.5]
+POW_SPECIAL_EXPONENTS = [-3.0, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, -np.inf, np.nan]
+
+
+def test_pow_of_tensors_at_special_values_matches_torch_forward_and_backward():
+  """Every pair of special bases and exponents: values bit for bit (the sign of -0 ** 3 too), and torch's gradients
+  e * b ** (e - 1) (0 where e == 0) and b ** e * log(b) (0 where b == 0 <= e), nan and inf where torch has them."""
+  grid = np.array(np.meshgrid(POW_SPECIAL_BASES, POW_SPECIAL_EXPONENTS)).reshape(2, -1).astype(np.float32)
+  b, e = Tensor(grid[0], requires_grad=True), Tensor(grid[1], requires_grad=True)
+  tb, te = torch.tensor(grid[0], requires_grad=True), torch.tensor(grid[1], requires_grad=True)
+  out, want = b ** e, tb ** te
+  got, expected = out.numpy(), want.detach().numpy()
+  np.testing.assert_array_equal(got, expected)
+  numbers = ~np.isnan(expected)   # a nan's sign bit is not part of the result
+  np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(expected[numbers]))
+  out.sum().backward()
+  want.sum().backward()
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(e.grad.numpy(), te.grad.numpy(), rtol=1e-6)
