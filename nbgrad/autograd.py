@@ -108,8 +108,8 @@ class Relu(Function):
   def forward(self, x):
     self.ret = x.alu(BinaryOps.MAX, x.const(0))
     return self.ret
-  def backward(self, grad):
-    return self.ret.const(0).alu(BinaryOps.CMPLT, self.ret).cast(grad.dtype).alu(BinaryOps.MUL, grad)
+  def backward(self, grad):   # ret != 0: where x > 0, and where x is nan (as torch: the gradient passes)
+    return self.ret.alu(BinaryOps.CMPNE, self.ret.const(0)).cast(grad.dtype).alu(BinaryOps.MUL, grad)
 
 
 def natural_log(x: LazyBuffer) -> LazyBuffer: return x.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, x.const(math.log(2)))

@@ -544,6 +544,15 @@ def test_pow_of_a_negative_base_to_a_fraction_has_nan_gradients_as_torch():
   np.testing.assert_allclose(e.grad.numpy(), te.grad.numpy(), rtol=1e-6)
 
 
+
+def test_relu_gradient_at_special_values_matches_torch():
+  """0 at 0 and below, 1 above, and the gradient passes through nan as in torch."""
+  values = np.array([-np.inf, -1.0, -0.0, 0.0, 1e-30, 1.0, np.inf, np.nan], np.float32)
+  x, tx = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  x.relu().sum().backward()
+  torch.relu(tx).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
 POW_SPECIAL_BASES = [-0.0, 0.0, -1.0, 1.0, -2.5, 2.5, -np.inf, np.inf, np.nan, 0.5, -0.5]
 POW_SPECIAL_EXPONENTS = [-3.0, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, -np.inf, np.nan]
 
