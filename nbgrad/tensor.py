@@ -82,6 +82,13 @@ def _odd_series(*coefficients: float):
   return series
 
 
+def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tensor:
+  """result, computed without gradient from inputs, put in the graph with its derivative by each input: the
+  callables of derivatives build them, each only when a gradient will flow to its input."""
+  built = tuple(d().lazydata if t.requires_grad and not Tensor.no_grad else None for t, d in zip(inputs, derivatives))
+  return F.WithDerivatives.apply(*inputs, result=result.lazydata, derivatives=built)
+
+
 def scalar_dtype(value) -> DType:
   if isinstance(value, bool): return dtypes.bool
   if isinstance(value, int): return dtypes.default_int
@@ -977,11 +984,8 @@ class Tensor:
     is not negative)."""
     base, power = self.detach(), exponent.detach()
     result = base._pow_values(power)
-    tracked = [bool(t.requires_grad) and not Tensor.no_grad for t in (self, exponent)]
-    d_base = (power == 0).where(0.0, power * base._pow_values(power - 1)) if tracked[0] else None
-    d_power = ((base == 0) & (power >= 0)).where(0.0, result * base.log()) if tracked[1] else None
-    return F.WithDerivatives.apply(self, exponent, result=result.lazydata,
-                                   derivatives=tuple(d if d is None else d.lazydata for d in (d_base, d_power)))
+    return _with_derivatives((self, exponent), result, (lambda: (power == 0).where(0.0, power * base._pow_values(power - 1)),
+                                                        lambda: ((base == 0) & (power >= 0)).where(0.0, result * base.log())))
 
   def _pow_values(self, exponent: Tensor) -> Tensor:
     """self ** exponent for floats, without gradient: |b| ** e (the POW op) with the sign of a negative base to an
@@ -1169,7 +1173,11 @@ class Tensor:
 
   @_numpy_reduction
   @_in_float32
-  def std(self, axis=None, keepdim=False, correction=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
+  def std(self, axis=None, keepdim=False, correction=1) -> Tensor:
+    variance = self.var(axis, keepdim, correction)
+    root = variance.detach().sqrt()
+    # 0 where nothing deviates, as torch's (sqrt's own gradient is inf at 0, and times the variance's 0 is nan)
+    return _with_derivatives((variance,), root, (lambda: (root == 0).where(0.0, 0.5 / root),))
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
     if self.ndim == 0:   # a 0-d tensor's only element, along its axis 0 or -1 as for the other reductions

@@ -553,6 +553,16 @@ def test_relu_gradient_at_special_values_matches_torch():
   torch.relu(tx).sum().backward()
   np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
 
+
+@pytest.mark.parametrize("axis,keepdim,correction", [(1, False, 1), (0, True, 0), (None, False, 1)])
+def test_std_gradient_where_nothing_deviates_is_zero_as_torch(axis, keepdim, correction):
+  values = np.array([[2.0, 2.0, 2.0, 2.0], [1.0, -1.0, 0.5, 3.0], [0.0, 0.0, 0.0, 0.0]], np.float32)
+  if axis is None: values = np.full((3, 4), 1.5, np.float32)
+  x, tx = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  x.std(axis, keepdim=keepdim, correction=correction).sum().backward()
+  tx.std(axis, keepdim=keepdim, correction=correction).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-7)
+
 POW_SPECIAL_BASES = [-0.0, 0.0, -1.0, 1.0, -2.5, 2.5, -np.inf, np.inf, np.nan, 0.5, -0.5]
 POW_SPECIAL_EXPONENTS = [-3.0, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, -np.inf, np.nan]
 
