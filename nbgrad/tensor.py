@@ -1433,8 +1433,14 @@ class Tensor:
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
   def binary_crossentropy(self, y: Tensor) -> Tensor:
-    y = self._operand(y, "target")
-    return (-y * self._log_at_least(-100) - (1 - y) * (1 - self)._log_at_least(-100)).mean()   # torch's clamp: no nan at 0 or 1
+    """Mean of -(y log p + (1 - y) log(1 - p)), each log no lower than -100 (torch's clamp: no nan at 0 or 1), with
+    torch's gradients: (p - y) / max(p (1 - p), 1e-12) by p, log(1 - p) - log(p) (not clamped) by y."""
+    p, target = self._broadcasted(self._operand(y, "target"))
+    probability, label = p.detach(), target.detach()
+    log_p, log_q = probability._log_at_least(-100), (1 - probability)._log_at_least(-100)
+    losses = -label * log_p - (1 - label) * log_q
+    return _with_derivatives((p, target), losses, (lambda: (probability - label) / ((1 - probability) * probability).maximum(1e-12),
+                                                   lambda: (1 - probability).log() - probability.log())).mean()
 
   def _log_at_least(self, floor: float) -> Tensor:
     """log, no lower than floor; at 0 the floor, with a finite (zero) gradient."""

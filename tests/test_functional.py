@@ -208,9 +208,7 @@ def test_binary_crossentropy(case):
   else: x = randn(shape, 12) * 2
   y = probabilities(shape, 13) if kind == "soft" else (np.arange(int(np.prod(shape))).reshape(shape) % 2).astype(np.float32)
   ref = F.binary_cross_entropy if method == "binary_crossentropy" else F.binary_cross_entropy_with_logits
-  # torch's binary_cross_entropy has no gradient with respect to the target
-  grads = ["x"] if method == "binary_crossentropy" else ["x", "y"]
-  check_forward_and_grads({"x": x, "y": y}, grads, lambda t: getattr(t["x"], method)(t["y"]), lambda t: ref(t["x"], t["y"]))
+  check_forward_and_grads({"x": x, "y": y}, ["x", "y"], lambda t: getattr(t["x"], method)(t["y"]), lambda t: ref(t["x"], t["y"]))
 
 
 # ---------------------------------------------------------------- sparse categorical cross-entropy
@@ -305,10 +303,17 @@ def test_softmax_over_non_last_axis(case):
 
 
 def test_binary_crossentropy_at_probabilities_0_and_1_clamps_the_log_as_torch():
-  p, y = np.array([0.0, 1.0, 0.3, 1e-30, 1.0], np.float32), np.array([1.0, 0.0, 1.0, 1.0, 1.0], np.float32)
-  got = Tensor(p).binary_crossentropy(Tensor(y)).item()
-  want = torch.nn.functional.binary_cross_entropy(torch.from_numpy(p), torch.from_numpy(y)).item()
-  np.testing.assert_allclose(got, want, rtol=1e-6)
+  """The loss clamps each log at -100; the gradients are torch's: (p - y) / max(p (1 - p), 1e-12) by p (a saturated
+  p = y = 1 gets 0), log(1 - p) - log(p) by y (inf at p = 0)."""
+  p, y = np.array([0.0, 1.0, 0.3, 1e-30, 1.0, 0.999999], np.float32), np.array([1.0, 0.0, 1.0, 1.0, 1.0, 0.0], np.float32)
+  probabilities, targets = Tensor(p, requires_grad=True), Tensor(y, requires_grad=True)
+  tp, ty = torch.tensor(p, requires_grad=True), torch.tensor(y, requires_grad=True)
+  loss, want = probabilities.binary_crossentropy(targets), torch.nn.functional.binary_cross_entropy(tp, ty)
+  np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-6)
+  loss.backward()
+  want.backward()
+  np.testing.assert_allclose(probabilities.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(targets.grad.numpy(), ty.grad.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("slope", [0.01, 0.3, -0.5, 2.0])
