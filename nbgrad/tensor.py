@@ -1473,7 +1473,11 @@ class Tensor:
     scores = self @ key.transpose(-2, -1) / math.sqrt(self.shape[-1])
     if attn_mask is not None:
       scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
-    return scores.softmax(-1).dropout(dropout_p) @ value
+    # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores
+    # are replaced before the softmax too, so that no nan reaches the gradients
+    sees_nothing = scores.max(-1, keepdim=True) == -float("inf")
+    weights = sees_nothing.where(0.0, sees_nothing.where(0.0, scores).softmax(-1))
+    return weights.dropout(dropout_p) @ value
 
   # ---- linear algebra
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:

@@ -158,7 +158,7 @@ def test_one_hot_of_float_tensor_raises_type_error():
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
 def bool_mask(shape, seed):
-  """A random mask that keeps at least one key per query row (a row with no key gives NaN in torch)."""
+  """A random mask that keeps at least one key per query row (the cases with a row of no key set one apart)."""
   m = np.random.default_rng(seed).random(shape) < 0.6
   m[..., 0] = True
   return m
@@ -172,6 +172,9 @@ SDPA_CASES = {
   "float_mask_with_grad": ((2, 2, 3, 4), (2, 2, 5, 4), "float_grad", (3, 5), False),
   "causal_square": ((2, 2, 5, 4), (2, 2, 5, 4), None, None, True),
   "causal_fewer_queries": ((2, 2, 3, 4), (2, 2, 5, 4), None, None, True),
+  # a query that may attend to no key gets zeros (torch's safe softmax), with zero gradients
+  "bool_mask_a_query_sees_nothing": ((2, 2, 3, 4), (2, 2, 5, 4), "bool_empty_row", (3, 5), False),
+  "float_mask_a_query_sees_nothing": ((2, 2, 3, 4), (2, 2, 5, 4), "float_empty_row", (3, 5), False),
 }
 
 
@@ -183,6 +186,8 @@ def test_scaled_dot_product_attention(case):
   if mask_kind == "bool": values["mask"] = bool_mask(mask_shape, 11)
   if mask_kind in ("float", "float_grad"): values["mask"] = randn(mask_shape, 11)
   if mask_kind == "float_grad": grads.append("mask")
+  if mask_kind == "bool_empty_row": values["mask"] = bool_mask(mask_shape, 11) & (np.arange(mask_shape[0]) != 1)[:, None]
+  if mask_kind == "float_empty_row": values["mask"] = np.where(np.arange(mask_shape[0])[:, None] == 1, -np.inf, randn(mask_shape, 11))
   check_forward_and_grads(
     values, grads,
     lambda t: t["q"].scaled_dot_product_attention(t["k"], t["v"], attn_mask=t.get("mask"), is_causal=causal),
