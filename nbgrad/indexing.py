@@ -97,7 +97,7 @@ def advanced_index(tensor, items: list):
   picked = mask.reshape((1,) * len(rest_shape) + mask.shape).where(
     moved.reshape(rest_shape + (1,) * len(batch) + sizes), 0)
   axes = tuple(range(len(rest_shape) + len(batch), picked.ndim))
-  out = picked.max(axes) if picked.dtype.kind == "b" else picked.sum(axes).cast(x.dtype)
+  out = picked._max(axes) if picked.dtype.kind == "b" else picked.sum(axes).cast(x.dtype)
   adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
   front = sum(1 for d in rest if d < positions[0]) if adjacent else 0
   order = list(range(len(rest_shape)))
@@ -137,6 +137,8 @@ def set_basic_index(tensor, indices, value):
   if any(isinstance(i, (Tensor, list, tuple, np.ndarray)) for i in items):
     raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")
   target = tensor[indices]   # checks the indices before anything changes
+  if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
+    raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   if (pending := tensor.lazydata.base.pending_readers()): realize(pending)

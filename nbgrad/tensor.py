@@ -439,6 +439,7 @@ class Tensor:
   @staticmethod
   def full(shape, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
     shape = shape_arg(shape)
+    if not isinstance(fill_value, (bool, int, float, np.generic)): raise TypeError(f"fill value must be a number, got {fill_value!r}")
     dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
@@ -456,10 +457,12 @@ class Tensor:
     for v in (start, stop, step):
       if not isinstance(v, (int, float, np.integer, np.floating)): raise TypeError(f"arange bounds must be numbers, got {v!r}")
     if step == 0: raise ValueError("arange step must not be 0")
-    if dtype is None: dtype = dtypes.default_float if any(isinstance(v, (float, np.floating)) for v in (start, stop, step)) \
-      else dtypes.default_int
-    dtype = to_dtype(dtype)
+    if not all(math.isfinite(v) for v in (start, stop, step)): raise ValueError(f"arange bounds must be finite, got {start}, {stop}, {step}")
     count = max(0, math.ceil((stop - start) / step))
+    if dtype is None:   # ints past int32 widen to int64, as Tensor(2**40) does
+      floats = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+      dtype = dtypes.default_float if floats else int_dtype_holding(*sorted((int(start), int(start) + (max(count, 1) - 1) * int(step))))
+    dtype = to_dtype(dtype)
     lazy = LazyBuffer.load(LoadOps.ARANGE, (count,), dtype, Device.canonicalize(device), arg=(start, step))
     return Tensor(lazy, **kwargs)
 
@@ -605,6 +608,8 @@ class Tensor:
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
+    if any(s in (-1, None) for s in shape[:len(shape) - self.ndim]):
+      raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
     old = (1,) * (len(shape) - self.ndim) + self.shape
     new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
     for o, s in zip(old, new):
@@ -622,7 +627,7 @@ class Tensor:
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
     if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
-    return F.Flip.apply(self, axes=resolved)
+    return F.Flip.apply(self, axes=resolved) if self.ndim else self   # a 0-d tensor's axis 0 or -1 is itself
 
   def shrink(self, arg) -> Tensor:
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
@@ -651,14 +656,16 @@ class Tensor:
     return self.pad(tuple([None] * (self.ndim - len(pairs)) + pairs[::-1]), value)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
-    order = list(range(self.ndim))
     a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)
+    if self.ndim == 0: return self   # axes 0 and -1 of a 0-d tensor, as torch allows
+    order = list(range(self.ndim))
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
 
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if self.ndim == 0: return self.reshape(1)
     start, end = resolve_axis(start_dim, self.ndim), resolve_axis(end_dim, self.ndim)
+    if start > end: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:start] + (math.prod(self.shape[start:end + 1]),) + self.shape[end + 1:])
 
   def unflatten(self, dim: int, sizes) -> Tensor:
@@ -1141,12 +1148,27 @@ class Tensor:
 
   @_numpy_reduction
   def max(self, axis=None, keepdim=False) -> Tensor:
-    if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
-    return self._nondiff_reduce(ReduceOps.MAX, axis, keepdim)
+    self._check_extreme_axes("max", axis)
+    return self._max(axis, keepdim)
 
   @_numpy_reduction
   def min(self, axis=None, keepdim=False) -> Tensor:
-    if dtypes.is_float(self.dtype): return -((-self).max(axis, keepdim))
+    self._check_extreme_axes("min", axis)
+    return self._min(axis, keepdim)
+
+  def _check_extreme_axes(self, name: str, axis):
+    """An empty axis has no maximum or minimum: ValueError, as numpy and torch raise (reducing other axes of an
+    empty tensor is fine)."""
+    empty = [a for a in self._reduce_axes(axis) if self.shape[a] == 0]
+    if empty: raise ValueError(f"{name}() of an empty axis: axis {empty[0]} of shape {self.shape} has no element")
+
+  # the reductions without the check, for internal uses whose results over an empty axis are empty or unused
+  def _max(self, axis=None, keepdim=False) -> Tensor:
+    if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
+    return self._nondiff_reduce(ReduceOps.MAX, axis, keepdim)
+
+  def _min(self, axis=None, keepdim=False) -> Tensor:
+    if dtypes.is_float(self.dtype): return -((-self)._max(axis, keepdim))
     return self._nondiff_reduce(ReduceOps.MIN, axis, keepdim)
 
   def _nondiff_reduce(self, op, axis, keepdim) -> Tensor:
@@ -1196,17 +1218,17 @@ class Tensor:
 
   @_numpy_reduction
   def argmax(self, axis=None, keepdim=False) -> Tensor:
-    if axis is None: return self._arg_extreme(self.max(None, True) if self.ndim else self, None, keepdim)
-    return self._arg_extreme(self.max(axis, keepdim=True), axis, keepdim)
+    if axis is None: return self._arg_extreme(self._max(None, True) if self.ndim else self, None, keepdim)
+    return self._arg_extreme(self._max(axis, keepdim=True), axis, keepdim)
 
   @_numpy_reduction
   def argmin(self, axis=None, keepdim=False) -> Tensor:
-    if axis is None: return self._arg_extreme(self.min(None, True) if self.ndim else self, None, keepdim)
-    return self._arg_extreme(self.min(axis, keepdim=True), axis, keepdim)
+    if axis is None: return self._arg_extreme(self._min(None, True) if self.ndim else self, None, keepdim)
+    return self._arg_extreme(self._min(axis, keepdim=True), axis, keepdim)
 
   def _softmax(self, axis):
     x = self._float_input()
-    shifted = x - x.max(axis=axis, keepdim=True)
+    shifted = x - x._max(axis, keepdim=True)
     exps = shifted.exp()
     return shifted, exps, exps.sum(axis=axis, keepdim=True)
 
@@ -1223,7 +1245,7 @@ class Tensor:
   @_in_float32
   def logsumexp(self, axis=None, keepdim=False) -> Tensor:
     x = self._float_input()
-    top = x.max(axis=axis, keepdim=True)
+    top = x._max(axis, keepdim=True)
     top = (top - top == 0).where(top, 0)   # an infinite maximum is not subtracted: rows of -inf give -inf, not nan
     out = (x - top).exp().sum(axis=axis, keepdim=True).log() + top
     if keepdim: return out
@@ -1253,6 +1275,7 @@ class Tensor:
     index = self._operand(index, "gather index")
     if index.ndim != self.ndim: raise IndexMismatch(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
     if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int tensor, got {index.dtype}")
+    if self.ndim == 0: return self.reshape(1).gather(resolve_axis(dim, 1), index.reshape(1)).reshape(())   # as torch
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):
       if d != dim and i > s: raise IndexMismatch(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
@@ -1260,7 +1283,7 @@ class Tensor:
     n = self.shape[dim]
     hits = index.transpose(dim, -1).unsqueeze(-1) == Tensor.arange(n, device=self.device)
     picked = hits.where(source.unsqueeze(-2), 0)
-    picked = picked.max(-1) if self.dtype == dtypes.bool else picked.sum(-1)
+    picked = picked._max(-1) if self.dtype == dtypes.bool else picked.sum(-1)
     picked = picked.cast(self.dtype)
     return picked.transpose(dim, -1)
 
@@ -1320,6 +1343,9 @@ class Tensor:
     stride = kernel if stride is None else (tuple(stride) if isinstance(stride, (tuple, list)) else (stride,) * len(kernel))
     dilation = tuple(dilation) if isinstance(dilation, (tuple, list)) else (dilation,) * len(kernel)
     if len(kernel) > self.ndim: raise ValueError(f"a {len(kernel)}-D kernel needs at least {len(kernel)} dims, got {self.shape}")
+    for name, values in (("kernel size", kernel), ("stride", stride), ("dilation", dilation)):
+      if len(values) != len(kernel) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in values):
+        raise ValueError(f"{name} {values} must be {len(kernel)} positive int(s)")
     return kernel, stride, dilation
 
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
@@ -1330,10 +1356,21 @@ class Tensor:
     kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
     return self._windows(kernel, stride, dilation).max(tuple(range(-len(kernel), 0)))
 
-  def _conv_padding(self, padding, dims: int) -> list:
-    """Padding as pad2d takes it: an int, one per spatial dim, or two per spatial dim (last dim first)."""
-    if isinstance(padding, int): return [padding] * (2 * dims)
+  @staticmethod
+  def _conv_padding(padding, kernel: tuple, stride: tuple, dilation: tuple) -> list:
+    """Padding as pad2d takes it: an int, one per spatial dim, two per spatial dim (last dim first), or torch's
+    "valid" (none) and "same" (the output as big as the input, an odd total's extra on the right; stride 1 only)."""
+    dims = len(kernel)
+    if isinstance(padding, str):
+      if padding == "valid": return [0] * (2 * dims)
+      if padding != "same": raise ValueError(f"padding {padding!r} must be 'valid', 'same', an int or a sequence of ints")
+      if any(s != 1 for s in stride): raise ValueError(f"padding='same' needs stride 1, got stride {stride}")
+      totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+      return [p for total in reversed(totals) for p in (total // 2, total - total // 2)]
+    if isinstance(padding, (int, np.integer)): return [int(padding)] * (2 * dims)
     padding = list(padding)
+    if not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in padding):
+      raise ValueError(f"padding {padding} must hold ints")
     if len(padding) == 2 * dims: return padding
     if len(padding) == dims: return [p for p in reversed(padding) for _ in range(2)]
     raise ValueError(f"padding {padding} must be an int, {dims} values or {2 * dims} values")
@@ -1351,7 +1388,7 @@ class Tensor:
     if cin % groups or cout % groups or cin // groups != cin_group:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
-    x = self.pad2d(self._conv_padding(padding, dims))
+    x = self.pad2d(self._conv_padding(padding, kernel, stride, dilation))
     needs_grad = bool(x.requires_grad or weight.requires_grad) and not Tensor.no_grad
     if winograd.eligible(x, weight, stride, dilation, acc_dtype) and \
        winograd.chosen(x.shape, weight.shape, groups, x.device, needs_grad):
@@ -1387,6 +1424,8 @@ class Tensor:
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     pads = [padding] * dims if isinstance(padding, int) else list(padding)
     extra = [output_padding] * dims if isinstance(output_padding, int) else list(output_padding)
+    if len(extra) != dims or any(not 0 <= e < max(s, d) for e, s, d in zip(extra, stride, dilation)):
+      raise ValueError(f"output_padding {output_padding} must be {dims} value(s), each below its stride {stride} or dilation {dilation}")
     x = self
     for axis, s in enumerate(stride):   # put s-1 zeros between neighbouring inputs
       if s == 1: continue
@@ -1475,7 +1514,7 @@ class Tensor:
       scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
     # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores
     # are replaced before the softmax too, so that no nan reaches the gradients
-    sees_nothing = scores.max(-1, keepdim=True) == -float("inf")
+    sees_nothing = scores._max(-1, keepdim=True) == -float("inf")
     weights = sees_nothing.where(0.0, sees_nothing.where(0.0, scores).softmax(-1))
     return weights.dropout(dropout_p) @ value
 

@@ -637,6 +637,22 @@ def test_arange_fractional_step_matches_numpy_length_and_values():
     np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("args", [(0, 10, 0.1), (5, -5, -0.3), (1e6, 1e6 + 100, 0.7), (-3, 7.5, 0.37)])
+def test_float_arange_is_start_plus_i_steps_rounded_once(args):
+  """Each value is start + i * step in float64, rounded to float32 once (float32 steps drift: arange(0, 1, 0.1)[9]
+  was 0.90000004)."""
+  start, stop, step = args
+  want = (start + np.arange(len(np.arange(*args))) * np.float64(step)).astype(np.float32)
+  np.testing.assert_array_equal(Tensor.arange(*args).numpy(), want)
+
+
+def test_int_arange_past_int32_is_int64():
+  t = Tensor.arange(2**31 + 2, 2**31 + 5)
+  assert t.dtype == dtypes.int64
+  np.testing.assert_array_equal(t.numpy(), np.arange(2**31 + 2, 2**31 + 5))
+  assert Tensor.arange(-5, 5).dtype == dtypes.int32
+
+
 EMPTY_ROWS = [("args", lambda: Tensor.empty(2, 3), (2, 3), dtypes.float32), ("tuple_int32", lambda: Tensor.empty((2, 3), dtype=dtypes.int32), (2, 3), dtypes.int32),
               ("0size", lambda: Tensor.empty(0), (0,), dtypes.float32), ("0d_uint8", lambda: Tensor.empty((), dtype=dtypes.uint8), (), dtypes.uint8)]
 

@@ -109,6 +109,22 @@ BAD = [
   ("setitem_shape", lambda e: setitem(e["a"], 0, Tensor.ones(4)), ValueError, []),
   ("setitem_index_out_of_range", lambda e: setitem(e["a"], 5, 1.0), IndexError, []),
   ("setitem_advanced", lambda e: setitem(e["a"], Tensor([0, 1]), 1.0), NotImplementedError, []),
+  ("setitem_none", lambda e: setitem(e["a"], 0, None), TypeError, [["NoneType"]]),
+  # empty reductions, shapes and windows
+  ("max_of_empty_axis", lambda e: e["a"][:, :0].max(1), ValueError, [["(2, 0)"]]),
+  ("min_of_empty", lambda e: e["i"][:0].min(), ValueError, [["(0, 3)"]]),
+  ("flatten_start_after_end", lambda e: e["a"].reshape(1, 2, 3).flatten(2, 1), ValueError, [["start_dim"]]),
+  ("expand_minus_one_new_dim", lambda e: e["b"].expand(-1, 4), ValueError, [["(-1, 4)"]]),
+  ("full_with_a_string", lambda e: Tensor.full((2,), "a"), TypeError, [["'a'"]]),
+  ("arange_to_infinity", lambda e: Tensor.arange(float("inf")), ValueError, [["inf"]]),
+  ("max_pool_stride_zero", lambda e: e["a"].reshape(1, 1, 2, 3).max_pool2d(1, 0), ValueError, [["stride"]]),
+  ("avg_pool_kernel_zero", lambda e: e["a"].reshape(1, 1, 2, 3).avg_pool2d(0), ValueError, [["kernel"]]),
+  ("conv_stride_zero", lambda e: e["a"].reshape(1, 1, 2, 3).conv2d(Tensor.ones(1, 1, 1, 1), stride=0), ValueError, [["stride"]]),
+  ("conv_padding_word", lambda e: e["a"].reshape(1, 1, 2, 3).conv2d(Tensor.ones(1, 1, 1, 1), padding="full"), ValueError, [["'full'"]]),
+  ("conv_same_padding_strided", lambda e: e["a"].reshape(1, 1, 2, 3).conv2d(Tensor.ones(1, 1, 1, 1), padding="same", stride=2),
+   ValueError, [["stride"]]),
+  ("conv_transpose_output_padding", lambda e: e["a"].reshape(1, 1, 2, 3).conv_transpose2d(Tensor.ones(1, 1, 2, 2), stride=2, output_padding=2),
+   ValueError, [["output_padding"]]),
 ]
 
 

@@ -464,3 +464,11 @@ def test_cat_and_stack_take_a_list_as_torch_writes_them():
   np.testing.assert_array_equal(Tensor.stack((Tensor(a), Tensor(a)), dim=1).numpy(), np.stack([a, a], axis=1))
   with pytest.raises(TypeError, match="cat takes tensors"):
     Tensor.cat([Tensor(a), b])
+
+
+def test_axis_0_of_a_0d_tensor_as_torch():
+  """A 0-d tensor has axes 0 and -1 for transpose, flip and gather, as in torch: each gives the scalar back."""
+  x, tx = Tensor(2.5), torch.tensor(2.5)
+  assert x.transpose(0, -1).numpy() == tx.transpose(0, -1).numpy() == 2.5
+  assert x.flip(0).numpy() == torch.flip(tx, (0,)).numpy() == 2.5
+  assert x.gather(0, Tensor(0)).numpy() == torch.gather(tx, 0, torch.tensor(0)).numpy() == 2.5

@@ -1,4 +1,6 @@
 """conv2d (1-D/2-D/3-D), conv_transpose2d, avg/max pooling, gather and einsum: forward and backward against torch (CPU)."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -291,3 +293,22 @@ def test_bad_input(case):
   fn, exc = BAD_CASES[case]
   with pytest.raises(exc):
     fn()
+
+
+
+@pytest.mark.parametrize("padding,kernel,dilation", [("same", (4, 3), (1, 2)), ("same", (3, 3), (2, 1)), ("valid", (3, 2), (1, 1))])
+def test_conv2d_padding_words_as_torch(padding, kernel, dilation):
+  """torch's padding="same" (an odd total's extra on the right) and "valid", forward and both gradients."""
+  rng = np.random.default_rng(4)
+  x, w = rng.standard_normal((2, 3, 7, 6)).astype(np.float32), rng.standard_normal((4, 3) + kernel).astype(np.float32)
+  nx, nw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  out = nx.conv2d(nw, padding=padding, dilation=dilation)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")   # torch warns that an even kernel needs a padded copy
+    want = F.conv2d(tx, tw, padding=padding, dilation=dilation)
+  np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+  out.sum().backward()
+  want.sum().backward()
+  np.testing.assert_allclose(nx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(nw.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -360,7 +360,11 @@ class Renderer:
       view, start, step = expr.arg
       coords, _ = self.view_index(view, lines, memo)
       name = self.tmp()
-      lines.append(f"{name} = {self.const(start, dt)} + {compute_type(dt)}({coords[0]}) * {self.const(step, dt)}")
+      if dt.kind == "f":   # in float64 and rounded once, as torch: arange(0, 1, 0.1)[9] is float32(0.9)
+        wide = f"{self.const(start, dtypes.float64)} + np.float64({coords[0]}) * {self.const(step, dtypes.float64)}"
+        lines.append(f"{name} = {compute_type(dt)}({wide})")
+      else:
+        lines.append(f"{name} = {self.const(start, dt)} + {compute_type(dt)}({coords[0]}) * {self.const(step, dt)}")
     elif op == VALID:
       _, conds = self.view_index(expr.arg, lines, memo)
       name = self.tmp()
