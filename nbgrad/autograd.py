@@ -99,9 +99,14 @@ class Sin(Function):
   def forward(self, x):
     self.x = x
     return x.alu(UnaryOps.SIN)
-  def backward(self, grad):
-    cos = self.x.const(math.pi / 2).alu(BinaryOps.SUB, self.x).alu(UnaryOps.SIN)
-    return cos.alu(BinaryOps.MUL, grad)
+  def backward(self, grad): return self.x.alu(UnaryOps.COS).alu(BinaryOps.MUL, grad)
+
+
+class Cos(Function):
+  def forward(self, x):
+    self.x = x
+    return x.alu(UnaryOps.COS)
+  def backward(self, grad): return self.x.alu(UnaryOps.SIN).alu(UnaryOps.NEG).alu(BinaryOps.MUL, grad)
 
 
 class Relu(Function):

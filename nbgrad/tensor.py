@@ -815,7 +815,7 @@ class Tensor:
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
   def sin(self) -> Tensor: return F.Sin.apply(self._float_input())
   @_in_float32
-  def cos(self) -> Tensor: return (math.pi / 2 - self._float_input()).sin()
+  def cos(self) -> Tensor: return F.Cos.apply(self._float_input())
   @_in_float32
   def tan(self) -> Tensor: return self.sin() / self.cos()
   def _rounding(self, op) -> Tensor: return self._flat(self._nondiff(op)) if dtypes.is_float(self.dtype) else self
@@ -1228,7 +1228,7 @@ class Tensor:
 
   def _softmax(self, axis):
     x = self._float_input()
-    shifted = x - x._max(axis, keepdim=True)
+    shifted = x - x._max(axis, keepdim=True).detach()   # the shift cancels: its gradient is 0, computed as 0
     exps = shifted.exp()
     return shifted, exps, exps.sum(axis=axis, keepdim=True)
 
@@ -1245,7 +1245,7 @@ class Tensor:
   @_in_float32
   def logsumexp(self, axis=None, keepdim=False) -> Tensor:
     x = self._float_input()
-    top = x._max(axis, keepdim=True)
+    top = x._max(axis, keepdim=True).detach()   # the shift cancels, as in _softmax
     top = (top - top == 0).where(top, 0)   # an infinite maximum is not subtracted: rows of -inf give -inf, not nan
     out = (x - top).exp().sum(axis=axis, keepdim=True).log() + top
     if keepdim: return out

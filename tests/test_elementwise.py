@@ -573,7 +573,25 @@ def test_long_chains_on_broadcast_values_compile_and_match_torch(tmp_path):
 def test_sin_cos_of_large_arguments_stay_in_range():
   x = np.array([1e7, 1e18, 3e38, -5e9], np.float32)
   np.testing.assert_allclose(Tensor(x).sin().numpy(), np.sin(x.astype(np.float64)), atol=1e-6)
-  assert np.all(np.abs(Tensor(x).cos().numpy()) <= 1)   # cos is sin(pi/2 - x): pi/2 - x rounds, as in tinygrad
+  np.testing.assert_allclose(Tensor(x).cos().numpy(), np.cos(x.astype(np.float64)), atol=1e-6)
+
+
+def test_cos_tan_and_sin_gradient_near_the_zeros_of_cos_and_far_out():
+  """cos reduces x itself (sin(pi/2 - x) rounded pi/2 - x first: 2e9 ulps off near its zeros, wrong signs past
+  10); tan and sin's gradient follow. Relative to the float64 values of the float32 inputs."""
+  rng = np.random.default_rng(12)
+  zeros = (np.arange(-40, 40) + 0.5) * np.pi
+  x = np.concatenate([zeros, rng.uniform(1, 10, 200), rng.uniform(100, 1e4, 200), rng.uniform(1e4, 9e5, 200)]).astype(np.float32)
+  exact = x.astype(np.float64)
+  np.testing.assert_allclose(Tensor(x).cos().numpy(), np.cos(exact), rtol=2e-7, atol=0)
+  np.testing.assert_allclose(Tensor(x).tan().numpy(), np.tan(exact), rtol=1e-6, atol=0)
+  t = Tensor(x, requires_grad=True)
+  t.sin().sum().backward()
+  np.testing.assert_allclose(t.grad.numpy(), np.cos(exact), rtol=2e-7, atol=0)
+  t64 = Tensor(exact, requires_grad=True)
+  t64.cos().sum().backward()
+  np.testing.assert_allclose(Tensor(exact).cos().numpy(), np.cos(exact), rtol=1e-15, atol=0)
+  np.testing.assert_allclose(t64.grad.numpy(), -np.sin(exact), rtol=1e-15, atol=0)
 
 
 @pytest.mark.parametrize("name,fn,ref,left,right", SPECIAL_BINARY, ids=[s[0] for s in SPECIAL_BINARY])
