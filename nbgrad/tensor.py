@@ -378,7 +378,9 @@ class Tensor:
 
   def cast(self, dtype) -> Tensor:
     dtype = to_dtype(dtype)
-    return self if dtype == self.dtype else F.Cast.apply(self, dtype=dtype)
+    if dtype == self.dtype: return self
+    # ints and bools carry no gradient, as in torch (flowing back through the cast it came out truncated)
+    return F.Cast.apply(self if dtypes.is_float(dtype) else self.detach(), dtype=dtype)
 
   def bitcast(self, dtype) -> Tensor:
     dtype = to_dtype(dtype)
@@ -918,6 +920,8 @@ class Tensor:
     return F.Mul.apply(a, b)
 
   def div(self, x, reverse=False, upcast=True) -> Tensor:
+    if upcast and not dtypes.is_float(self.dtype) and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+      return self._float_input().div(x, reverse)   # the int goes to the float result as it is, not wrapped to self's dtype
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype): return F.Div.apply(a, b)
     if upcast: return F.Div.apply(a._float_input(), b._float_input())

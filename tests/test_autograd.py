@@ -576,6 +576,15 @@ def test_softmax_family_gradients_do_not_go_through_the_shift(name):
   want = tx.grad.numpy()
   np.testing.assert_allclose(nx.grad.numpy(), want, rtol=0, atol=2.5e-7 * np.abs(want).max())   # 10-65x less than before
 
+
+def test_no_gradient_flows_through_a_cast_to_int_or_bool():
+  """As in torch, where int tensors cannot require grad (through the cast it came back truncated: 1.5 gave 2)."""
+  x = Tensor([1.5, -2.0], requires_grad=True)
+  (x.cast(dtypes.int32) * x + x.cast(dtypes.bool) * x + x.cast(dtypes.float16) * x).sum().backward()
+  tx = torch.tensor([1.5, -2.0], requires_grad=True)
+  (tx.detach().to(torch.int32) * tx + tx.detach().to(torch.bool) * tx + tx.to(torch.float16) * tx).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
 POW_SPECIAL_BASES = [-0.0, 0.0, -1.0, 1.0, -2.5, 2.5, -np.inf, np.inf, np.nan, 0.5, -0.5]
 POW_SPECIAL_EXPONENTS = [-3.0, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, -np.inf, np.nan]
 

@@ -790,6 +790,35 @@ def test_shift_bad_arguments_raise(fn):
     fn()
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "uint64"])
+@pytest.mark.parametrize("size", [1, 4, 70000])   # a scalar loop, a vectorized one, a parallel kernel
+def test_shifts_by_the_width_or_more_as_torch(dtype, size):
+  """A count of 64 or more gives 0 to the left, the sign to the right (it was undefined: 5 << 64 was 5 or 0 by size)."""
+  values = np.resize(np.array([5, 250] if dtype.startswith("u") else [5, -7]), size).astype(dtype)
+  counts = np.resize(np.array([0, 3, 7, 31, 63, 64, 65, 200]), size).astype(dtype)
+  torch_values = torch.from_numpy(values.astype(np.int64) if dtype == "uint64" else values)
+  for count in (3, 63, 64, 65, 200):
+    for op in ("__lshift__", "__rshift__"):
+      got = getattr(Tensor(values), op)(count).numpy()
+      want = np.zeros_like(values) if dtype == "uint64" and count >= 64 else getattr(torch_values, op)(count).numpy().astype(dtype)
+      np.testing.assert_array_equal(got, want, err_msg=f"{op} {count}")
+  if dtype != "uint64":
+    for op in ("__lshift__", "__rshift__"):
+      np.testing.assert_array_equal(getattr(Tensor(values), op)(Tensor(counts)).numpy(),
+                                    getattr(torch_values, op)(torch.from_numpy(counts)).numpy())
+
+
+def test_true_division_of_ints_by_an_int_outside_their_range_as_torch():
+  """The Python int goes to the float result as it is (it was wrapped to the tensor's dtype first: 1 / 2**40 was inf)."""
+  rows = [(np.array([1, 50, -3], np.int32), 2**40, False), (np.array([1, 50], np.int8), 200, False),
+          (np.array([5], np.uint8), -2, False), (np.array([1, 50], np.int8), 1000, True)]
+  for values, scalar, reverse in rows:
+    got = (scalar / Tensor(values)) if reverse else (Tensor(values) / scalar)
+    want = (scalar / torch.from_numpy(values)) if reverse else (torch.from_numpy(values) / scalar)
+    assert got.dtype == dtypes.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
 def test_broadcast_mismatch_raises():
   with pytest.raises(ValueError):
     Tensor(np.zeros((3, 4), np.float32)) + Tensor(np.zeros((2, 4), np.float32))
