@@ -117,14 +117,18 @@ class Relu(Function):
     return self.ret.alu(BinaryOps.CMPNE, self.ret.const(0)).cast(grad.dtype).alu(BinaryOps.MUL, grad)
 
 
-def natural_log(x: LazyBuffer) -> LazyBuffer: return x.alu(UnaryOps.LOG2).alu(BinaryOps.MUL, x.const(math.log(2)))
-
-
 class Log(Function):
   def forward(self, x):
     self.x = x
-    return natural_log(x)
+    return x.alu(UnaryOps.LOG)
   def backward(self, grad): return grad.alu(BinaryOps.DIV, self.x)
+
+
+class Log2(Function):
+  def forward(self, x):
+    self.x = x
+    return x.alu(UnaryOps.LOG2)
+  def backward(self, grad): return grad.alu(BinaryOps.DIV, self.x.alu(BinaryOps.MUL, self.x.const(math.log(2))))
 
 
 class Exp(Function):
@@ -150,7 +154,7 @@ class Pow(Function):
   def backward(self, grad):
     scaled = grad.alu(BinaryOps.MUL, self.ret)
     da = scaled.alu(BinaryOps.MUL, self.e).alu(BinaryOps.DIV, self.a) if self.needs_input_grad[0] else None
-    de = scaled.alu(BinaryOps.MUL, natural_log(self.a)) if self.needs_input_grad[1] else None
+    de = scaled.alu(BinaryOps.MUL, self.a.alu(UnaryOps.LOG)) if self.needs_input_grad[1] else None
     return da, de
 
 

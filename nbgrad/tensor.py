@@ -805,7 +805,7 @@ class Tensor:
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._nondiff(UnaryOps.NOT)
   def log(self) -> Tensor: return F.Log.apply(self._float_input())
   @_in_float32
-  def log2(self) -> Tensor: return self.log() / math.log(2)
+  def log2(self) -> Tensor: return F.Log2.apply(self._float_input())
   def exp(self) -> Tensor: return F.Exp.apply(self._float_input())
   @_in_float32
   def exp2(self) -> Tensor: return F.Exp2.apply(self._float_input())

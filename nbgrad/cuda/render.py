@@ -70,7 +70,7 @@ def _unfused_multiply(dt: DType, a: str, b: str) -> str:
 class CudaRenderer(Renderer):
   MATH = {
     UnaryOps.SQRT: ("sqrtf", "sqrt"), UnaryOps.EXP: ("expf", "exp"), UnaryOps.EXP2: ("exp2f", "exp2"),
-    UnaryOps.LOG2: ("log2f", "log2"), UnaryOps.SIN: ("sinf", "sin"), UnaryOps.COS: ("cosf", "cos"), UnaryOps.TRUNC: ("truncf", "trunc"),
+    UnaryOps.LOG: ("logf", "log"), UnaryOps.LOG2: ("log2f", "log2"), UnaryOps.SIN: ("sinf", "sin"), UnaryOps.COS: ("cosf", "cos"), UnaryOps.TRUNC: ("truncf", "trunc"),
     UnaryOps.FLOOR: ("floorf", "floor"), UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
   }
   BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply,

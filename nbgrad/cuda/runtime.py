@@ -23,10 +23,10 @@ if SIMULATOR:
 
   def _numpy_math(fn, dtype):
     return lambda x: dtype(fn(dtype(x)))
-  expf, exp2f, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf = (
-    _numpy_math(fn, np.float32) for fn in (np.exp, np.exp2, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
-  exp, exp2, log2, sin, cos, sqrt, trunc, floor, ceil, rint = (
-    _numpy_math(fn, np.float64) for fn in (np.exp, np.exp2, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
+  expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf = (
+    _numpy_math(fn, np.float32) for fn in (np.exp, np.exp2, np.log, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
+  exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint = (
+    _numpy_math(fn, np.float64) for fn in (np.exp, np.exp2, np.log, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
 
   def powf(a, b): return np.float32(np.power(np.float32(a), np.float32(b)))
   def pow(a, b): return np.float64(np.power(np.float64(a), np.float64(b)))   # noqa: A001 (libdevice's name)
@@ -44,8 +44,8 @@ else:
   except ImportError:
     from numba import types
     from numba.extending import intrinsic
-  from numba.cuda.libdevice import (expf, exp2f, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
-                                    exp, exp2, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow)
+  from numba.cuda.libdevice import (expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
+                                    exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 

@@ -3,7 +3,7 @@ from enum import Enum, auto
 
 
 class UnaryOps(Enum):
-  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); COS = auto()  # noqa: E702
+  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP = auto(); EXP2 = auto(); LOG = auto(); LOG2 = auto(); SIN = auto(); COS = auto()  # noqa: E702
   TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto()  # noqa: E702
   NOT = auto()                      # logical not of a bool
   CAST = auto(); BITCAST = auto()   # arg: the target DType  # noqa: E702

@@ -1,8 +1,9 @@
 """Scalar helpers the generated CPU kernels call. Written in plain arithmetic so LLVM can vectorize
 them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that stop vectorization.
 
-Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32, exp_f32 and log2_f32 within
-2 ulp, sin_f32 and cos_f32 within 1 ulp for |x| < 1e6 (their range reduction runs in float64; past that they call libm)."""
+Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
+and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp for |x| < 1e6 (their range reduction runs
+in float64; past that they call libm)."""
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -157,26 +158,41 @@ def pow_f32(a, e):
 
 
 @njit(**JIT)
-def log2_f32(x):
+def _log_parts(x):
+  """A float32 x > 0 as 2 ** e * m, m in [sqrt(1/2), sqrt(2)), and ln m = 2 atanh((m - 1) / (m + 1)) by its series,
+  in float64: (e, ln m), from which ln x and log2 x round once (within an ulp; float32 arithmetic gave 4)."""
   small = x < np.float32(1.1754943508222875e-38)
   xs = x * np.float32(8388608.0) if small else x
   bits = reinterpret(xs, types.int32)
-  e = np.float32((bits >> np.int32(23)) - np.int32(127)) - (np.float32(23.0) if small else np.float32(0.0))
-  m = reinterpret(np.int32((bits & np.int32(0x7FFFFF)) | np.int32(0x3F800000)), types.float32)
-  big = m > np.float32(1.4142135623730951)
-  m = m * np.float32(0.5) if big else m
-  e = e + np.float32(1.0) if big else e
-  t = (m - np.float32(1.0)) / (m + np.float32(1.0))
+  e = np.float64((bits >> np.int32(23)) - np.int32(127)) - (23.0 if small else 0.0)
+  m = np.float64(reinterpret(np.int32((bits & np.int32(0x7FFFFF)) | np.int32(0x3F800000)), types.float32))
+  big = m > 1.4142135623730951
+  m = m * 0.5 if big else m
+  e = e + 1.0 if big else e
+  t = (m - 1.0) / (m + 1.0)
   t2 = t * t
-  p = np.float32(1.0 / 9.0)
-  p = p * t2 + np.float32(1.0 / 7.0)
-  p = p * t2 + np.float32(1.0 / 5.0)
-  p = p * t2 + np.float32(1.0 / 3.0)
-  p = p * t2 + np.float32(1.0)
-  r = e + p * t * np.float32(2.8853900817779268)   # 2 / ln 2
+  series = 2.0 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 * (1.0 / 11 + t2 / 13))))))
+  return e, series
+
+
+@njit(**JIT)
+def _log_special(x, r):
+  """r, or IEEE's answer where x is 0, inf, negative or nan."""
   r = np.float32(-np.inf) if x == np.float32(0.0) else r
   r = x if x == np.float32(np.inf) else r
   return np.float32(np.nan) if (x < np.float32(0.0) or x != x) else r
+
+
+@njit(**JIT)
+def log2_f32(x):
+  e, series = _log_parts(x)
+  return _log_special(x, np.float32(e + series * 1.4426950408889634))   # 1 / ln 2
+
+
+@njit(**JIT)
+def log_f32(x):
+  e, series = _log_parts(x)
+  return _log_special(x, np.float32(e * 0.6931471805599453 + series))
 
 
 @njit(**JIT)
