@@ -881,7 +881,10 @@ class Tensor:
     return _with_derivatives((x,), (x.detach().exp() + x.detach().neg().exp()) / 2, (lambda: x.detach().sinh(),))
   @_in_float32
   def atanh(self) -> Tensor:
-    return self._float_input()._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), lambda x: ((1 + x) / (1 - x)).log() / 2)
+    def beyond_series(x):   # from |x|, where log1p's argument 2|x| / (1 - |x|) is not near -1
+      magnitude = (2 * x.abs() / (1 - x.abs()))._log1p() / 2
+      return (x < 0).where(-magnitude, magnitude)
+    return self._float_input()._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series)
   @_in_float32
   def asinh(self) -> Tensor:
     x = self._float_input()
@@ -890,8 +893,8 @@ class Tensor:
     big = a > 1                 # past 1 as log(a) + log(1 + sqrt(1 + 1/a^2)): no a^2 to overflow
     moderate, large = big.where(1, a), big.where(a, 2)   # each formula fed only its own range (finite gradients)
     beyond_series = big.where(large.log() + (1 + (1 + large.reciprocal().square()).sqrt()).log(),
-                              (moderate + (moderate.square() + 1).sqrt()).log())
-    out = a._by_magnitude(0.25, _odd_series(-1 / 6, 3 / 40, -5 / 112), lambda _: beyond_series)
+                              (moderate + moderate.square() / (1 + (moderate.square() + 1).sqrt()))._log1p())
+    out = a._by_magnitude(0.05, _odd_series(-1 / 6, 3 / 40, -5 / 112), lambda _: beyond_series)
     return negative.where(-out, out)
   @_in_float32
   def acosh(self) -> Tensor:
@@ -922,13 +925,14 @@ class Tensor:
     scaled = self._float_input() * beta
     return (scaled.maximum(0) + (-scaled.abs()).exp()._log1p()) * (1 / beta)   # maximum: gradient 1/2 at 0
   def _log1p(self) -> Tensor:
-    """log(1 + x) for x >= 0 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
+    """log(1 + x) for x > -1 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
     for u = 1 + x, whose rounding of u cancels out (a five-term series below 0.1 was 21 ulps off in softplus).
     Its gradient is 1 / u."""
     x = self.detach()
     u = 1 + x
-    exact = u == 1
-    return _with_derivatives((self,), exact.where(x, u.log() * x / exact.where(1.0, u - 1)), (lambda: 1 / u,))
+    exact, infinite = u == 1, u == math.inf
+    value = exact.where(x, infinite.where(u, u.log() * x / (exact | infinite).where(1.0, u - 1)))
+    return _with_derivatives((self,), value, (lambda: 1 / u,))
   @_in_float32
   def softsign(self) -> Tensor: return self / (1 + self.abs())
 
