@@ -146,16 +146,12 @@ class Exp2(Function):
 
 
 class Pow(Function):
-  """a ** e for a constant base a > 0 (2 ** x): no sign or special case to handle."""
-  def forward(self, a, e):
-    self.a, self.e = a, e
-    self.ret = a.alu(BinaryOps.POW, e)
+  """c ** e for a constant base c > 0 (2 ** x): no sign or special case to handle, and no gradient for c."""
+  def forward(self, c, e):
+    self.c = c
+    self.ret = c.alu(BinaryOps.POW, e)
     return self.ret
-  def backward(self, grad):
-    scaled = grad.alu(BinaryOps.MUL, self.ret)
-    da = scaled.alu(BinaryOps.MUL, self.e).alu(BinaryOps.DIV, self.a) if self.needs_input_grad[0] else None
-    de = scaled.alu(BinaryOps.MUL, self.a.alu(UnaryOps.LOG)) if self.needs_input_grad[1] else None
-    return da, de
+  def backward(self, grad): return None, grad.alu(BinaryOps.MUL, self.ret).alu(BinaryOps.MUL, self.c.alu(UnaryOps.LOG))
 
 
 class Sqrt(Function):

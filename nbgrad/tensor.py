@@ -1514,7 +1514,7 @@ class Tensor:
                                                    lambda: (1 - probability).log() - probability.log())).mean()
 
   def _log_at_least(self, floor: float) -> Tensor:
-    """log, no lower than floor; at 0 the floor, with a finite (zero) gradient."""
+    """log, no lower than floor: the floor at 0 and below."""
     positive = self > 0
     return positive.where(positive.where(self, 1).log().maximum(floor), floor)
 

@@ -132,32 +132,6 @@ def exp_f32(x):
 
 
 @njit(**JIT)
-def pow_f32(a, e):
-  """a ** e for a magnitude a > 0, in float64 arithmetic: e * log2(a) keeps its digits, where exp(e * log(a)) in
-  float32 lost up to 70 ulps. log2(a) = k + log2(m), m in [sqrt(1/2), sqrt(2)), by the atanh series of
-  s = (m - 1) / (m + 1); 2**t by the series of e**(f ln2) for the fraction f of t, scaled by 2**round(t).
-  Infinite and NaN a go through as log2(a) = a; one select, no branches, so that loops over it vectorize."""
-  x = np.float64(a)
-  bits = reinterpret(x, types.int64)
-  k = np.float64((bits >> np.int64(52)) - np.int64(1023))
-  m = reinterpret((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000), types.float64)
-  big = m > 1.4142135623730951
-  m = m * 0.5 if big else m
-  k = k + 1.0 if big else k
-  s = (m - 1.0) / (m + 1.0)
-  s2 = s * s
-  series = 1.0 + s2 * (1 / 3 + s2 * (1 / 5 + s2 * (1 / 7 + s2 * (1 / 9 + s2 * (1 / 11 + s2 * (1 / 13 + s2 / 15))))))
-  log2_a = k + 2.0 * s * series * 1.4426950408889634
-  log2_a = log2_a if x < np.inf else x
-  t = min(max(np.float64(e) * log2_a, -200.0), 200.0)
-  n = np.rint(t)
-  y = (t - n) * 0.6931471805599453
-  p = 1.0 + y * (1.0 + y * (1 / 2 + y * (1 / 6 + y * (1 / 24 + y * (1 / 120 + y * (1 / 720 + y * (1 / 5040 + y * (
-    1 / 40320 + y * (1 / 362880 + y * (1 / 3628800 + y / 39916800))))))))))
-  return np.float32(p * reinterpret((np.int64(n) + np.int64(1023)) << np.int64(52), types.float64))
-
-
-@njit(**JIT)
 def _log_parts(x):
   """A float32 x > 0 as 2 ** e * m, m in [sqrt(1/2), sqrt(2)), and ln m = 2 atanh((m - 1) / (m + 1)) by its series,
   in float64: (e, ln m), from which ln x and log2 x round once (within an ulp; float32 arithmetic gave 4)."""
@@ -173,6 +147,23 @@ def _log_parts(x):
   t2 = t * t
   series = 2.0 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 * (1.0 / 11 + t2 / 13))))))
   return e, series
+
+
+@njit(**JIT)
+def pow_f32(a, e):
+  """a ** e for a magnitude a > 0, in float64 arithmetic: e * log2(a) keeps its digits, where exp(e * log(a)) in
+  float32 lost up to 70 ulps. log2(a) from _log_parts; 2**t by the series of e**(f ln2) for the fraction f of t,
+  scaled by 2**round(t). Infinite and NaN a go through as log2(a) = a; selects only, no branches, so that loops
+  over it vectorize."""
+  k, ln_m = _log_parts(a)
+  x = np.float64(a)
+  log2_a = k + ln_m * 1.4426950408889634 if x < np.inf else x
+  t = min(max(np.float64(e) * log2_a, -200.0), 200.0)
+  n = np.rint(t)
+  y = (t - n) * 0.6931471805599453
+  p = 1.0 + y * (1.0 + y * (1 / 2 + y * (1 / 6 + y * (1 / 24 + y * (1 / 120 + y * (1 / 720 + y * (1 / 5040 + y * (
+    1 / 40320 + y * (1 / 362880 + y * (1 / 3628800 + y / 39916800))))))))))
+  return np.float32(p * reinterpret((np.int64(n) + np.int64(1023)) << np.int64(52), types.float64))
 
 
 @njit(**JIT)
