@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 from numpy.lib.stride_tricks import as_strided
-from nbgrad.jit.compiler import LAUNCH_LOCK, load_from_disk
+from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 
 def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int, writeable=False) -> np.ndarray:
@@ -107,10 +107,10 @@ _OPENBLAS = _openblas()
 # Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
-_loaded: set = set()   # the dtypes _gemm_parts has been built for in this process
 _workers: Optional[ThreadPoolExecutor] = None
 
 
+@CachedEntry
 @njit(parallel=True, nogil=True, cache=True)
 def _gemm_parts(gemm, calls, starts, one, zero):
   """Part p makes the BLAS calls calls[starts[p]:starts[p + 1]] on a thread of numba's pool. A call is
@@ -151,11 +151,7 @@ def _on_numba_threads(jobs: list[tuple], gemm):
   starts = np.cumsum([0] + [len(c) for c in calls])
   rows = np.array([row for part in calls for row in part], np.int64)
   dtype = jobs[0][0].dtype
-  args = (gemm, rows, starts, dtype.type(1), dtype.type(0))
-  if dtype not in _loaded:   # from the disk cache without numba's compiler set-up, as kernels are
-    load_from_disk(_gemm_parts, tuple(numba.typeof(x) for x in args))
-    _loaded.add(dtype)
-  _gemm_parts(*args)
+  _gemm_parts(gemm, rows, starts, dtype.type(1), dtype.type(0))
 
 
 def _on_worker_threads(jobs: list[tuple]):

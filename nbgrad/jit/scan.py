@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
-from nbgrad.jit.compiler import LAUNCH_LOCK
+from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 SCAN_BLOCK = 512   # inner columns per work item: 2 KiB of float32 running sums
 
@@ -32,11 +32,13 @@ def _scan_item(out, x, length, inner, item):
     for j in range(row, row + width): out[j] = out[j - inner] + x[j]
 
 
+@CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scan_serial(out, x, length, inner, items):
   for item in range(items): _scan_item(out, x, length, inner, item)
 
 
+@CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _scan_parallel(out, x, length, inner, items):
   for item in prange(items): _scan_item(out, x, length, inner, item)

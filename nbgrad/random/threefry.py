@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 from numba.core import types as _nbt
 from numba.extending import intrinsic
+from nbgrad.jit.compiler import CachedEntry
 
 __all__ = [
     "PARALLEL_THRESHOLD", "BLOCK_PAIRS",
@@ -163,6 +164,7 @@ def _last_pair_x0(seed, counter, h):
     return x0
 
 
+@CachedEntry
 @nb.njit(cache=True)
 def _bits_serial(seed, counter, n, out):
     k0, k1, k2 = _keys(seed)
@@ -173,6 +175,7 @@ def _bits_serial(seed, counter, n, out):
         out[h - 1] = _last_pair_x0(seed, counter, h)
 
 
+@CachedEntry
 @nb.njit(cache=True, parallel=True)
 def _bits_parallel(seed, counter, n, out):
     k0, k1, k2 = _keys(seed)
@@ -190,6 +193,7 @@ def _bits_parallel(seed, counter, n, out):
         out[h - 1] = _last_pair_x0(seed, counter, h)
 
 
+@CachedEntry
 @nb.njit(cache=True)
 def _uniform_serial(seed, counter, n, scale, shift, out):
     k0, k1, k2 = _keys(seed)
@@ -201,6 +205,7 @@ def _uniform_serial(seed, counter, n, scale, shift, out):
         out[h - 1] = _fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
 
 
+@CachedEntry
 @nb.njit(cache=True, parallel=True)
 def _uniform_parallel(seed, counter, n, scale, shift, out):
     k0, k1, k2 = _keys(seed)
@@ -218,12 +223,14 @@ def _uniform_parallel(seed, counter, n, scale, shift, out):
         out[h - 1] = _fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
 
 
+@CachedEntry
 @nb.njit(cache=True)
 def _normal_serial(seed, counter, n, affine, std, mean, out):
     k0, k1, k2 = _keys(seed)
     _normal_block(k0, k1, k2, np.uint32(counter), np.uint32(n), n, affine, std, mean, out[:n])
 
 
+@CachedEntry
 @nb.njit(cache=True, parallel=True)
 def _normal_parallel(seed, counter, n, affine, std, mean, out):
     k0, k1, k2 = _keys(seed)
@@ -306,6 +313,7 @@ def normal_float32(seed: int, counter: int, n: int, out: np.ndarray | None = Non
     return out
 
 
+@CachedEntry
 @nb.njit(cache=True)
 def _fma_array(a, x, b, out):
     for i in range(x.size):
