@@ -34,8 +34,18 @@ class Function:
       if t.requires_grad and t._ctx is None and t.lazydata.const_value() is not None: t.lazydata = t.lazydata.contiguous()
     ctx = cls(tensors[0].device, *tensors)
     out = type(tensors[0])(ctx.forward(*[t.lazydata for t in tensors], **kwargs), requires_grad=ctx.requires_grad)
-    if ctx.requires_grad and not out.no_grad: out._ctx = ctx
+    if ctx.requires_grad and not out.no_grad:
+      out._ctx = ctx
+      ctx.input_writes = [(t.lazydata.base, t.lazydata.base.writes) for t in tensors]
     return out._after_op()
+
+  def check_inputs_unwritten(self):
+    """RuntimeError, as torch raises, when an input this function kept for its backward has been written in place
+    (setitem) since the forward: the gradient would read the new values."""
+    for base, writes in self.input_writes:
+      if base.writes != writes and any(isinstance(v, LazyBuffer) and v.base is base for v in vars(self).values()):
+        raise RuntimeError(f"backward(): an input of shape {base.shape} that {type(self).__name__} keeps for its gradient was written "
+                           "in place (setitem) after the forward used it; compute the forward again after the write, or write into a copy")
 
 
 class Released:

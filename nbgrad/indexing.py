@@ -141,6 +141,7 @@ def set_basic_index(tensor, indices, value):
     raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
+  if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
   if (pending := tensor.lazydata.base.pending_readers()): realize(pending)
   if (window := _strided_window(tensor.lazydata)) is None:
     tensor.replace(tensor.contiguous().realize())
@@ -149,4 +150,5 @@ def set_basic_index(tensor, indices, value):
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
   strided_view(flat, *window, writeable=True)[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
   forget_derived_nodes(base)   # nodes computed from the old values must not be shared
+  base.writes += 1
   if flat is not base.buffer: base.buffer = device.from_host(flat, tensor.dtype)

@@ -421,6 +421,7 @@ class Tensor:
     self.grad = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
     for node in reversed(nodes):
       if node._ctx is None or node.grad is None: continue
+      node._ctx.check_inputs_unwritten()
       grads = node._ctx.backward(node.grad.lazydata)
       grads = grads if isinstance(grads, tuple) else (grads,)
       for parent, grad in zip(node._ctx.parents, grads):
@@ -1156,7 +1157,7 @@ class Tensor:
 
   def _reduce(self, fn, axis=None, keepdim=False) -> Tensor:
     axes = self._reduce_axes(axis)
-    out = fn.apply(self, axes=axes) if axes else self
+    out = fn.apply(self, axes=axes)
     if keepdim: return out
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
@@ -1205,7 +1206,7 @@ class Tensor:
 
   def _nondiff_reduce(self, op, axis, keepdim) -> Tensor:
     axes = self._reduce_axes(axis)
-    out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op() if axes else self
+    out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op()
     return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
   @_numpy_reduction

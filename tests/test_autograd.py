@@ -142,6 +142,33 @@ def test_backward_through_a_graph_already_used_raises_and_keeps_the_gradients():
   np.testing.assert_array_equal(kept, np.full(SHAPE, 2.0, np.float32))
 
 
+def test_backward_after_an_in_place_write_into_a_kept_input_raises_as_torch():
+  """Mul keeps x for w's gradient: writing into x after the forward would make the gradient read the new values."""
+  w = Tensor(np.ones(3, np.float32), requires_grad=True)
+  x = Tensor(np.array([1, 2, 3], np.float32)).realize()
+  loss = (w * x).sum()
+  x[0] = 100.0
+  assert loss.item() == 6.0   # the forward still reads the values it was built from
+  with pytest.raises(RuntimeError, match="written in place"):
+    loss.backward()
+  wt = torch.ones(3, requires_grad=True)
+  xt = torch.tensor([1.0, 2.0, 3.0])
+  lt = (wt * xt).sum()
+  xt[0] = 100.0
+  with pytest.raises(RuntimeError, match="inplace"):
+    lt.backward()
+
+
+def test_backward_after_an_in_place_write_into_an_input_no_gradient_reads():
+  """Add keeps nothing: the write changes no gradient, and backward runs (as in torch)."""
+  w = Tensor(np.ones(3, np.float32), requires_grad=True)
+  x = Tensor(np.array([1, 2, 3], np.float32)).realize()
+  loss = (w + x).sum()
+  x[0] = 100.0
+  loss.backward()
+  np.testing.assert_array_equal(w.grad.numpy(), np.ones(3, np.float32))
+
+
 def test_detach_cuts_the_graph():
   x_val = sample(SHAPE)
   x = Tensor(x_val, requires_grad=True)

@@ -247,6 +247,50 @@ def test_setitem_on_a_padded_view_gets_a_buffer_of_its_own():
   np.testing.assert_array_equal(t.numpy(), a)
 
 
+# setitem into zero elements changes nothing and raises nothing, as in numpy: (tensor shape, view, index)
+EMPTY_SETITEM_ROWS = {
+  "tensor_with_an_empty_dim": ((2, 0), lambda x: x, 0),
+  "empty_slice_of_a_full_tensor": ((2, 3), lambda x: x[:, 1:1], Ellipsis),
+  "empty_slice_behind_a_new_axis": ((5, 1), lambda x: x[:, None, 1:1], Ellipsis),
+  "int_indices_into_an_empty_tensor": ((1, 0, 5, 1), lambda x: x[0, :, 4, -1], Ellipsis),
+}
+
+
+@pytest.mark.parametrize("row", list(EMPTY_SETITEM_ROWS))
+def test_setitem_into_no_elements_is_a_no_op(row):
+  shape, take, index = EMPTY_SETITEM_ROWS[row]
+  a = make(shape)
+  t = Tensor(a).realize()
+  view = take(t)
+  view[index] = 5.0
+  expected = a.copy()
+  take(expected)[index] = 5.0
+  np.testing.assert_array_equal(t.numpy(), expected)
+  assert view.shape == take(expected).shape
+
+
+# a reduction over size-1 axes is a new array in numpy and torch, not a view of its input
+SIZE1_REDUCE_ROWS = {
+  "sum": lambda x: x.sum(0), "max": lambda x: x.max(0), "mean": lambda x: x.mean(0),
+  "sum_keepdim": lambda x: x.sum(0, keepdims=True), "min_of_a_0d": lambda x: x[0, 0].min(),
+}
+
+
+@pytest.mark.parametrize("row", list(SIZE1_REDUCE_ROWS))
+def test_reduce_over_size1_axes_is_not_a_view_of_its_input(row):
+  reduce = SIZE1_REDUCE_ROWS[row]
+  a = make((1, 6))
+  t = Tensor(a).realize()
+  built_before = reduce(t)
+  t[0, 0] = 100.0   # a result built before the write keeps the old values
+  np.testing.assert_array_equal(built_before.numpy(), reduce(a))
+  source = Tensor(a).realize()
+  result = reduce(source)
+  result[...] = -7.0   # a write into the result leaves the input alone
+  np.testing.assert_array_equal(source.numpy(), a)
+  np.testing.assert_array_equal(result.numpy(), np.full(reduce(a).shape, -7.0, np.float32))
+
+
 # advanced-index setitem is not implemented: it raises and leaves the tensor as it was
 ADVANCED_SETITEM_ROWS = {
   "tensor": (Tensor([0, 1]),),

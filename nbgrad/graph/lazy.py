@@ -19,6 +19,7 @@ class LazyBuffer:
       self.buffer = buffer     # the device buffer, once realized
       self.readers: Optional[list] = None   # weak references to base nodes built on this one (see pending_readers)
       self.depth = 0   # the longest chain of ops down to buffers that were computed when this node was built
+      self.writes = 0  # in-place writes into the buffer so far (setitem): a gradient must not read values written later
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = []
@@ -102,9 +103,11 @@ class LazyBuffer:
     return self.alu(UnaryOps.BITCAST if bitcast else UnaryOps.CAST, arg=dtype)
 
   def reduce(self, op: ReduceOps, axes: tuple[int, ...]) -> LazyBuffer:
-    """Reduce over axes, keeping them as size 1."""
+    """Reduce over axes, keeping them as size 1. Over size-1 axes only, the result is a node of its own still
+    (an elementwise copy, fused into its readers): as a view of its input, it would see a later in-place write into
+    the input, and a write into it would change the input."""
     axes = tuple(sorted(a for a in axes if self.shape[a] != 1))
-    if not axes: return self
+    if not axes: return self.alu(UnaryOps.CAST, arg=self.dtype)
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
     return LazyBuffer(self.device, new_shape, self.dtype, op, (self,), axes)
 
