@@ -325,3 +325,54 @@ def test_gradient_of_slices_stays_small_and_matches_torch():
     assert len(nodes) <= 4 * MAX_KERNEL_NODES
     assert sum(e.op is TernaryOps.WHERE for e in nodes) <= 8   # one mask per padded piece, not one per node
   np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_values_constant_along_the_inner_loop_are_computed_before_it():
+  """hoist_invariants: a row index assigned in the loop body (x0_next) or after a loop (x0 = n - 1) is known from
+  there, so what is computed from it alone leaves the column loop; an accumulator's readers stay where they are."""
+  from nbgrad.jit.render import hoist_invariants
+  code = ["for x0 in range(0, i0 - 1, 2):",
+          "  x0_next = x0 + 1",
+          "  for x2 in range(xstart, xend):",
+          "    t1 = b0[x0_next * i1]",
+          "    t2 = exp_f32(t1)",
+          "    t3 = b1[x2] * t2",
+          "    acc0[x2] = acc0[x2] + t3",
+          "if i0 % 2 == 1:",
+          "  x0 = i0 - 1",
+          "  for x2 in range(xstart, xend):",
+          "    t4 = b0[x0 * i1]",
+          "    acc0[x2] = acc0[x2] + t4",
+          "acc1 = 0",
+          "for x3 in range(i2):",
+          "  t5 = acc1 * f0",
+          "  acc1 = acc1 + b0[x3]"]
+  assert hoist_invariants(code) == [
+    "for x0 in range(0, i0 - 1, 2):",
+    "  x0_next = x0 + 1",
+    "  t1 = b0[x0_next * i1]",
+    "  t2 = exp_f32(t1)",
+    "  for x2 in range(xstart, xend):",
+    "    t3 = b1[x2] * t2",
+    "    acc0[x2] = acc0[x2] + t3",
+    "if i0 % 2 == 1:",
+    "  x0 = i0 - 1",
+    "  t4 = b0[x0 * i1]",
+    "  for x2 in range(xstart, xend):",
+    "    acc0[x2] = acc0[x2] + t4",
+    "acc1 = 0",
+    "for x3 in range(i2):",
+    "  t5 = acc1 * f0",
+    "  acc1 = acc1 + b0[x3]"]
+
+
+def test_a_broadcast_gradient_summed_into_column_blocks_compiles_and_matches_torch():
+  """Summing atanh(0.9 tanh(x))'s gradient (a long chain of selects) into a column block: with the chain left
+  inside the column loop, LLVM did not finish optimizing the kernel in ten minutes."""
+  import torch
+  a = (np.random.default_rng(1).random((4, 4)) - 0.5).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  Tensor.einsum("ij,jk->ik", (x.tanh() * 0.9).atanh(), x).sum().backward()
+  xt = torch.tensor(a.astype(np.float64), requires_grad=True)
+  torch.einsum("ij,jk->ik", (xt.tanh() * 0.9).atanh(), xt).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -155,19 +155,23 @@ def unsigned(offset: str) -> str:
 _TEMPORARY = re.compile(r"(t\d+) = (.+)")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b(?![\w(.])")   # a variable: not a function called or a module used
 _PARAMETER = re.compile(r"[ifb]\d+|out|ip|fp|if|else|and|or|not|True|False")
+_INDEX = re.compile(r"x\d+(_next)?|xstart|xend")   # loop indices and block bounds: each assignment defines them anew
 
 
 def hoist_invariants(code: list[str]) -> list[str]:
   """The lines of a loop nest with each temporary computed in the outermost loop where its operands are known:
   a value that does not change along a loop (a load of a broadcast input and what is computed from it) is
   computed before that loop, once. Besides the work saved, LLVM 22 never finished optimizing some kernels that
-  computed a long chain of selects from such values inside the loop (softplus of a broadcast scalar).
+  computed a long chain of selects from such values inside the loop (softplus of a broadcast scalar; atanh's
+  gradient summed into a column block, whose row index is assigned after the rows are taken in pairs).
   A load taken out of a reduce loop that runs no times reads an element the loop would have read had it run
-  (the loop's index does not enter its address), so it stays in bounds. Lines in `if` blocks stay in them; a
-  line reading a name assigned outside `for` headers and temporaries (accumulators, x = 0) stays in place."""
+  (the loop's index does not enter its address), so it stays in bounds. Lines in `if` blocks stay in them. An
+  index (loop variable, x0 = 0, xstart) is known from where it is assigned until its block ends; a line reading
+  another name assigned outside temporaries (an accumulator, which changes along its loop) stays in place."""
   assigned = [m.group(1) for line in code if (m := _TEMPORARY.fullmatch(line.strip()))]
   once = {name for name in assigned if assigned.count(name) == 1}
-  rebound = {line.strip().split(" = ")[0] for line in code if " = " in line and not _TEMPORARY.fullmatch(line.strip())}
+  rebound = {target for line in code if " = " in line and not _TEMPORARY.fullmatch(line.strip())
+             and not _INDEX.fullmatch(target := line.strip().split(" = ")[0])}
   result: list[str] = []
   scopes: list[list] = []   # open blocks: [indent of the header line, is a for loop, position of the header in result]
   level: dict[str, int] = {}   # name -> how many scopes enclose the place its value is known
@@ -175,6 +179,7 @@ def hoist_invariants(code: list[str]) -> list[str]:
     indent, text = len(line) - len(line.lstrip()), line.strip()
     while scopes and scopes[-1][0] >= indent: scopes.pop()
     depth = len(scopes)
+    for name in [n for n, known in level.items() if known > depth]: del level[name]   # known only in a closed block
     if text.endswith(":"):
       loop = re.match(r"for (\w+) in ", text)
       if loop: level[loop.group(1)] = depth + 1
@@ -189,6 +194,7 @@ def hoist_invariants(code: list[str]) -> list[str]:
         floor = max((i + 1 for i, scope in enumerate(scopes) if not scope[1]), default=0)   # not out of an if block
         target = max([floor] + [level[n] for n in names])
       level[statement.group(1)] = target
+    elif _INDEX.fullmatch(assigned_name := text.split(" = ")[0]): level[assigned_name] = depth
     if target == depth:
       result.append(line)
       continue
