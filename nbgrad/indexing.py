@@ -140,6 +140,8 @@ def set_basic_index(tensor, indices, value):
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
     raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
+  extra = value.ndim - target.ndim
+  if extra > 0 and all(s == 1 for s in value.shape[:extra]): value = value.reshape(value.shape[extra:])   # as numpy and torch
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
   if (pending := tensor.lazydata.base.pending_readers()): realize(pending)

@@ -177,6 +177,7 @@ SETITEM_ROWS = {
   "slice_tensor_broadcast_rows": (slice(1, 3), (1, 6)),
   "ellipsis_tensor_broadcast_last_dim": ((Ellipsis, slice(None, None, 3)), (2,)),
   "stepped_slice_tensor_broadcast_0d": ((slice(None), slice(4, 0, -2), 2), ()),
+  "new_axis_int_tensor_with_extra_leading_ones": ((None, 1, 2), (1, 1, 1, 6)),   # numpy and torch drop them
 }
 
 
