@@ -124,7 +124,7 @@ class Relu(Function):
     self.ret = x.alu(BinaryOps.MAX, x.const(0))
     return self.ret
   def backward(self, grad):   # ret != 0: where x > 0, and where x is nan (as torch: the gradient passes)
-    return self.ret.alu(BinaryOps.CMPNE, self.ret.const(0)).cast(grad.dtype).alu(BinaryOps.MUL, grad)
+    return self.ret.alu(BinaryOps.CMPNE, self.ret.const(0)).alu(TernaryOps.WHERE, grad, grad.const(0))
 
 
 class Log(Function):
@@ -227,16 +227,16 @@ class Mod(Function):
 
 
 class Maximum(Function):
-  """Elementwise max; where both inputs are equal each gets half the gradient."""
+  """Elementwise max; where both inputs are equal each gets half the gradient. The gradient is selected, not
+  multiplied by 0/1 shares: an infinite gradient gives the losing side 0, as in torch (0 * inf is nan)."""
   def forward(self, x, y):
     self.x, self.y = x, y
     return x.alu(BinaryOps.MAX, y)
   def backward(self, grad):
-    x_wins = self.y.alu(BinaryOps.CMPLT, self.x).cast(grad.dtype)
-    tie = self.x.alu(BinaryOps.CMPEQ, self.y).cast(grad.dtype).alu(BinaryOps.MUL, grad.const(0.5))
-    x_share = x_wins.alu(BinaryOps.ADD, tie)
-    dx = x_share.alu(BinaryOps.MUL, grad) if self.needs_input_grad[0] else None
-    dy = grad.const(1).alu(BinaryOps.SUB, x_share).alu(BinaryOps.MUL, grad) if self.needs_input_grad[1] else None
+    x_wins, tie = self.y.alu(BinaryOps.CMPLT, self.x), self.x.alu(BinaryOps.CMPEQ, self.y)
+    half, zero = grad.alu(BinaryOps.MUL, grad.const(0.5)), grad.const(0)
+    dx = x_wins.alu(TernaryOps.WHERE, grad, tie.alu(TernaryOps.WHERE, half, zero)) if self.needs_input_grad[0] else None
+    dy = x_wins.alu(TernaryOps.WHERE, zero, tie.alu(TernaryOps.WHERE, half, grad)) if self.needs_input_grad[1] else None
     return dx, dy
 
 

@@ -169,6 +169,21 @@ def test_backward_after_an_in_place_write_into_an_input_no_gradient_reads():
   np.testing.assert_array_equal(w.grad.numpy(), np.ones(3, np.float32))
 
 
+@pytest.mark.parametrize("name", ["relu", "maximum", "minimum", "clip", "abs"])
+def test_an_infinite_gradient_gives_the_losing_side_zero_as_torch(name):
+  """The gradient is selected, not multiplied by a 0/1 mask: sqrt's infinite gradient at 0 must not turn the masked
+  side into nan (0 * inf)."""
+  ops = {"relu": lambda t, lib: t.relu(), "maximum": lambda t, lib: t.maximum(torch.zeros(()) if lib is torch else 0.0),
+         "minimum": lambda t, lib: (-t).minimum(torch.zeros(()) if lib is torch else 0.0) * -1,
+         "clip": lambda t, lib: t.clamp(0, 1) if lib is torch else t.clip(0, 1), "abs": lambda t, lib: t.abs() - 1}
+  a = np.array([-1.0, 2.0, 0.5, 0.25], np.float32)   # none at clip's bounds, where the API splits the gradient
+  x = Tensor(a, requires_grad=True)
+  ops[name](x, None).sqrt().sum().backward()
+  xt = torch.tensor(a, requires_grad=True)
+  ops[name](xt, torch).sqrt().sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
 def test_detach_cuts_the_graph():
   x_val = sample(SHAPE)
   x = Tensor(x_val, requires_grad=True)
