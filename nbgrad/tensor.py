@@ -200,6 +200,21 @@ class _Train(_ClassFlag): attribute = "training"
 class _InferenceMode(_ClassFlag): attribute = "no_grad"
 
 
+
+def _einsum_diagonal(term: str, x: Tensor) -> tuple[str, Tensor]:
+  """An einsum term with a repeated letter ('ii', 'iij') and its operand, as the term with each letter once and the
+  operand's diagonal over the repeated axes (a strided view, no copy): 'ii' of a 3x3 reads elements 0, 4 and 8."""
+  for first, letter in enumerate(term):
+    if (second := term.find(letter, first + 1)) < 0: continue
+    n = x.shape[first]
+    if x.shape[second] != n:
+      raise ShapeMismatch(f"einsum letter {letter!r} repeats in term {term!r} over axes of sizes {n} and {x.shape[second]}")
+    rest = [i for i in range(x.ndim) if i not in (first, second)]
+    flat = x.permute(rest + [first, second]).reshape(tuple(x.shape[i] for i in rest) + (n * n,))
+    return _einsum_diagonal("".join(term[i] for i in rest) + letter, flat[..., ::n + 1])
+  return term, x
+
+
 class Tensor:
   """A lazily computed n-dimensional array with automatic differentiation."""
   training: bool = False
@@ -1336,9 +1351,9 @@ class Tensor:
     counts: dict = {}
     for term, x in zip(terms, operands):
       if len(term) != x.ndim: raise ShapeMismatch(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
-      if len(set(term)) != len(term): raise ValueError(f"einsum term {term!r} repeats a letter (diagonals are not supported)")
       for letter in term: counts[letter] = counts.get(letter, 0) + 1
     if not arrow: output = "".join(sorted(letter for letter, c in counts.items() if c == 1))
+    terms, operands = zip(*(_einsum_diagonal(term, x) for term, x in zip(terms, operands)))
     letters = sorted(counts)
     sizes: dict = {}
     for term, x in zip(terms, operands):

@@ -245,6 +245,13 @@ EINSUM_CASES = {
   "batched_matmul": ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
   "dot": ("i,i->", [(5,), (5,)]),
   "outer": ("i,j->ij", [(3,), (4,)]),
+  "trace": ("ii->", [(3, 3)]),
+  "implicit_trace": ("ii", [(4, 4)]),
+  "diagonal": ("ii->i", [(3, 3)]),
+  "batched_diagonal_kept_axis_first": ("iij->ji", [(3, 3, 2)]),
+  "repeat_apart_times_matrix": ("iji,jk->ik", [(2, 3, 2), (3, 4)]),
+  "three_times_repeated": ("iii->i", [(2, 2, 2)]),
+  "empty_trace": ("ii->", [(0, 0)]),
 }
 
 
@@ -280,11 +287,16 @@ def _einsum_operand_count():
   Tensor.einsum("ij,jk->ik", Tensor(randn((2, 3), 0)))
 
 
+def _einsum_diagonal_of_unequal_axes():
+  Tensor.einsum("ii->i", Tensor(randn((2, 3), 0)))
+
+
 BAD_CASES = {
   "conv_channel_mismatch": (_conv_channel_mismatch, ValueError),
   "conv_group_mismatch": (_conv_group_mismatch, ValueError),
   "gather_index_wrong_rank": (_gather_wrong_rank, IndexError),
   "einsum_operand_count": (_einsum_operand_count, ValueError),
+  "einsum_diagonal_of_unequal_axes": (_einsum_diagonal_of_unequal_axes, ValueError),
 }
 
 
