@@ -200,7 +200,6 @@ class _Train(_ClassFlag): attribute = "training"
 class _InferenceMode(_ClassFlag): attribute = "no_grad"
 
 
-
 def _einsum_diagonal(term: str, x: Tensor) -> tuple[str, Tensor]:
   """An einsum term with a repeated letter ('ii', 'iij') and its operand, as the term with each letter once and the
   operand's diagonal over the repeated axes (a strided view, no copy): 'ii' of a 3x3 reads elements 0, 4 and 8."""
