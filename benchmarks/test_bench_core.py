@@ -219,7 +219,7 @@ def test_scan_cumsum_axis1(benchmark, request, lib):
 # ---------------------------------------------------------------------------------------------
 # compile: first call in a fresh process.
 # The child makes its inputs, imports the library, then times from there to the first result
-# of relu(x*y+z) on 1M float32 and prints the seconds. The benchmark records the child's number
+# of relu(x*y+z) (or of rand, with a warm cache) on 1M float32 and prints the seconds. The benchmark records the child's number
 # (not the process start-up or the imports) through a clock that advances by what the child
 # reported.
 # ---------------------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ FIRST_CALL_ROUNDS = 3
 
 FIRST_CALL_SCRIPT = r"""
 import json, os, sys, time
-lib, n = sys.argv[1], int(sys.argv[2])
+lib, n, workload = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 import numpy as np
 rng = np.random.default_rng(0)
 x, y, z = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
@@ -238,16 +238,19 @@ if lib == "nbgrad":
     import nbgrad
     from nbgrad import Tensor
     def first_call():
+        if workload == "rand": return Tensor.rand(n, device="CPU").numpy()
         a, b, c = (Tensor(v, device="CPU") for v in (x, y, z))
         return (a * b + c).relu().numpy()
 elif lib == "torch":
     import torch
     torch.set_num_threads(os.cpu_count())
     def first_call():
+        if workload == "rand": return torch.rand(n).numpy()
         a, b, c = (torch.from_numpy(v) for v in (x, y, z))
         return torch.relu(a * b + c).numpy()
 else:
     def first_call():
+        if workload == "rand": return rng.random(n, dtype=np.float32)
         return np.maximum(x * y + z, 0)
 start = time.perf_counter()
 out = first_call()
@@ -255,7 +258,11 @@ info["first_call_s"] = time.perf_counter() - start
 start = time.perf_counter()
 first_call()
 info["second_call_s"] = time.perf_counter() - start
-info["max_abs_err"] = float(np.max(np.abs(out - np.maximum(x * y + z, 0))))
+if workload == "rand":   # uniform draws: the right count, all in [0, 1), mean near 1/2
+    valid = out.shape == (n,) and out.min() >= 0 and out.max() < 1 and abs(float(out.mean()) - 0.5) < 0.01
+    info["max_abs_err"] = 0.0 if valid else float("inf")
+else:
+    info["max_abs_err"] = float(np.max(np.abs(out - np.maximum(x * y + z, 0))))
 if lib == "nbgrad":
     from nbgrad.helpers import GlobalCounters
     info["compiles"] = GlobalCounters.compile_count
@@ -271,14 +278,14 @@ def child_reported_clock():
     return _child_seconds
 
 
-def run_first_call(lib, cache_dir):
+def run_first_call(lib, cache_dir, workload):
     global _child_seconds
     env = dict(os.environ)
     env["NBGRAD_CACHE_DIR"] = str(cache_dir)
     env.pop("NUMBA_CACHE_DIR", None)  # numba keeps its cache beside the kernel files, inside cache_dir
     env["CPU"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    proc = subprocess.run([sys.executable, "-c", FIRST_CALL_SCRIPT, lib, str(FIRST_CALL_SIZE)],
+    proc = subprocess.run([sys.executable, "-c", FIRST_CALL_SCRIPT, lib, str(FIRST_CALL_SIZE), workload],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{lib} first-call child failed:\n{proc.stdout}\n{proc.stderr}"
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("FIRST_CALL ")][-1]
@@ -288,7 +295,7 @@ def run_first_call(lib, cache_dir):
     return info
 
 
-def bench_first_call(benchmark, lib, warm_cache):
+def bench_first_call(benchmark, lib, warm_cache, workload="relu"):
     with tempfile.TemporaryDirectory(prefix="nbgrad-bench-") as root:
         fresh_dirs = itertools.count()
 
@@ -299,9 +306,9 @@ def bench_first_call(benchmark, lib, warm_cache):
             return (cache_dir,), {}
 
         if warm_cache:
-            run_first_call(lib, setup()[0][0])  # fills the cache; not timed
+            run_first_call(lib, setup()[0][0], workload)  # fills the cache; not timed
         infos = []
-        benchmark.pedantic(lambda d: infos.append(run_first_call(lib, d)), setup=setup,
+        benchmark.pedantic(lambda d: infos.append(run_first_call(lib, d, workload)), setup=setup,
                            rounds=FIRST_CALL_ROUNDS)
     benchmark.extra_info["size"] = FIRST_CALL_SIZE
     for key in ("second_call_s", "compiles", "disk_cache_hits"):
@@ -319,3 +326,10 @@ def test_first_call_empty_cache(benchmark, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_first_call_warm_cache(benchmark, lib):
     bench_first_call(benchmark, lib, warm_cache=True)
+
+
+@pytest.mark.benchmark(group="compile", timer=child_reported_clock)
+@pytest.mark.parametrize("lib", LIBS)
+def test_first_call_rand_warm_cache(benchmark, lib):
+    """Tensor.rand(1M): the random generator's cached machine code loaded in a fresh process."""
+    bench_first_call(benchmark, lib, warm_cache=True, workload="rand")
