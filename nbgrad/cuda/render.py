@@ -191,7 +191,7 @@ class CudaRenderer(Renderer):
     self.emit(1, "for xo in range(cuda.blockIdx.x, n_outer, cuda.gridDim.x):")
     self.unflatten(2, "xo", outer)
     for number, (op, expr) in enumerate(k.stages):
-      acc, shared = f"acc{number}", f"shared{number}"
+      acc = f"acc{number}"
       self.emit(2, f"{acc} = {reduce_identity(op, expr.dtype)}")
       self.emit(2, f"for xr in range(tid, n_reduce, {threads}):")
       self.unflatten(3, "xr", reduce)
