@@ -36,6 +36,21 @@ def matrix():
     return (rng.standard_normal(MATRIX_SHAPE, dtype=np.float32),)
 
 
+@pytest.fixture(scope="session")
+def gather_inputs():
+    """1M float32 values and 100k int64 indices into them (repeats and negative ones included)."""
+    rng = np.random.default_rng(2)
+    return rng.standard_normal(1 << 20, dtype=np.float32), rng.integers(-(1 << 20), 1 << 20, 100_000)
+
+
+@pytest.fixture(scope="session")
+def embedding_inputs():
+    """An embedding table (50000 x 256 float32), a (64, 128) grid of int64 tokens, and a gradient for the lookup."""
+    rng = np.random.default_rng(3)
+    return (rng.standard_normal((50_000, 256), dtype=np.float32), rng.integers(0, 50_000, (64, 128)),
+            rng.standard_normal((64, 128, 256), dtype=np.float32))
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:

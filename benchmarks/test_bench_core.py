@@ -108,6 +108,49 @@ WORKLOADS = {
 }
 
 
+def numpy_embedding_grad(table, tokens, grad):
+    out = np.zeros_like(table)
+    np.add.at(out, tokens, grad)
+    return out
+
+
+def torch_embedding_grad(table, tokens, grad):
+    table.requires_grad_(True)
+    table.grad = None
+    (table[tokens] * grad).sum().backward()
+    return table.grad
+
+
+def nbgrad_embedding_grad(table, tokens, grad):
+    table.requires_grad = True
+    table.grad = None
+    (table[tokens] * grad).sum().backward()
+    return table.grad
+
+
+WORKLOADS.update({
+    "gather_1m_by_100k": Workload(
+        "gather_inputs",
+        numpy=lambda x, idx: x[idx],
+        torch=lambda x, idx: x[idx],
+        nbgrad=lambda x, idx: x[idx],
+        rtol=0.0, atol=0.0),
+    "embedding_lookup": Workload(
+        "embedding_inputs",
+        numpy=lambda table, tokens, grad: table[tokens],
+        torch=lambda table, tokens, grad: table[tokens],
+        nbgrad=lambda table, tokens, grad: table[tokens],
+        rtol=0.0, atol=0.0),
+    # the lookup's gradient: every row a token reads gets that token's gradient added (numpy: np.add.at)
+    "embedding_grad": Workload(
+        "embedding_inputs",
+        numpy=numpy_embedding_grad,
+        torch=torch_embedding_grad,
+        nbgrad=nbgrad_embedding_grad,
+        rtol=1e-5, atol=1e-5),
+})
+
+
 def to_library(lib, array):
     if lib == "numpy":
         return array
@@ -214,6 +257,29 @@ def test_scan_cumsum_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_scan_cumsum_axis1(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "cumsum_axis1")
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing: x[idx] with 100k indices into 1M float32; an embedding table (50000 x 256) read by a
+# (64, 128) token grid, and the gradient of that read
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_gather_1m_by_100k(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "gather_1m_by_100k")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_embedding_lookup(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "embedding_lookup")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_embedding_grad(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "embedding_grad")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum
+from nbgrad.graph.take import take, scatter_add
 
 
 def computed_once(x: LazyBuffer) -> LazyBuffer:
@@ -280,6 +281,15 @@ class CumSum(Function):
     self.axis = axis
     return cumsum(x, axis)
   def backward(self, grad): return cumsum(grad.flip((self.axis,)), self.axis).flip((self.axis,))
+
+
+class Take(Function):
+  """Rows of x's last row_dims dims at flat positions (-1 reads 0); each gradient row goes back to the position it
+  read."""
+  def forward(self, x, positions, row_dims):
+    self.positions, self.shape, self.row_dims = positions, x.shape, row_dims
+    return take(x, positions, row_dims)
+  def backward(self, grad): return scatter_add(grad, self.positions, self.shape, self.row_dims), None
 
 
 # ---- matrix product

@@ -1,28 +1,58 @@
-"""Basic indexing (ints, slices, None, Ellipsis) as views, and setitem on realized buffers."""
+"""Indexing: basic indices (ints, slices, None, Ellipsis) as views, integer and boolean array indices as indexed
+reads, and setitem with basic indices on realized buffers."""
 from __future__ import annotations
+from typing import Optional
 import numpy as np
+from nbgrad.graph.view import contiguous_strides
 
 
-def _normalize(indices, ndim: int) -> list:
-  # a list of ints is one index array; any other list is a tuple of indices (x[[t, 1]] is x[t, 1]), as in tinygrad
-  if isinstance(indices, list) and not all(isinstance(i, (int, np.integer)) for i in indices): indices = tuple(indices)
+def _is_array_index(i) -> bool:
+  from nbgrad.tensor import Tensor
+  return isinstance(i, (Tensor, list, tuple, np.ndarray))
+
+
+def _bool_mask(i) -> Optional[np.ndarray]:
+  """i's values if it is a boolean mask (a bool tensor, array or list with at least one dim), else None."""
+  from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes
+  if isinstance(i, Tensor): return i.numpy() if i.dtype == dtypes.bool and i.ndim else None
+  if isinstance(i, (list, tuple, np.ndarray)) and (array := np.asarray(i)).dtype == np.bool_ and array.ndim: return array
+  return None
+
+
+def _normalize(indices, shape: tuple[int, ...]) -> list:
+  """The index items, one per dim of shape (None adds one): the Ellipsis and the dims left out become full
+  slices, and a boolean mask becomes the integer arrays of its True positions, one per dim it covers (numpy's
+  rule: x[mask] is x[mask.nonzero()])."""
+  # a list of ints or bools is one index array; any other list is a tuple of indices (x[[t, 1]] is x[t, 1]), as in tinygrad
+  if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
   if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have one ellipsis (...)")
-  consumed = sum(1 for i in indices if i is not None and i is not Ellipsis)
-  if consumed > ndim: raise IndexError(f"too many indices: {consumed} for a tensor with {ndim} dims")
-  out = []
-  for i in indices:
-    if i is Ellipsis: out.extend([slice(None)] * (ndim - consumed))
-    else: out.append(i)
-  if not any(i is Ellipsis for i in indices): out.extend([slice(None)] * (ndim - consumed))
+  masks = [_bool_mask(i) for i in indices]
+  consumed = sum(1 if m is None else m.ndim for i, m in zip(indices, masks) if i is not None and i is not Ellipsis)
+  if consumed > len(shape): raise IndexError(f"too many indices: {consumed} for a tensor with {len(shape)} dims")
+  out, dim = [], 0
+  for i, mask in zip(indices, masks):
+    if i is Ellipsis:
+      out.extend([slice(None)] * (len(shape) - consumed))
+      dim += len(shape) - consumed
+    elif mask is not None:
+      if mask.shape != shape[dim:dim + mask.ndim]:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed dims {shape[dim:dim + mask.ndim]} "
+                         f"of the tensor of shape {shape} (from dim {dim})")
+      out.extend(mask.nonzero())
+      dim += mask.ndim
+    else:
+      out.append(i)
+      if i is not None: dim += 1
+  if not any(i is Ellipsis for i in indices): out.extend([slice(None)] * (len(shape) - consumed))
   return out
 
 
 def basic_index(tensor, indices):
-  from nbgrad.tensor import Tensor
-  items = _normalize(indices, tensor.ndim)
+  items = _normalize(indices, tensor.shape)
   for i in items:
-    if isinstance(i, (Tensor, list, tuple, np.ndarray)): return advanced_index(tensor, items)
+    if _is_array_index(i): return advanced_index(tensor, items)
     if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
       raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
   x, dim = tensor, 0
@@ -58,51 +88,69 @@ def basic_index(tensor, indices):
   return x.reshape(tuple(final_shape))
 
 
-def _index_tensor(index, size: int, device: str):
+def index_positions(index, size: int, device: str, negative_from_end=True):
+  """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
+  (or out of range), and whether each one is in range."""
   from nbgrad.tensor import Tensor
   from nbgrad.dtype import dtypes
   if not isinstance(index, Tensor):
     array = np.asarray(index)
     if array.dtype.kind not in "iu" and array.size: raise IndexError(f"index {index!r} must hold integers, not {array.dtype}")
-    index = Tensor(array.astype(np.int32), device=device)
-  if not dtypes.is_int(index.dtype): raise IndexError(f"index tensors must be integer, got {index.dtype}")
-  return (index < 0).where(index + size, index)
+    index = Tensor(array.astype(np.int64), device=device)
+  if not dtypes.is_int(index.dtype): raise IndexError(f"index tensors must be integer (or boolean masks), got {index.dtype}")
+  index = index.cast(dtypes.int64)
+  if not negative_from_end: return index, (index >= 0) & (index < size)
+  return (index < 0).where(index + size, index), (index >= -size) & (index < size)
+
+
+def along_axis(size: int, stride: int, axis: int, ndim: int, device: str):
+  """arange(size) * stride (int64) laid along axis of an ndim-dim shape, size 1 elsewhere: a dim's flat offsets."""
+  from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes
+  place = [1] * ndim
+  place[axis] = size
+  return (Tensor.arange(size, dtype=dtypes.int64, device=device) * stride).reshape(place)
+
+
+def read_positions(x, flat, inside, row_dims=0):
+  """Reads the rows of x's last row_dims dims at flat positions (into x seen as contiguous), 0 where inside is
+  False."""
+  from nbgrad.autograd import Take
+  from nbgrad.dtype import dtypes
+  positions = inside.where(flat, -1).cast(dtypes.int32 if x.numel() < 2**31 else dtypes.int64)
+  return Take.apply(x, positions, row_dims=row_dims)
 
 
 def advanced_index(tensor, items: list):
-  """Integer tensor / list indices mixed with basic ones, with numpy's placement rules. Each indexed dim
-  becomes a one-hot comparison against arange, so an out-of-range index selects nothing and reads 0."""
-  from nbgrad.tensor import Tensor, broadcast_shape
+  """Integer tensor / list indices mixed with basic ones. The broadcast index dims replace the indexed dims
+  where those are adjacent, else they come first (numpy's rule; ints count as basic here, as in torch). An out-of-
+  range index reads 0. The dims after the last indexed one are read as whole rows."""
+  from nbgrad.tensor import broadcast_shape
   basic, positions, index_items, dim = [], [], [], 0
   for i in items:
-    is_tensor = isinstance(i, (Tensor, list, tuple, np.ndarray))
-    basic.append(slice(None) if is_tensor else i)
-    if is_tensor:
+    is_array = _is_array_index(i)
+    basic.append(slice(None) if is_array else i)
+    if is_array:
       positions.append(dim)
       index_items.append(i)
-    if is_tensor or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
+    if is_array or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
   x = basic_index(tensor, tuple(basic))
-  indices = [_index_tensor(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
-  batch = broadcast_shape(*[i.shape for i in indices])
-  rest = [d for d in range(x.ndim) if d not in positions]
-  moved = x.permute(rest + positions)
-  rest_shape, sizes = tuple(x.shape[d] for d in rest), tuple(x.shape[d] for d in positions)
-  mask = None
-  for k, (index, size) in enumerate(zip(indices, sizes)):
-    spread = [1] * len(sizes)
-    spread[k] = size
-    hit = index.reshape(index.shape + (1,) * len(sizes))._broadcast_to(batch + (1,) * len(sizes)) == \
-      Tensor.arange(size, device=x.device).reshape(tuple(spread))
-    mask = hit if mask is None else mask & hit
-  picked = mask.reshape((1,) * len(rest_shape) + mask.shape).where(
-    moved.reshape(rest_shape + (1,) * len(batch) + sizes), 0)
-  axes = tuple(range(len(rest_shape) + len(batch), picked.ndim))
-  out = picked._max(axes) if picked.dtype.kind == "b" else picked.sum(axes).cast(x.dtype)
+  wrapped = [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
+  batch = broadcast_shape(*[index.shape for index, _ in wrapped])
+  row_dims = x.ndim - 1 - positions[-1]
+  rest = [d for d in range(x.ndim - row_dims) if d not in positions]
   adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
   front = sum(1 for d in rest if d < positions[0]) if adjacent else 0
-  order = list(range(len(rest_shape)))
-  order = order[:front] + list(range(len(rest_shape), len(rest_shape) + len(batch))) + order[front:]
-  return out.permute(order)
+  out_ndim, strides = len(rest) + len(batch), contiguous_strides(x.shape)
+  flat, inside = None, None
+  for (index, in_range), d in zip(wrapped, positions):
+    place = (1,) * front + (1,) * (len(batch) - index.ndim) + index.shape + (1,) * (len(rest) - front)
+    flat = (index * strides[d]).reshape(place) if flat is None else flat + (index * strides[d]).reshape(place)
+    inside = in_range.reshape(place) if inside is None else inside & in_range.reshape(place)
+  for k, d in enumerate(rest):   # each kept dim walks its own output axis
+    flat = flat + along_axis(x.shape[d], strides[d], k if k < front else k + len(batch), out_ndim, x.device)
+  out_shape = tuple(x.shape[d] for d in rest[:front]) + batch + tuple(x.shape[d] for d in rest[front:])
+  return read_positions(x, flat._broadcast_to(out_shape), inside._broadcast_to(out_shape), row_dims)
 
 
 def _strided_window(lazy):
@@ -134,7 +182,7 @@ def set_basic_index(tensor, indices, value):
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
   items = indices if isinstance(indices, tuple) else (indices,)
-  if any(isinstance(i, (Tensor, list, tuple, np.ndarray)) for i in items):
+  if any(_is_array_index(i) for i in items):
     raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")
   target = tensor[indices]   # checks the indices before anything changes
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):

@@ -12,8 +12,10 @@ from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper
   float32_to_bfloat16_bits, int_dtype_holding
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
+from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, eager_enabled
+from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
@@ -756,13 +758,9 @@ class Tensor:
     if self.shape[dim] == 0: return self.split([0] * chunks, dim)
     return self.split(math.ceil(self.shape[dim] / chunks), dim)
 
-  def __getitem__(self, indices) -> Tensor:
-    from nbgrad.indexing import basic_index
-    return basic_index(self, indices)
+  def __getitem__(self, indices) -> Tensor: return basic_index(self, indices)
 
-  def __setitem__(self, indices, value):
-    from nbgrad.indexing import set_basic_index
-    set_basic_index(self, indices, value)
+  def __setitem__(self, indices, value): set_basic_index(self, indices, value)
 
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:
@@ -1326,13 +1324,12 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):
       if d != dim and i > s: raise IndexMismatch(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
-    source = self.shrink(tuple(None if d == dim else (0, i) for d, i in enumerate(index.shape))).transpose(dim, -1)
-    n = self.shape[dim]
-    hits = index.transpose(dim, -1).unsqueeze(-1) == Tensor.arange(n, device=self.device)
-    picked = hits.where(source.unsqueeze(-2), 0)
-    picked = picked._max(-1) if self.dtype == dtypes.bool else picked.sum(-1)
-    picked = picked.cast(self.dtype)
-    return picked.transpose(dim, -1)
+    strides = contiguous_strides(self.shape)
+    flat, inside = index_positions(index, self.shape[dim], self.device, negative_from_end=False)   # as tinygrad: reads 0
+    flat = flat * strides[dim]
+    for d in range(self.ndim):
+      if d != dim: flat = flat + along_axis(index.shape[d], strides[d], d, self.ndim, self.device)
+    return read_positions(self, flat, inside)
 
   @staticmethod
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:

@@ -39,7 +39,7 @@ def for_torch(index):
   """torch reads a list or tuple inside an index tuple as numpy does, but an int64 tensor says it plainly."""
   def one(i):
     if isinstance(i, T): return torch.tensor(i.array.astype(np.int64))
-    if isinstance(i, (list, tuple)): return torch.tensor(i, dtype=torch.int64)
+    if isinstance(i, (list, tuple)): return torch.tensor(i, dtype=torch.bool if all(isinstance(v, bool) for v in i) else torch.int64)
     return i
   return convert(index, one)
 
@@ -147,12 +147,90 @@ def test_out_of_range_index_tensor_reads_zero(row):
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
 
 
+# ---------------------------------------------------------------- boolean masks
+MASK = make(SHAPE, seed=7) > 0   # about half True
+
+
+class M:
+  """A boolean mask index: nbgrad gets Tensor(mask), numpy the array, torch a bool tensor."""
+  def __init__(self, mask): self.array = np.asarray(mask, np.bool_)
+
+
+def mask_for(index, make_mask):
+  return convert(index, lambda i: make_mask(i.array) if isinstance(i, M) else i)
+
+
+# x[mask] is x[mask.nonzero()] (numpy, torch): the True positions in order, their dims replaced by one
+MASK_ROWS = {
+  "whole_shape": M(MASK),
+  "first_two_dims": M(MASK[:, :, 0]),
+  "first_dim": M(MASK[:, 0, 0]),
+  "after_a_slice": (slice(None), M(MASK[0, :, 0])),
+  "after_an_ellipsis": (Ellipsis, M(MASK[0, 0])),
+  "beside_an_int_tensor": (T([2, 0, 1]), M([True, False, True, True, False])),
+  "all_false": M(np.zeros(SHAPE[:2], np.bool_)),
+  "bool_list": [True, False, False, True],
+}
+
+
+@pytest.mark.parametrize("row", list(MASK_ROWS))
+def test_bool_mask_index(row):
+  index = MASK_ROWS[row]
+  a = make(SHAPE)
+  check_index_and_grad(a, for_nbgrad(mask_for(index, Tensor)), a[for_numpy(mask_for(index, lambda m: m))],
+                       for_torch(mask_for(index, torch.from_numpy)))
+
+
+# the dtypes an indexed read moves (by their bits) and, for the float ones, sums its gradient in
+@pytest.mark.parametrize("name", ["bool", "uint8", "int16", "int64", "float16", "bfloat16", "float64"])
+def test_advanced_index_keeps_the_source_dtype(name):
+  a = make((6, 3), seed=8)
+  x = Tensor(a, dtype=name, requires_grad=True if name in ("float16", "bfloat16", "float64") else None)
+  reference = torch.tensor(x.numpy() if name != "bfloat16" else a, dtype=getattr(torch, name), requires_grad=x.requires_grad or False)
+  index = np.array([[5, 0], [5, -1]])
+  out = x[Tensor(index.astype(np.int32)), 1:]
+  expected = reference[torch.from_numpy(index), 1:]
+  assert out.dtype == dtypes.__dict__[name] and out.shape == tuple(expected.shape)
+  np.testing.assert_array_equal(out.float().numpy(), expected.float().detach().numpy())
+  if x.requires_grad:
+    g = make(out.shape, seed=9)
+    (out.float() * Tensor(g)).sum().backward()
+    (expected.float() * torch.from_numpy(g)).sum().backward()
+    assert x.grad.dtype == x.dtype
+    np.testing.assert_allclose(x.grad.float().numpy(), reference.grad.float().numpy(), rtol=1e-2)
+
+
+def test_large_index_reads_and_sums_per_index():
+  """200k positions into 300k elements, and an embedding table read by a (16, 64) token grid: an index costs
+  one read per element it returns (the repeated ones sum in the gradient)."""
+  rng = np.random.default_rng(10)
+  a = rng.standard_normal(300_000).astype(np.float32)
+  idx = rng.integers(-300_000, 300_000, 200_000)
+  x = Tensor(a, requires_grad=True)
+  out = x[Tensor(idx.astype(np.int32))]
+  np.testing.assert_array_equal(out.numpy(), a[idx])
+  g = rng.standard_normal(idx.size).astype(np.float32)
+  (out * Tensor(g)).sum().backward()
+  expected = np.zeros(a.size, np.float64)
+  np.add.at(expected, idx, g)
+  np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-5)
+  table = rng.standard_normal((5000, 32)).astype(np.float32)
+  tokens = rng.integers(0, 5000, (16, 64))
+  w = Tensor(table, requires_grad=True)
+  looked_up = w[Tensor(tokens.astype(np.int32))]
+  np.testing.assert_array_equal(looked_up.numpy(), table[tokens])
+  looked_up.sum().backward()
+  np.testing.assert_array_equal(w.grad.numpy(), np.bincount(tokens.ravel(), minlength=5000)[:, None] * np.ones((1, 32)))
+
+
 # ---------------------------------------------------------------- bad indices
 BAD_INDEX_ROWS = {
   "float_tensor": (lambda: Tensor([0.0, 1.0]), IndexError),
   "float_list": (lambda: [0.0, 1.0], IndexError),
-  "bool_tensor": (lambda: Tensor([True, False, True, False]), IndexError),
-  "bool_list": (lambda: [True, False, True, False], IndexError),
+  "bool_mask_shorter_than_dim": (lambda: Tensor([True, False, True]), IndexError),
+  "bool_list_longer_than_dim": (lambda: [True, False, True, False, True], IndexError),
+  "bool_mask_of_the_wrong_shape": (lambda: np.ones((4, 6), np.bool_), IndexError),
+  "bool_mask_beyond_the_last_dim": (lambda: (slice(None), slice(None), np.ones((6, 1), np.bool_)), IndexError),
   "float_tensor_beside_int_tensor": (lambda: (Tensor([0, 1]), Tensor([1.0, 2.0])), IndexError),
 }
 

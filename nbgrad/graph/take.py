@@ -1,0 +1,67 @@
+"""Indexed reads as custom graph nodes: advanced indexing and gather read x at positions that index tensors
+give, an O(n) loop that a fused loop nest could only express by comparing every index with every position.
+
+x's last dims that no index touches are read whole, as rows (an embedding's vectors): the positions are then flat
+indices of rows' first elements into x seen as contiguous, one per row, -1 where an index was out of range (the
+row reads 0). The engine computes that tensor from the index tensors and aranges, fused."""
+from __future__ import annotations
+from dataclasses import dataclass
+from nbgrad.dtype import dtypes
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import LoadOps
+from nbgrad.graph.view import contiguous_strides, prod
+
+
+@dataclass(frozen=True)
+class Take:
+  """Row i of out (row elements) is x[offset + positions[i]:][:row], or 0 where positions[i] < 0; x is read from its
+  flat buffer."""
+  offset: int
+  row: int
+
+  @property
+  def name(self) -> str: return f"take_rows_of_{self.row}"
+
+  def run(self, out, x, positions):
+    from nbgrad.jit.take import take   # the CPU routine: the graph layer does not load a device's code
+    take(out, x, positions, self.offset, self.row)
+
+
+@dataclass(frozen=True)
+class ScatterAdd:
+  """The gradient of Take: out (contiguous) is zero plus each row i of grad added at positions[i] >= 0."""
+  row: int
+
+  @property
+  def name(self) -> str: return f"scatter_add_rows_of_{self.row}"
+
+  def run(self, out, grad, positions):
+    from nbgrad.jit.take import scatter_add
+    scatter_add(out, grad, positions, self.row)
+
+
+def _flat(x: LazyBuffer) -> LazyBuffer:
+  """x as a node whose base buffer holds x's elements in order (the custom kernels read flat buffers)."""
+  return x if x.base.op is not LoadOps.CONST and x.view.is_flat_order() else x.contiguous()
+
+
+def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int) -> LazyBuffer:
+  """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0), of shape positions.shape +
+  those dims. x is read in place when it is a contiguous window of its buffer (a realized tensor, a slice of its
+  first dims)."""
+  window = x.view.strided()
+  in_place = x.base.op is not LoadOps.CONST and window is not None and \
+    all(s == c for s, c, n in zip(window[0], contiguous_strides(x.shape), x.shape) if n != 1)
+  source, offset = (x, window[1]) if in_place else (x.contiguous(), 0)
+  row_shape = x.shape[len(x.shape) - row_dims:]
+  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, x.dtype, x.device, arg=Take(offset, prod(row_shape)),
+                         srcs=(source, _flat(positions)))
+
+
+def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int) -> LazyBuffer:
+  """Take's gradient: a tensor of shape where each element sums the grads of the positions that read it. Half
+  types add in float32."""
+  wide = grad.cast(dtypes.float32) if grad.dtype.itemsize < 4 else grad
+  node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(prod(shape[len(shape) - row_dims:])),
+                         srcs=(_flat(wide), _flat(positions)))
+  return node.cast(grad.dtype)
