@@ -295,7 +295,7 @@ class Tensor:
   # a one-element tensor converts as numpy's and torch's do: float(loss), int(count), f"{loss:.3f}"
   def __float__(self) -> float: return float(self.item())
   def __int__(self) -> int: return int(self.item())
-  def __format__(self, spec: str) -> str: return format(self.item(), spec) if spec else repr(self)
+  def __format__(self, spec: str) -> str: return format(self.item(), spec) if spec else str(self)
 
   def __reduce__(self):
     """Pickled (and deep-copied) as its values, dtype, device and requires_grad; the graph is not kept."""
@@ -303,7 +303,15 @@ class Tensor:
 
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item() or .numpy()")
   def __hash__(self): return id(self)
-  def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+  def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"   # computes nothing
+
+  def __str__(self) -> str:
+    """The values, as print() shows them in numpy and torch (this computes the tensor); repr() stays lazy."""
+    prefix = "Tensor("
+    values = np.array2string(self.numpy(), separator=", ", prefix=prefix)
+    shape = f", shape={self.shape}" if self.numel() == 0 and self.ndim > 1 else ""   # as numpy: [] alone hides it
+    grad = ", requires_grad=True" if self.requires_grad else ""
+    return f"{prefix}{values}{shape}, dtype={self.dtype}, device={self.device!r}{grad})"
 
   # ---- realizing and reading data
   def schedule(self, *others: Tensor) -> list:

@@ -261,6 +261,21 @@ def test_repr_shows_shape_dtype_device():
   assert "CPU" in text, text
 
 
+def test_repr_computes_nothing_and_str_shows_the_values():
+  from nbgrad.helpers import GlobalCounters
+  a = make((2, 3), np.float32)
+  t = Tensor(a) * 2
+  runs = GlobalCounters.kernel_count
+  assert "(2, 3)" in repr(t) and GlobalCounters.kernel_count == runs
+  text = str(t)
+  assert text == f"{t}"
+  assert text.startswith("Tensor(") and "float32" in text and "CPU" in text, text
+  assert np.array2string(a * 2, separator=", ", prefix="Tensor(") in text, text
+  assert "requires_grad=True" in str(Tensor([1.0], requires_grad=True))
+  assert "shape=(0, 3)" in str(Tensor.zeros(0, 3))
+  assert str(Tensor(7)).startswith("Tensor(7,")
+
+
 # ---------- data out ----------
 
 DATA_OUT_ROWS = [((2, 3), np.float32), ((), np.float32), ((4,), np.int32), ((), np.int32), ((2, 2), np.bool_), ((), np.bool_),
