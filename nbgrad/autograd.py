@@ -9,6 +9,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum
 from nbgrad.graph.take import take, scatter_add
+from nbgrad.graph.concat import concatenate
 
 
 def computed_once(x: LazyBuffer) -> LazyBuffer:
@@ -290,6 +291,19 @@ class Take(Function):
     self.positions, self.shape, self.row_dims = positions, x.shape, row_dims
     return take(x, positions, row_dims)
   def backward(self, grad): return scatter_add(grad, self.positions, self.shape, self.row_dims), None
+
+
+class Concatenate(Function):
+  """Many tensors joined along dim; each gets back its slot of the gradient (a view)."""
+  def forward(self, *pieces, dim):
+    self.dim, self.sizes = dim, [p.shape[dim] for p in pieces]
+    return concatenate(list(pieces), dim)
+  def backward(self, grad):
+    grads, start = [], 0
+    for size, needed in zip(self.sizes, self.needs_input_grad):
+      grads.append(grad.shrink(tuple((start, start + size) if d == self.dim else (0, n) for d, n in enumerate(grad.shape))) if needed else None)
+      start += size
+    return tuple(grads)
 
 
 # ---- matrix product

@@ -20,6 +20,9 @@ from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
 Scalar = Union[bool, int, float]
+# cat of up to this many tensors is one fused kernel (a sum of padded pieces, fused with their producers); more are
+# copied into their slots (graph/concat.py): stacking 600 rows as padded pieces took 55 s to compile, copies 1 ms
+CAT_FUSED_MAX = 8
 
 
 # ---- argument checking shared by many ops
@@ -67,10 +70,12 @@ def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
 def _in_float32(fn):
   """fn computed in float32 for the 16-bit float types and rounded to the type once, at the end, as torch does:
   a composite op (silu is x * sigmoid(x), tan is sin / cos) otherwise rounds every step to half, and float16
-  silu came out 16% off (cos, then sin(pi/2 - x), 54%)."""
+  silu came out 16% off (cos, then sin(pi/2 - x), 54%). Int and bool inputs are computed in float32 from the start:
+  in their own dtype, softsign's 1 + |x| and hardswish's x * relu6(x + 3) wrapped around (int8 127 gave 0)."""
   @functools.wraps(fn)
   def computed(self, *args, **kwargs):
     if self.dtype in (dtypes.float16, dtypes.bfloat16): return fn(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
+    if not dtypes.is_float(self.dtype): return fn(self._float_input(), *args, **kwargs)
     return fn(self, *args, **kwargs)
   return computed
 
@@ -725,6 +730,7 @@ class Tensor:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
         raise ValueError(f"cat needs equal shapes except in dim {dim}: {self.shape} and {t.shape}")
     dtype = least_upper_dtype(*(t.dtype for t in tensors))
+    if len(tensors) > CAT_FUSED_MAX: return F.Concatenate.apply(*[t.cast(dtype) for t in tensors], dim=dim)
     total = sum(t.shape[dim] for t in tensors)
     out, before = None, 0
     for t in tensors:
@@ -870,7 +876,7 @@ class Tensor:
   def silu(self) -> Tensor: return self.swish()
   def relu6(self) -> Tensor: return (self > 6).where(6, self.relu())   # slope 1 at 6, as tinygrad's relu(x) - relu(x-6)
   @_in_float32
-  def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
+  def hardswish(self) -> Tensor: return self * ((self + 3).relu6() * (1 / 6))   # x * 6 first overflowed at 3e38
   def _expm1(self) -> Tensor:
     """exp(x) - 1 without losing a small x: Kahan's (u - 1) * x / log(u) for u = exp(x), whose rounding of u cancels
     out (exp(x) - 1 made elu(-1.5e-6) 2% off and elu(-1e-10) 0); u - 1 itself from |x| = 0.5 on, where nothing
@@ -922,8 +928,9 @@ class Tensor:
     x = self._float_input()
     big = x > 2                 # past 2 as log(x) + log(1 + sqrt(1 - 1/x^2)); below, log1p of (x-1) + sqrt(x^2 - 1)
     near_one, large = big.where(1.5, x), big.where(x, 4)
-    return big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
-                     ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
+    value = big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
+                      ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
+    return (x < 1).where(math.nan, value)   # below 1 the formula's square can overflow to inf, not nan (x = -1e30)
 
   def _by_magnitude(self, limit: float, small, large) -> Tensor:
     """small(x) where |x| < limit, large(x) elsewhere. Each branch is fed only inputs in its range (the other
@@ -1231,11 +1238,13 @@ class Tensor:
 
   @_numpy_reduction
   def mean(self, axis=None, keepdim=False) -> Tensor:
-    x = self._float_input() if not dtypes.is_float(self.dtype) else self
     axes = self._reduce_axes(axis)
     count = math.prod(self.shape[a] for a in axes)
-    total = x.cast(x._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
-    return (total * (1 / count) if count else total * float("nan")).cast(x.dtype)
+    if dtypes.is_float(self.dtype): total = self.cast(self._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
+    else:   # ints sum exactly in 64 bits (in float32 or int32, [-2**31, 2, 5, 2**31 - 1] came out 0), then divide in float32
+      total = self.cast(dtypes.uint64 if self.dtype.kind == "u" else dtypes.int64)._reduce(F.Sum, axis, keepdim).cast(dtypes.float32)
+    out_dtype = least_upper_float(self.dtype)
+    return (total * (1 / count) if count else total * float("nan")).cast(out_dtype)
 
   @_numpy_reduction
   @_in_float32
@@ -1312,12 +1321,17 @@ class Tensor:
     axis = resolve_axis(axis, self.ndim)
     return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
 
+  def _check_matrices(self, op: str):
+    if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
+
   def triu(self, k: int = 0) -> Tensor:
+    self._check_matrices("triu")
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
 
   def tril(self, k: int = 0) -> Tensor:
+    self._check_matrices("tril")
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
@@ -1357,6 +1371,9 @@ class Tensor:
       if len(term) != x.ndim: raise ShapeMismatch(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
       for letter in term: counts[letter] = counts.get(letter, 0) + 1
     if not arrow: output = "".join(sorted(letter for letter, c in counts.items() if c == 1))
+    if (unknown := [letter for letter in output if letter not in counts]):
+      raise ValueError(f"einsum output letter(s) {''.join(unknown)!r} of {formula!r} appear in no input term")
+    if len(set(output)) != len(output): raise ValueError(f"einsum output {output!r} of {formula!r} repeats a letter")
     terms, operands = zip(*(_einsum_diagonal(term, x) for term, x in zip(terms, operands)))
     letters = sorted(counts)
     sizes: dict = {}
@@ -1475,9 +1492,14 @@ class Tensor:
       raise ValueError(f"input channels {self.shape[1]} do not match weight {weight.shape} with groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     pads = [padding] * dims if isinstance(padding, int) else list(padding)
+    if len(pads) != dims: raise ValueError(f"conv_transpose2d padding {padding} must be an int or {dims} value(s), one per spatial dim")
     extra = [output_padding] * dims if isinstance(output_padding, int) else list(output_padding)
     if len(extra) != dims or any(not 0 <= e < max(s, d) for e, s, d in zip(extra, stride, dilation)):
       raise ValueError(f"output_padding {output_padding} must be {dims} value(s), each below its stride {stride} or dilation {dilation}")
+    out_size = [(n - 1) * s - 2 * p + d * (k - 1) + e + 1 for n, s, p, d, k, e in zip(self.shape[2:], stride, pads, dilation, kernel, extra)]
+    if any(size < 0 for size in out_size):
+      raise ValueError(f"conv_transpose2d of input {self.shape} with weight {weight.shape}, stride {stride}, padding {pads}, "
+                       f"dilation {dilation} and output_padding {extra} gives a negative output size {tuple(out_size)}")
     x = self
     for axis, s in enumerate(stride):   # put s-1 zeros between neighbouring inputs
       if s == 1: continue
@@ -1551,8 +1573,8 @@ class Tensor:
     classes = Tensor.arange(self.shape[-1], device=self.device).reshape((1,) * Y.ndim + (self.shape[-1],))
     target = (Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)
     total = target.where(log_probs, 0).sum()   # selected, not multiplied: a -inf logit elsewhere adds no nan
-    if label_smoothing:   # skipped, not multiplied by 0, without smoothing
-      total = (1 - label_smoothing) * total + label_smoothing * (log_probs.mean(-1) * counted).sum()
+    if label_smoothing:   # skipped, not multiplied by 0, without smoothing; ignored rows selected out, not multiplied
+      total = (1 - label_smoothing) * total + label_smoothing * counted.where(log_probs.mean(-1), 0).sum()
     return -total / counted.sum()
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,

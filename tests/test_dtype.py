@@ -250,6 +250,25 @@ def test_uint64_constants_past_int64():
   assert Tensor.full((2,), 2**64 - 1, dtype=dtypes.uint64).tolist() == [2**64 - 1] * 2
 
 
+# (source dtype, value, 16-bit float): rounding through float32 first rounded twice and missed by one half ulp
+DOUBLE_ROUNDING_ROWS = [
+  ("float64", 1 + 2**-11 + 2**-40, "float16", 1 + 2**-10),
+  ("float64", -(1 + 2**-11 + 2**-40), "float16", -(1 + 2**-10)),
+  ("float64", 1 + 2**-8 + 2**-40, "bfloat16", 1 + 2**-7),
+  ("int64", 2**24 + 2**16 + 1, "bfloat16", 2**24 + 2**17),
+  ("int32", 2**24 + 2**16 + 1, "bfloat16", 2**24 + 2**17),
+  ("uint32", 2**31 + 2**23 + 1, "bfloat16", 2**31 + 2**24),
+  ("float64", 2.0**-30, "float16", 0.0),   # under half of float16's smallest subnormal
+  ("float64", 1e300, "float16", float("inf")),
+]
+
+
+@pytest.mark.parametrize("src,value,dst,expected", DOUBLE_ROUNDING_ROWS)
+def test_casts_to_16_bit_floats_round_once(src, value, dst, expected):
+  out = Tensor([value], dtype=getattr(dtypes, src)).cast(getattr(dtypes, dst))
+  assert out.item() == expected, (out.item(), expected)
+
+
 def test_bool_casts():
   x = Tensor(np.array([0.0, -0.0, 0.1, -3.0, np.nan, np.inf], np.float32))
   np.testing.assert_array_equal(x.cast(dtypes.bool).numpy(), np.array([False, False, True, True, True, True]))

@@ -218,7 +218,25 @@ SPECIAL_ACT = [
   ("relu6", lambda t: t.relu6(), F.relu6, [INF, -INF]),
   ("hardtanh", lambda t: t.hardtanh(), F.hardtanh, [INF, -INF]),
   ("elu", lambda t: t.elu(), F.elu, [INF, -INF]),
+  ("acosh_below_1", lambda t: t.acosh(), torch.acosh, [-1e30, -40000.0, -3.0, 0.5, -INF]),   # x^2 overflowed: inf, not nan
+  ("hardswish_huge", lambda t: t.hardswish(), lambda x: (x.double() * F.relu6(x.double() + 3) / 6).float(), [3e38, -3e38, 1e30]),
 ]
+
+
+# activations on int inputs compute in float32 (API.md): in the int dtype, 1 + |x| and x * relu6(x + 3) wrapped around
+INT_ACTIVATIONS = {"softsign": F.softsign, "hardswish": F.hardswish, "gelu": lambda x: F.gelu(x, approximate="tanh"),
+                   "swish": F.silu, "softplus": F.softplus, "mish": F.mish, "acosh": torch.acosh}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
+@pytest.mark.parametrize("name", list(INT_ACTIVATIONS))
+def test_activations_of_int_inputs_compute_in_float32(name, dtype):
+  info = np.iinfo(dtype)
+  a = np.array([v for v in (info.min, info.min + 1, -8, -1, 0, 1, 3, 100, info.max - 1, info.max) if info.min <= v <= info.max], dtype)
+  out = getattr(Tensor(a), name)()
+  assert out.dtype == dtypes.float32
+  expected = INT_ACTIVATIONS[name](torch.from_numpy(a.astype(np.float64))).numpy()
+  np.testing.assert_allclose(out.numpy(), expected, rtol=2e-6, atol=1e-6)
 
 
 # values near 0, where the exp/sigmoid formulas cancel, and far out, where x * x overflows: relative accuracy

@@ -254,6 +254,17 @@ def test_sparse_categorical_crossentropy(case):
   check_forward_and_grads({"x": x, "y": y}, ["x"], lambda t: t["x"].sparse_categorical_crossentropy(t["y"], **kw), th_fn)
 
 
+def test_sparse_categorical_crossentropy_all_labels_ignored_gives_zero_gradient():
+  """A batch of padding only: the loss is 0/0 (nan) as in torch, the gradient zeros as torch's, with or without
+  smoothing (the smoothing term multiplied the ignored rows by 0, and 0 * inf was nan)."""
+  for smoothing in (0.0, 0.1):
+    x = Tensor.zeros(2, 5, requires_grad=True)
+    x.sparse_categorical_crossentropy(Tensor([-1, -1]), label_smoothing=smoothing).backward()
+    xt = torch.zeros(2, 5, requires_grad=True)
+    F.cross_entropy(xt, torch.tensor([-1, -1]), ignore_index=-1, label_smoothing=smoothing).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
 def test_sparse_categorical_crossentropy_labels_shape_mismatch_raises():
   with pytest.raises(ValueError):
     Tensor(randn((6, 5), 0)).sparse_categorical_crossentropy(Tensor(labels((5,), 5, 0)))

@@ -321,6 +321,9 @@ CAT_ROWS = [
   ("stack_0d", [()] * 3, lambda ts: ts[0].stack(ts[1], ts[2]), lambda xs: torch.stack(xs, 0)),
   ("stack_0size", [(0, 2)] * 2, lambda ts: ts[0].stack(ts[1], dim=1), lambda xs: torch.stack(xs, 1)),
   ("stack_views", [(2, 3), (3, 2)], lambda ts: ts[0][:, ::-1].stack(ts[1].T), lambda xs: torch.stack([xs[0].flip(1), xs[1].T])),
+  # more pieces than one fused kernel takes: each is copied into its slot
+  ("cat_many_dim1_with_0size", [(2, i % 3, 2) for i in range(12)], lambda ts: Tensor.cat(*ts, dim=1), lambda xs: torch.cat(xs, 1)),
+  ("stack_many_views", [(3, 2)] * 11, lambda ts: Tensor.stack(*[t.T for t in ts], dim=2), lambda xs: torch.stack([x.T for x in xs], 2)),
 ]
 
 
@@ -330,7 +333,7 @@ def dtype_params(rows, sweep_ids):
           if dname == "float32" or row[0] in sweep_ids]
 
 
-@pytest.mark.parametrize("name,shapes,fn,ref,npdt", dtype_params(CAT_ROWS, ("cat_dim1_three", "stack_dim1", "cat_views")))
+@pytest.mark.parametrize("name,shapes,fn,ref,npdt", dtype_params(CAT_ROWS, ("cat_dim1_three", "stack_dim1", "cat_views", "cat_many_dim1_with_0size")))
 def test_cat_stack(name, shapes, fn, ref, npdt):
   arrays = [make(s, npdt, seed=i) for i, s in enumerate(shapes)]
   out = fn([Tensor(a) for a in arrays])
@@ -456,6 +459,21 @@ def test_bad_input_raises_and_leaves_tensor_intact(name, shape, call, exc):
     call(t)
   assert t.shape == shape
   np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_stack_of_many_rows_and_its_gradient():
+  """600 rows split off one tensor, scaled and stacked back (a Python loop over a batch): forward and gradient
+  against torch."""
+  a = make((600, 4), np.float32, seed=3)
+  x = Tensor(a, requires_grad=True)
+  out = Tensor.stack(*[row * (i + 1) for i, row in enumerate(x.split(1))]).sum(0)
+  xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+  ref = torch.stack([row * (i + 1) for i, row in enumerate(xt.split(1))]).sum(0)
+  scale = np.abs(a * np.arange(1, 601)[:, None]).sum(0).max()   # float32 sums of 600 terms round to about this
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=0, atol=1e-6 * scale)
+  (out * Tensor(a[:4])).sum().backward()
+  (ref * torch.from_numpy(a[:4]).double()).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
 
 
 def test_cat_and_stack_take_a_list_as_torch_writes_them():

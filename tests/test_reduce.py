@@ -250,6 +250,17 @@ def test_mean_dtypes(name, axis):
   check(out, np.mean(values.astype(np.float64), axis=axis), MEAN_DTYPE[name])
 
 
+@pytest.mark.parametrize("name,values", [("int32", [-2**31, 2, 5, 2**31 - 1]), ("int64", [2**40, -2**40, 7, 0]),
+                                         ("uint32", [2**32 - 1, 2**32 - 3, 4, 0]), ("int8", [-128, 127, 127, 1])])
+def test_int_mean_sums_exactly(name, values):
+  """Ints sum exactly before the division (as numpy's float64 accumulator): in float32 the extremes cancelled to 0."""
+  a = np.array(values, getattr(np, name))
+  out = Tensor(a).mean()
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.item(), a.mean(), rtol=1e-7)
+  np.testing.assert_allclose(Tensor(a.reshape(2, 2)).mean(1).numpy(), a.reshape(2, 2).mean(1), rtol=1e-7)
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_half_mean_divides_before_rounding_back(name):
   """The float32 sum of two 40000s overflows float16; the mean (and var, layernorm, avg_pool) must not."""

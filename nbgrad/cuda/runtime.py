@@ -61,6 +61,7 @@ def device_function(cpu_module, name: str, namespace: dict):
 
 bf16_to_f32 = device_function(cpu_runtime, "bf16_to_f32", globals())
 f32_to_bf16 = device_function(cpu_runtime, "f32_to_bf16", globals())
+f64_to_f32_odd = device_function(cpu_runtime, "f64_to_f32_odd", globals())
 round_f16 = device_function(cpu_runtime, "round_f16", globals())
 round_bf16 = device_function(cpu_runtime, "round_bf16", globals())
 idiv = device_function(cpu_runtime, "idiv", globals())

@@ -81,6 +81,11 @@ class LazyBuffer:
     """These values in a buffer of their own, laid out in order (a copy node)."""
     return LazyBuffer.load(LoadOps.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
 
+  def in_flat_order(self) -> LazyBuffer:
+    """These values as a node whose base buffer holds them in order, as custom kernels read their sources: itself
+    when its view reads the base in order (a reshape at most), else a contiguous copy."""
+    return self if self.base.op is not LoadOps.CONST and self.view.is_flat_order() else self.contiguous()
+
   def copy_to(self, device: str) -> LazyBuffer:
     """These values on another device (a copy node; contiguous first where the view needs it)."""
     src = self if self is self.base or self.view.is_flat_order() else self.contiguous()

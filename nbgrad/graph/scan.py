@@ -24,7 +24,6 @@ class CumulativeSum:
 
 def cumsum(x: LazyBuffer, axis: int) -> LazyBuffer:
   """The running sum of x along axis, in x's dtype."""
-  if x.base.op is LoadOps.CONST or not x.view.is_flat_order():   # the scan reads x's base buffer in flat order
-    x = x.contiguous()
+  x = x.in_flat_order()
   scan = CumulativeSum(math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
   return LazyBuffer.load(LoadOps.CUSTOM, x.shape, x.dtype, x.device, arg=scan, srcs=(x,))

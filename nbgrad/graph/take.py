@@ -40,11 +40,6 @@ class ScatterAdd:
     scatter_add(out, grad, positions, self.row)
 
 
-def _flat(x: LazyBuffer) -> LazyBuffer:
-  """x as a node whose base buffer holds x's elements in order (the custom kernels read flat buffers)."""
-  return x if x.base.op is not LoadOps.CONST and x.view.is_flat_order() else x.contiguous()
-
-
 def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int) -> LazyBuffer:
   """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0), of shape positions.shape +
   those dims. x is read in place when it is a contiguous window of its buffer (a realized tensor, a slice of its
@@ -55,7 +50,7 @@ def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int) -> LazyBuffer:
   source, offset = (x, window[1]) if in_place else (x.contiguous(), 0)
   row_shape = x.shape[len(x.shape) - row_dims:]
   return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, x.dtype, x.device, arg=Take(offset, prod(row_shape)),
-                         srcs=(source, _flat(positions)))
+                         srcs=(source, positions.in_flat_order()))
 
 
 def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int) -> LazyBuffer:
@@ -63,5 +58,5 @@ def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...],
   types add in float32."""
   wide = grad.cast(dtypes.float32) if grad.dtype.itemsize < 4 else grad
   node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(prod(shape[len(shape) - row_dims:])),
-                         srcs=(_flat(wide), _flat(positions)))
+                         srcs=(wide.in_flat_order(), positions.in_flat_order()))
   return node.cast(grad.dtype)

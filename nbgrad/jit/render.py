@@ -50,7 +50,9 @@ def in_dtype(dt: DType, text: str) -> str:
 
 def _cast(src: DType, dst: DType, a: str) -> str:
   if dst.kind == "b": return f"({a} != 0)"
-  if dst.kind == "f": return in_dtype(dst, f"np.float32({a})" if dst.itemsize == 2 else f"{compute_type(dst)}({a})")
+  if dst.kind == "f" and dst.itemsize == 2:   # through float32, rounded to odd from a wider source (one rounding)
+    return in_dtype(dst, f"f64_to_f32_odd(np.float64({a}))" if src.itemsize >= 4 and src != dtypes.float32 else f"np.float32({a})")
+  if dst.kind == "f": return f"{compute_type(dst)}({a})"
   if src.kind == "f" and dst.kind in "iu":   # NaN and out-of-range values as numpy and torch convert them
     if dst.itemsize < 4: return f"{compute_type(dst)}(float_to_i32({a}))"
     return f"float_to_{dst.kind}{dst.itemsize * 8}({a})"

@@ -79,6 +79,18 @@ def f32_to_bf16(f):
 
 
 @njit(**JIT)
+def f64_to_f32_odd(a):
+  """float64 a as float32 rounded to odd (toward zero, then the last bit set when inexact): rounding that on to a
+  16-bit float gives what rounding a there directly would. Through plain float32 it could round twice:
+  1 + 2^-11 + 2^-40 became 1.0 in float16, not 1.001."""
+  f = np.float32(a)
+  if a != a or np.float64(f) == a: return f
+  bits = reinterpret(f, types.uint32)
+  if abs(np.float64(f)) > abs(a): bits = bits - np.uint32(1)   # rounded away from zero: one step back
+  return reinterpret(bits | np.uint32(1), types.float32)
+
+
+@njit(**JIT)
 def round_f16(f): return f16_to_f32(f32_to_f16(f))
 
 
