@@ -3,13 +3,14 @@ backward from the same primitives, so backward graphs fuse and cache like forwar
 from __future__ import annotations
 import itertools
 import math
+from dataclasses import dataclass
 from nbgrad import linalg
 from nbgrad.dtype import DType
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum
 from nbgrad.graph.take import take, scatter_add
-from nbgrad.graph.concat import concatenate
+from nbgrad.graph.concat import concatenate, CAT_FUSED_MAX
 
 
 def computed_once(x: LazyBuffer) -> LazyBuffer:
@@ -378,7 +379,54 @@ class Shrink(Function):
   def forward(self, x, arg):
     self.arg = tuple((a, s - b) for (a, b), s in zip(arg, x.shape))
     return x.shrink(arg)
-  def backward(self, grad): return grad.pad(self.arg)
+  def backward(self, grad): return SliceGradient(grad, self.arg)
+
+
+@dataclass(frozen=True)
+class SliceGradient:
+  """The gradient of a slice: grad padded with zeros by padding (per dim, before and after). Kept apart until the
+  input's gradient contributions are summed (summed_gradient), so that many slices can be joined, not added."""
+  grad: LazyBuffer
+  padding: tuple
+
+  def padded(self) -> LazyBuffer: return self.grad.pad(self.padding)
+
+
+def summed_gradient(parts: list, shape: tuple) -> LazyBuffer:
+  """The sum of a tensor's gradient contributions (LazyBuffers and SliceGradients). The gradients of more slices
+  than one fused kernel takes that cover disjoint ranges of one dim (x[:, t] for every step t of an RNN) are
+  joined by one concatenation: added as padded tensors, every element tested every slice, and 600 slices took
+  seconds to compile and one pass over the input per 32 slices to run."""
+  slices = [p for p in parts if isinstance(p, SliceGradient)]
+  if len(slices) > CAT_FUSED_MAX and (joined := _joined(slices, shape)) is not None:
+    parts = [p for p in parts if not isinstance(p, SliceGradient)] + [joined]
+  lazies = [p.padded() if isinstance(p, SliceGradient) else p for p in parts]
+  total = lazies[0]
+  for lazy in lazies[1:]: total = total.alu(BinaryOps.ADD, lazy)
+  return total
+
+
+def _joined(slices: list[SliceGradient], shape: tuple):
+  """The slices' gradients laid side by side along their one padded dim, zeros between (gradients of the same slice
+  added first); None when they pad several dims or overlap in part."""
+  dims = {d for s in slices for d, (before, after) in enumerate(s.padding) if before or after}
+  if len(dims) != 1: return None
+  dim = dims.pop()
+  ranges: dict = {}
+  for s in slices:
+    start = s.padding[dim][0]
+    key = (start, start + s.grad.shape[dim])
+    ranges[key] = s.grad if key not in ranges else ranges[key].alu(BinaryOps.ADD, s.grad)
+  first = slices[0].grad
+  def zeros(size): return LazyBuffer.full(0, shape[:dim] + (size,) + shape[dim + 1:], first.dtype, first.device)
+  pieces, at = [], 0
+  for (start, end), grad in sorted(ranges.items()):
+    if start < at: return None
+    if start > at: pieces.append(zeros(start - at))
+    pieces.append(grad)
+    at = end
+  if at < shape[dim]: pieces.append(zeros(shape[dim] - at))
+  return concatenate(pieces, dim)
 
 
 class Flip(Function):

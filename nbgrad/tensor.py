@@ -13,6 +13,7 @@ from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
+from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, eager_enabled
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
@@ -20,9 +21,6 @@ from nbgrad.linalg import BLAS_DTYPES
 from nbgrad.random.draw import GeneratorState, RandomDraw
 
 Scalar = Union[bool, int, float]
-# cat of up to this many tensors is one fused kernel (a sum of padded pieces, fused with their producers); more are
-# copied into their slots (graph/concat.py): stacking 600 rows as padded pieces took 55 s to compile, copies 1 ms
-CAT_FUSED_MAX = 8
 
 
 # ---- argument checking shared by many ops
@@ -448,16 +446,20 @@ class Tensor:
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
     self.grad = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
+    contributions: dict[int, list] = {}   # each node's gradient parts, summed when its turn comes (after all its users)
     for node in reversed(nodes):
+      if (parts := contributions.pop(id(node), None)) is not None:
+        total = Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False)
+        node.grad = total if node.grad is None else node.grad + total
       if node._ctx is None or node.grad is None: continue
       node._ctx.check_inputs_unwritten()
       grads = node._ctx.backward(node.grad.lazydata)
       grads = grads if isinstance(grads, tuple) else (grads,)
       for parent, grad in zip(node._ctx.parents, grads):
         if grad is None or not parent.requires_grad: continue
-        if grad.shape != parent.shape: raise RuntimeError(f"internal: grad shape {grad.shape} for {parent.shape}")
-        grad_tensor = Tensor(grad, device=self.device, requires_grad=False)
-        parent.grad = grad_tensor if parent.grad is None else (parent.grad + grad_tensor)
+        if not isinstance(grad, F.SliceGradient) and grad.shape != parent.shape:
+          raise RuntimeError(f"internal: grad shape {grad.shape} for {parent.shape}")
+        contributions.setdefault(id(parent), []).append(grad)
       node._ctx = F.RELEASED   # the graph is freed as it is used, as in PyTorch
     return self
 

@@ -515,7 +515,22 @@ MOVEMENT = [
   ("split_sizes", lambda t: t.split([1, 3], dim=1), None, one_input(SHAPE)),
   ("split_int", lambda t: t.split(2), None, one_input((5, 6))),
   ("chunk", lambda t: t.chunk(3, dim=1), None, one_input((5, 6))),
+  # more slices than one fused kernel takes: their gradients are joined along the sliced dim (zeros between)
+  ("many_column_slices_with_gaps", lambda t: t[:, 1:20:2].unsqueeze(0).split(1, dim=2), None, one_input((3, 24))),
+  ("rnn_steps", lambda x, w: _rnn(x, w, lambda h: h.tanh()), lambda x, w: _rnn(x, w, torch.tanh),
+   [((2, 12, 3), NORMAL), ((3, 3), U(-0.5, 0.5))]),
+  # overlapping windows and slices across two dims are added as padded tensors
+  ("many_overlapping_windows", lambda t: tuple(t[i:i + 3] for i in range(10)), None, one_input((12, 2))),
+  ("many_slices_in_two_dims", lambda t: tuple(t[i, 1:3] for i in range(10)), None, one_input((10, 4))),
+  ("many_repeated_slices", lambda t: tuple(t[2:4] * i for i in range(10)), None, one_input((6, 2))),
 ]
+
+
+def _rnn(x, w, tanh):
+  """A recurrence over x's dim 1, slice by slice, as an RNN's Python loop over time steps."""
+  h = x[:, 0] * 0
+  for t in range(x.shape[1]): h = tanh(x[:, t] + h @ w)
+  return h
 
 
 @pytest.mark.parametrize("fn,ref,inputs", rows(MOVEMENT))
