@@ -4,6 +4,7 @@ import os
 import sys
 import time
 import weakref
+from typing import Optional
 import numpy as np
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
@@ -14,10 +15,19 @@ from nbgrad.jit import run_kernel
 from nbgrad import cuda as cuda_device
 
 
+class DeviceName(str):
+  """A canonical device name, as Device[name] gives it: a string that can also wait for its device
+  (Device[Device.DEFAULT].synchronize(), as tinygrad programs time their kernels)."""
+  def synchronize(self): backend(str(self)).synchronize()
+
+
 class _DeviceRegistry:
   """Device names: "CPU", and "CUDA" (= "CUDA:0"), "CUDA:1", ... for NVIDIA GPUs."""
+  def __init__(self): self._default: Optional[str] = None
+
   @property
   def DEFAULT(self) -> str:
+    if self._default is not None: return self._default
     if os.getenv("DEVICE"): return self.canonicalize(os.environ["DEVICE"])
     if getenv("CPU", 0): return "CPU"
     if getenv("CUDA", 0) or cuda_device.gpu_visible(): return self.canonicalize("CUDA")
@@ -38,7 +48,11 @@ class _DeviceRegistry:
       raise RuntimeError(f"device {name!r} does not exist; the CUDA devices are {', '.join(cuda_name(i) for i in range(count))}")
     return cuda_name(index)
 
-  def __getitem__(self, name): return self.canonicalize(name)
+  @DEFAULT.setter
+  def DEFAULT(self, name: str):   # Device.DEFAULT = "CPU", as tinygrad allows: the device of tensors made after it
+    self._default = self.canonicalize(name)
+
+  def __getitem__(self, name) -> DeviceName: return DeviceName(self.canonicalize(name))
 
   def synchronize(self, name=None):
     """Waits until every kernel launched on the device has finished (GPU launches return at once)."""

@@ -20,6 +20,13 @@ class DType:
     """The numpy scalar type values of this type come out as (bfloat16 comes out as float32), e.g. np.float32."""
     return np.float32 if self.name == "bfloat16" else np.dtype(self.storage).type
 
+  @property
+  def fmt(self):
+    """The struct / memoryview format character (None for bfloat16, which has none), as tinygrad's DType.fmt."""
+    return None if self.name == "bfloat16" else np.dtype(self.storage).char
+  count = 1   # a scalar type (tinygrad's vector dtypes have count > 1)
+  def scalar(self) -> DType: return self
+
   def __repr__(self): return f"dtypes.{self.name}"
   def __lt__(self, other: DType): return self.priority < other.priority
   # kept: kernel and graph keys hash a dtype per node (a frozen dataclass would hash its five fields each time)
@@ -64,7 +71,17 @@ class dtypes:
     return DTYPES_BY_NAME[name]
 
   @staticmethod
-  def fields() -> dict[str, DType]: return dict(DTYPES_BY_NAME)
+  def fields() -> dict[str, DType]: return {**DTYPES_BY_NAME, **_ALIASES}   # with the aliases, as tinygrad's
+
+  @staticmethod
+  def from_py(x) -> DType:
+    """The dtype of a Python scalar: default_float for a float, bool for a bool, default_int otherwise."""
+    return dtypes.default_float if isinstance(x, float) else dtypes.bool if isinstance(x, bool) else dtypes.default_int
+
+  @staticmethod
+  def as_const(value, dt: DType):
+    """value as the Python scalar type of dt (int, float or bool)."""
+    return int(value) if dtypes.is_int(dt) else float(value) if dtypes.is_float(dt) else bool(value)
 
   @staticmethod
   def min(dt: DType): return dtype_limits(dt)[0]

@@ -46,7 +46,7 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def shape_arg(shape, *rest) -> tuple[int, ...]:
   """Accepts f(2, 3) and f((2, 3)), not a mix of the two; rejects negative sizes."""
-  if isinstance(shape, (tuple, list)):
+  if isinstance(shape, (tuple, list, np.ndarray)):
     if rest: raise ShapeMismatch(f"a shape is ints or one tuple, not both: got {(shape,) + tuple(rest)}")
     dims = tuple(shape)
   else: dims = (shape,) + tuple(rest)
@@ -95,6 +95,7 @@ def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tens
 
 
 def scalar_dtype(value) -> DType:
+  if isinstance(value, np.generic): value = value.item()   # np.int64(3) is an int here, not a float
   if isinstance(value, bool): return dtypes.bool
   if isinstance(value, int): return dtypes.default_int
   return dtypes.default_float
@@ -102,6 +103,7 @@ def scalar_dtype(value) -> DType:
 
 def filled_dtype(value) -> DType:
   """The dtype of a tensor made of a Python scalar: API.md's defaults, an int widened as in a list."""
+  if isinstance(value, np.generic): value = value.item()
   if isinstance(value, int) and not isinstance(value, bool): return int_dtype_holding(value, value)
   return scalar_dtype(value)
 
@@ -154,12 +156,17 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
 _UFUNC_OPS = {
   np.negative: "neg", np.exp: "exp", np.exp2: "exp2", np.log: "log", np.log2: "log2", np.sqrt: "sqrt", np.sin: "sin",
   np.cos: "cos", np.tan: "tan", np.tanh: "tanh", np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
-  np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal",
+  np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal", np.sinh: "sinh", np.cosh: "cosh", np.arcsinh: "asinh",
+  np.arccosh: "acosh", np.arctanh: "atanh", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
+  np.positive: "__pos__",
   np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"), np.multiply: ("__mul__", "__rmul__"),
   np.true_divide: ("__truediv__", "__rtruediv__"), np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
   np.maximum: ("maximum", "maximum"), np.minimum: ("minimum", "minimum"),
   np.less: ("__lt__", "__gt__"), np.less_equal: ("__le__", "__ge__"), np.greater: ("__gt__", "__lt__"),
   np.greater_equal: ("__ge__", "__le__"), np.equal: ("__eq__", "__eq__"), np.not_equal: ("__ne__", "__ne__"),
+  np.floor_divide: ("__floordiv__", "__rfloordiv__"), np.remainder: ("__mod__", "__rmod__"),
+  np.bitwise_and: ("__and__", "__rand__"), np.bitwise_or: ("__or__", "__ror__"), np.bitwise_xor: ("__xor__", "__rxor__"),
+  np.left_shift: ("__lshift__", "__rlshift__"), np.right_shift: ("__rshift__", "__rrshift__"),
 }
 
 
@@ -168,9 +175,10 @@ def _leading_tensor(first, others: tuple, name: str) -> tuple:
   if isinstance(first, (list, tuple)):
     if not first: raise ValueError(f"{name} needs at least one tensor")
     first, others = first[0], tuple(first[1:]) + others
-  for t in (first,) + others:
-    if not isinstance(t, Tensor): raise TypeError(f"{name} takes tensors, got {type(t).__name__}")
-  return first, others
+  leading = next((t for t in (first,) + others if isinstance(t, Tensor)), None)
+  if leading is None: raise TypeError(f"{name} takes tensors, got {type(first).__name__}")
+  first, *rest = [leading._operand(t, f"{name} operand") for t in (first,) + others]   # numpy arrays as tensors
+  return first, tuple(rest)
 
 
 def _numpy_reduction(fn):
@@ -230,6 +238,8 @@ class Tensor:
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """numpy on tensors: a ufunc nbgrad has (np.exp(t), np.float32(2) * t, array + t) is the Tensor's own op and
     keeps the graph; any other ufunc, ufunc method or an out= array runs in numpy on the values."""
+    if any(isinstance(o, Tensor) for o in kwargs.get("out", ())):   # numpy would call back here without end
+      raise TypeError(f"np.{ufunc.__name__}(..., out=tensor) is not supported: assign the result instead (t.assign(...) or t[...] = ...)")
     op = _UFUNC_OPS.get(ufunc) if method == "__call__" and not kwargs else None
     if op is not None and len(inputs) == 1: return getattr(inputs[0], op)()
     if op is not None:
@@ -247,7 +257,8 @@ class Tensor:
       lazy = data.cast(dtype)
     elif data is None:
       lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
-    elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
+    elif isinstance(data, (bool, int, float)) and (isinstance(data, float) or not isinstance(data, np.generic)):
+      data = float(data) if isinstance(data, float) else data   # np.float64 is a Python float: float32, as in tinygrad
       lazy = LazyBuffer.full(data, (), dtype or filled_dtype(data), device)
     elif isinstance(data, (list, tuple)):
       array = _list_to_array(data, dtype)   # floats as dtypes.default_float (bfloat16 arrives as float32)
@@ -287,9 +298,7 @@ class Tensor:
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
   def size(self, dim: Optional[int] = None): return self.shape if dim is None else self.shape[resolve_axis(dim, self.ndim)]
 
-  def __len__(self):
-    if not self.shape: raise TypeError("len() of a 0-d tensor")
-    return self.shape[0]
+  def __len__(self): return self.shape[0] if self.shape else 1   # tinygrad's: a 0-d tensor has length 1
 
   def __iter__(self):
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
@@ -317,11 +326,11 @@ class Tensor:
     return f"{prefix}{values}{shape}, dtype={self.dtype}, device={self.device!r}{grad})"
 
   # ---- realizing and reading data
-  def schedule(self, *others: Tensor) -> list:
+  def schedule(self, *others: Tensor, seen=None) -> list:   # seen: tinygrad's parameter, unused here
     """The kernels a realize would run, in order. Runs nothing and changes nothing."""
     return create_schedule([t.lazydata for t in (self,) + others])
 
-  def realize(self, *others: Tensor) -> Tensor:
+  def realize(self, *others: Tensor, do_update_stats=True) -> Tensor:   # counters are always updated
     realize_nodes([t.lazydata for t in (self,) + others])
     return self
 
@@ -397,6 +406,9 @@ class Tensor:
     device = Device.canonicalize(device)
     if device == self.device: return self
     return F.Copy.apply(self, device=device)
+
+  def cpu(self) -> Tensor: return self.to("CPU")
+  def cuda(self) -> Tensor: return self.to("CUDA")
 
   def to_(self, device: Optional[str]) -> Tensor:
     moved = self.to(device)
@@ -474,6 +486,7 @@ class Tensor:
   def full(shape, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
     shape = shape_arg(shape)
     if not isinstance(fill_value, (bool, int, float, np.generic)): raise TypeError(f"fill value must be a number, got {fill_value!r}")
+    if isinstance(fill_value, np.generic): fill_value = fill_value.item()
     dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
@@ -618,14 +631,14 @@ class Tensor:
     keep = Tensor.rand(*self.shape, device=self.device) >= p
     return self * keep * (1 / (1 - p)) if p < 1 else self * 0
 
-  def full_like(self, fill_value: Scalar, dtype=None, **kwargs) -> Tensor:
-    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device, **kwargs)
+  def full_like(self, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
 
   # ---- movement (views: no data moves)
   def reshape(self, shape, *args) -> Tensor:
-    shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
+    shape = tuple(shape) + args if isinstance(shape, (tuple, list, np.ndarray)) else (shape,) + args
     new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
     if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
     if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
@@ -652,7 +665,7 @@ class Tensor:
     return x if new == x.shape else F.Expand.apply(x, shape=new)
 
   def permute(self, order, *args) -> Tensor:
-    order = tuple(order) + args if isinstance(order, (tuple, list)) else (order,) + args
+    order = tuple(order) + args if isinstance(order, (tuple, list, np.ndarray)) else (order,) + args
     resolved = tuple(resolve_axis(o, self.ndim) for o in order)
     if sorted(resolved) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of {self.ndim} dims")
     return self if resolved == tuple(range(self.ndim)) else F.Permute.apply(self, order=resolved)
@@ -768,11 +781,11 @@ class Tensor:
       start += s
     return tuple(out)
 
-  def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+  def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:   # a list, as tinygrad's (split gives a tuple)
     if chunks <= 0: raise ValueError(f"chunk count must be positive, got {chunks}")
     dim = resolve_axis(dim, self.ndim)
-    if self.shape[dim] == 0: return self.split([0] * chunks, dim)
-    return self.split(math.ceil(self.shape[dim] / chunks), dim)
+    if self.shape[dim] == 0: return list(self.split([0] * chunks, dim))
+    return list(self.split(math.ceil(self.shape[dim] / chunks), dim))
 
   def __getitem__(self, indices) -> Tensor: return basic_index(self, indices)
 
@@ -1140,6 +1153,14 @@ class Tensor:
     return self.logical_not() if self.dtype == dtypes.bool else self.xor(-1 if not dtypes.is_unsigned(self.dtype) else
                                                                         dtypes.max(self.dtype))
   def __abs__(self) -> Tensor: return self.abs()
+  def __pos__(self) -> Tensor: return self
+  def __round__(self, ndigits=None) -> Tensor:
+    if ndigits is not None: raise TypeError("round(tensor, ndigits) is not supported; round(tensor) rounds half to even")
+    return self.round()
+  def __index__(self) -> int:   # a one-element int tensor as a list index or range bound, as in torch
+    if dtypes.is_float(self.dtype) or self.numel() != 1: raise TypeError(f"only one-element integer tensors can be an index, got {self.dtype} {self.shape}")
+    return int(self.item())
+  def __contains__(self, value) -> bool: return (self == value).sum().item() > 0   # `3 in t`, as in torch
   def __add__(self, x) -> Tensor: return self.add(x)
   def __radd__(self, x) -> Tensor: return self.add(x, True)
   def __sub__(self, x) -> Tensor: return self.sub(x)
@@ -1164,17 +1185,35 @@ class Tensor:
   def __ror__(self, x) -> Tensor: return self.bitwise_or(x, True)
   def __lshift__(self, x) -> Tensor: return self.lshift(x)
   def __rshift__(self, x) -> Tensor: return self.rshift(x)
-  def __iadd__(self, x) -> Tensor: return self.assign(self.add(x))
-  def __isub__(self, x) -> Tensor: return self.assign(self.sub(x))
-  def __imul__(self, x) -> Tensor: return self.assign(self.mul(x))
-  def __itruediv__(self, x) -> Tensor: return self.assign(self.div(x))
-  def __ipow__(self, x) -> Tensor: return self.assign(self.pow(x))
-  def __imatmul__(self, x) -> Tensor: return self.assign(self.matmul(x))
-  def __ixor__(self, x) -> Tensor: return self.assign(self.xor(x))
-  def __iand__(self, x) -> Tensor: return self.assign(self.bitwise_and(x))
-  def __ior__(self, x) -> Tensor: return self.assign(self.bitwise_or(x))
-  def __ilshift__(self, x) -> Tensor: return self.assign(self.lshift(x))
-  def __irshift__(self, x) -> Tensor: return self.assign(self.rshift(x))
+  def __rlshift__(self, x) -> Tensor: return self._const_like(x).lshift(self) if not isinstance(x, Tensor) else x.lshift(self)
+  def __rrshift__(self, x) -> Tensor: return self._const_like(x).rshift(self) if not isinstance(x, Tensor) else x.rshift(self)
+  def __iadd__(self, x) -> Tensor: return self._in_place(self.add(x))
+  def __isub__(self, x) -> Tensor: return self._in_place(self.sub(x))
+  def __imul__(self, x) -> Tensor: return self._in_place(self.mul(x))
+  def __itruediv__(self, x) -> Tensor: return self._in_place(self.div(x))
+  def __ipow__(self, x) -> Tensor: return self._in_place(self.pow(x))
+  def __imatmul__(self, x) -> Tensor: return self._in_place(self.matmul(x))
+  def __ixor__(self, x) -> Tensor: return self._in_place(self.xor(x))
+  def __iand__(self, x) -> Tensor: return self._in_place(self.bitwise_and(x))
+  def __ior__(self, x) -> Tensor: return self._in_place(self.bitwise_or(x))
+  def __ilshift__(self, x) -> Tensor: return self._in_place(self.lshift(x))
+  def __irshift__(self, x) -> Tensor: return self._in_place(self.rshift(x))
+  def __ifloordiv__(self, x) -> Tensor: return self._in_place(self.floordiv(x))
+  def __imod__(self, x) -> Tensor: return self._in_place(self.mod(x))
+
+  def _in_place(self, result: Tensor) -> Tensor:
+    """self op= x: the result stored in self, in self's dtype (float32 += a float64 array stays float32, as in torch and
+    numpy); a float result cannot go into an int tensor, nor a non-bool into a bool one. A result that is part of a
+    gradient graph raises, as in tinygrad (torch raises for a leaf): the graph would go on reading self as it was,
+    and the gradients came out wrong. Under Tensor.no_grad (an optimizer's w -= lr * w.grad) no graph is made."""
+    if result._ctx is not None:
+      raise RuntimeError(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
+                         "(or detach(), or run it under Tensor.no_grad / Tensor.inference_mode())")
+    if result.dtype != self.dtype:
+      if (dtypes.is_float(result.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool):
+        raise TypeError(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
+      result = result.cast(self.dtype)
+    return self.assign(result)
 
   # ---- reductions
   def _reduce_axes(self, axis) -> tuple[int, ...]:
@@ -1523,9 +1562,9 @@ class Tensor:
     out = self * weight if weight.ndim == 1 else self.dot(weight)
     return out if bias is None else out + bias
 
-  def sequential(self, layers) -> Tensor:
+  def sequential(self, ll) -> Tensor:
     out = self
-    for layer in layers: out = layer(out)
+    for layer in ll: out = layer(out)
     return out
 
   @_in_float32

@@ -514,7 +514,7 @@ MOVEMENT = [
   ("stack", lambda a, b: a.stack(b), lambda a, b: torch.stack([a, b]), [(SHAPE, NORMAL), (SHAPE, NORMAL)]),
   ("split_sizes", lambda t: t.split([1, 3], dim=1), None, one_input(SHAPE)),
   ("split_int", lambda t: t.split(2), None, one_input((5, 6))),
-  ("chunk", lambda t: t.chunk(3, dim=1), None, one_input((5, 6))),
+  ("chunk", lambda t: tuple(t.chunk(3, dim=1)), None, one_input((5, 6))),
   # more slices than one fused kernel takes: their gradients are joined along the sliced dim (zeros between)
   ("many_column_slices_with_gaps", lambda t: t[:, 1:20:2].unsqueeze(0).split(1, dim=2), None, one_input((3, 24))),
   ("rnn_steps", lambda x, w: _rnn(x, w, lambda h: h.tanh()), lambda x, w: _rnn(x, w, torch.tanh),

@@ -480,8 +480,11 @@ def test_cat_and_stack_take_a_list_as_torch_writes_them():
   a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((1, 3), np.float32)
   np.testing.assert_array_equal(Tensor.cat([Tensor(a), Tensor(b)]).numpy(), np.concatenate([a, b]))
   np.testing.assert_array_equal(Tensor.stack((Tensor(a), Tensor(a)), dim=1).numpy(), np.stack([a, a], axis=1))
-  with pytest.raises(TypeError, match="cat takes tensors"):
-    Tensor.cat([Tensor(a), b])
+  # numpy arrays among them become tensors, as other ops take arrays; anything else is refused
+  np.testing.assert_array_equal(Tensor.cat([Tensor(a), b]).numpy(), np.concatenate([a, b]))
+  np.testing.assert_array_equal(Tensor.stack([a, Tensor(a)]).numpy(), np.stack([a, a]))
+  with pytest.raises(TypeError, match="cat operand"):
+    Tensor.cat([Tensor(a), [1.0, 2.0, 3.0]])
 
 
 def test_axis_0_of_a_0d_tensor_as_torch():

@@ -1,0 +1,156 @@
+"""What numpy, torch and tinygrad users reach for besides the ops: numpy ufuncs and scalars, Python operators and
+protocols, in-place operators, and tinygrad 0.9.0's smaller API surface (Device, dtypes, keyword names).
+References: numpy, torch (CPU), and tinygrad 0.9.0's documented behavior where it differs."""
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, Device, dtypes
+
+A = np.array([[1.5, -2.0, 0.25], [3.0, 0.5, -1.0]], np.float32)
+INTS = np.array([[7, -5, 3], [6, 9, -8]], np.int32)   # no zeros: dividing by 0 is left to each library
+
+
+# ---- numpy ufuncs: the ones nbgrad has run as tensor ops (and keep the gradient), on either side
+UNARY_UFUNCS = [np.sinh, np.cosh, np.arcsinh, np.rint, np.positive, np.negative, np.exp]
+BINARY_INT_UFUNCS = [np.floor_divide, np.remainder, np.bitwise_and, np.bitwise_or, np.bitwise_xor]
+
+
+@pytest.mark.parametrize("ufunc", UNARY_UFUNCS, ids=lambda u: u.__name__)
+def test_unary_ufunc_is_the_tensor_op_with_its_gradient(ufunc):
+  x = Tensor(A, requires_grad=True)
+  out = ufunc(x)
+  assert isinstance(out, Tensor)
+  np.testing.assert_allclose(out.numpy(), ufunc(A), rtol=1e-6)
+  xt = torch.tensor(A, dtype=torch.float64, requires_grad=True)
+  reference = {np.sinh: torch.sinh, np.cosh: torch.cosh, np.arcsinh: torch.asinh, np.rint: torch.round,
+               np.positive: lambda t: +t, np.negative: torch.neg, np.exp: torch.exp}[ufunc]
+  (out * Tensor(A)).sum().backward()
+  (reference(xt) * torch.from_numpy(A)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("ufunc", BINARY_INT_UFUNCS, ids=lambda u: u.__name__)
+def test_binary_int_ufunc_with_an_array_on_either_side(ufunc):
+  other = np.array([3, 2, -4], np.int32)
+  for out, expected in [(ufunc(Tensor(INTS), other), ufunc(INTS, other)), (ufunc(other, Tensor(INTS)), ufunc(other, INTS))]:
+    assert isinstance(out, Tensor)
+    np.testing.assert_array_equal(out.numpy(), expected)
+  assert isinstance(INTS % Tensor(other), Tensor) and isinstance(np.int64(7) % Tensor(other), Tensor)
+
+
+def test_ufunc_into_a_tensor_out_raises_a_type_error():
+  """numpy would call the tensor back without end (the interpreter crashed)."""
+  with pytest.raises(TypeError, match="out="):
+    np.add(A, 1, out=Tensor(A))
+
+
+# ---- numpy scalars
+def test_numpy_integer_scalars_stay_integers():
+  big = np.int64(2**24 + 1)   # not exact in float32
+  assert Tensor.full((2,), big).dtype == dtypes.int32 and Tensor.full((2,), big).tolist() == [2**24 + 1] * 2
+  chosen = Tensor([True, False]).where(big, 0)
+  assert chosen.dtype == dtypes.int32 and chosen.tolist() == [2**24 + 1, 0]
+
+
+def test_a_numpy_float64_scalar_is_a_python_float_as_in_tinygrad():
+  assert Tensor(np.float64(0.5)).dtype == dtypes.float32
+  assert (Tensor([1.0, 2.0]) * Tensor(np.sqrt(2.0))).dtype == dtypes.float32
+  assert Tensor(np.float32(0.5)).dtype == dtypes.float32 and Tensor(np.int64(3)).dtype == dtypes.int64
+
+
+# ---- Python operators and protocols
+def test_operators_numpy_and_torch_have():
+  t, tt = Tensor(INTS), torch.from_numpy(INTS)
+  np.testing.assert_array_equal((1 << Tensor([1, 2, 3])).numpy(), 1 << np.array([1, 2, 3]))
+  np.testing.assert_array_equal((64 >> Tensor([1, 2, 3])).numpy(), 64 >> np.array([1, 2, 3]))
+  np.testing.assert_array_equal((+t).numpy(), INTS)
+  np.testing.assert_array_equal(round(Tensor([0.5, 1.5, 2.5, -0.5])).numpy(), np.round([0.5, 1.5, 2.5, -0.5]))
+  assert (9 in t) == (9 in tt) and (4 in t) == (4 in tt)
+  assert [10, 20, 30][Tensor(2)] == 30 and list(range(Tensor([3])))[-1] == 2
+  with pytest.raises(TypeError):
+    [10, 20][Tensor(1.0)]
+
+
+def test_len_of_a_0d_tensor_is_1_as_in_tinygrad():
+  assert len(Tensor(3.0)) == 1 and len(Tensor([[1, 2]])) == 1
+
+
+# ---- in-place operators
+def test_in_place_ops_keep_the_left_dtype():
+  t = Tensor(A.copy())
+  t += np.array([1.0, 2.0, 3.0])   # float64 array into float32, as torch and numpy do
+  assert t.dtype == dtypes.float32
+  np.testing.assert_allclose(t.numpy(), A + np.array([1.0, 2.0, 3.0], np.float32))
+  u = Tensor([250, 3], dtype=dtypes.uint8)
+  u += Tensor([10])                 # int32 into uint8: wraps, as torch
+  assert u.dtype == dtypes.uint8 and u.tolist() == (torch.tensor([250, 3], dtype=torch.uint8) + 10).tolist()
+  with pytest.raises(TypeError, match="cannot be stored"):
+    i = Tensor([1, 2])
+    i /= 2
+
+
+def test_floor_division_and_modulo_in_place_write_through_a_view():
+  x = Tensor(INTS.copy()).realize()
+  row = x[1]
+  row //= 4
+  x[0] %= 4
+  expected = INTS.copy()
+  expected[1] //= 4
+  expected[0] %= 4
+  np.testing.assert_array_equal(x.numpy(), expected)
+
+
+def test_in_place_op_in_a_gradient_graph_raises_and_leaves_the_tensor():
+  """y += x with y in a graph made x's gradient wrong (2 where torch gives 3): it raises, as tinygrad's assert does."""
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  y = x * 2
+  with pytest.raises(RuntimeError, match="x = x \\+ y"):
+    y += x
+  np.testing.assert_array_equal(y.numpy(), [2.0, 4.0])
+  with pytest.raises(RuntimeError):
+    x -= 1
+  Tensor.no_grad = True   # an optimizer's update: no graph is made, the leaf takes the new values
+  try:
+    x -= 1
+  finally:
+    Tensor.no_grad = False
+  np.testing.assert_array_equal(x.numpy(), [0.0, 1.0])
+
+
+# ---- tinygrad 0.9.0's surface
+def test_device_handle_default_and_shortcuts():
+  name = Device[Device.DEFAULT]
+  assert name == "CPU" and isinstance(name, str)
+  name.synchronize()
+  previous = Device.DEFAULT
+  try:
+    Device.DEFAULT = "cpu"
+    assert Device.DEFAULT == "CPU" and Tensor([1]).device == "CPU"
+  finally:
+    Device._default = None
+  assert Device.DEFAULT == previous
+  assert Tensor([1.0]).cpu().device == "CPU"
+
+
+def test_like_constructors_take_a_device_and_dtype():
+  t = Tensor(A)
+  for made in (t.zeros_like(device="CPU"), t.ones_like(device="CPU", dtype=dtypes.int8), t.full_like(2, device="CPU")):
+    assert made.shape == A.shape and made.device == "CPU"
+  assert t.ones_like(device="CPU", dtype=dtypes.int8).dtype == dtypes.int8
+
+
+def test_tinygrad_keyword_names_and_return_types():
+  t = Tensor(A)
+  assert isinstance(t.chunk(2, dim=1), list) and isinstance(t.split(1), tuple)
+  np.testing.assert_allclose(t.sequential(ll=[lambda x: x * 2, lambda x: x + 1]).numpy(), A * 2 + 1)
+  assert t.realize(do_update_stats=False) is t and isinstance(t.schedule(seen=None), list)
+
+
+def test_dtypes_surface():
+  assert dtypes.from_py(1.0) == dtypes.default_float and dtypes.from_py(True) == dtypes.bool and dtypes.from_py(3) == dtypes.default_int
+  assert dtypes.as_const(2.7, dtypes.int32) == 2 and dtypes.as_const(1, dtypes.float32) == 1.0 and dtypes.as_const(2, dtypes.bool) is True
+  assert dtypes.fields()["half"] == dtypes.float16 and dtypes.fields()["float32"] == dtypes.float32
+  assert dtypes.float32.fmt == "f" and dtypes.int64.fmt == np.dtype(np.int64).char and dtypes.bfloat16.fmt is None
+  assert dtypes.float16.count == 1 and dtypes.float16.scalar() == dtypes.float16
+  assert Tensor([1, 2]).data().format == dtypes.int32.fmt
