@@ -20,6 +20,10 @@ def computed_once(x: LazyBuffer) -> LazyBuffer:
 
 
 class Function:
+  # a view's result reads its input's elements in place (reshape, permute, shrink, flip): it remembers that input,
+  # so that a write into it reaches the input as in numpy (indexing.writable_window)
+  is_view = False
+
   def __init__(self, device: str, *tensors):
     self.device = device
     self.needs_input_grad = [t.requires_grad for t in tensors]
@@ -40,6 +44,7 @@ class Function:
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
       ctx.input_writes = [(t.lazydata.base, t.lazydata.base.writes) for t in tensors]
+    if cls.is_view: out._view_of = (tensors[0], cls, kwargs)
     return out._after_op()
 
   def check_inputs_unwritten(self):
@@ -345,6 +350,7 @@ class Tiles(Function):
 
 # ---- movement
 class Reshape(Function):
+  is_view = True
   def forward(self, x, shape):
     self.input_shape = x.shape
     return x.reshape(shape)
@@ -359,6 +365,7 @@ class Expand(Function):
 
 
 class Permute(Function):
+  is_view = True
   def forward(self, x, order):
     self.order = order
     return x.permute(order)
@@ -376,6 +383,7 @@ class Pad(Function):
 
 
 class Shrink(Function):
+  is_view = True
   def forward(self, x, arg):
     self.arg = tuple((a, s - b) for (a, b), s in zip(arg, x.shape))
     return x.shrink(arg)
@@ -430,6 +438,7 @@ def _joined(slices: list[SliceGradient], shape: tuple):
 
 
 class Flip(Function):
+  is_view = True
   def forward(self, x, axes):
     self.axes = axes
     return x.flip(axes)

@@ -169,6 +169,27 @@ def is_window_of_a_buffer(tensor) -> bool:
   return lazy is not lazy.base and _strided_window(lazy) is not None
 
 
+def writable_window(tensor):
+  """The window of a realized buffer that a write into tensor goes to, its pending readers computed first. A view of
+  another tensor (x[0], x.T, x[0][1]) writes into that tensor's buffer, as in numpy, even when the tensor was lazy
+  (Tensor.zeros(2, 2)[0][1] = 9): the tensor is computed into a buffer and the view taken again. Any other tensor,
+  or a view whose source has been given other values since, gets a buffer of its own."""
+  if (window := _strided_window(tensor.lazydata)) is None:
+    source, view, arguments = tensor._view_of or (None, None, None)
+    if source is not None and not source.requires_grad and _same_view(view.apply(source, **arguments), tensor) and \
+       writable_window(source) is not None:
+      tensor.lazydata = view.apply(source, **arguments).lazydata
+    else: tensor.replace(tensor.contiguous().realize())
+  if (pending := tensor.lazydata.base.pending_readers()):
+    from nbgrad.device import realize
+    realize(pending)
+  return _strided_window(tensor.lazydata)
+
+
+def _same_view(derived, tensor) -> bool:
+  return derived.lazydata.base is tensor.lazydata.base and derived.lazydata.view == tensor.lazydata.view
+
+
 def set_basic_index(tensor, indices, value):
   """t[indices] = value for basic indices. A tensor reading a realized buffer through a strided window (x[1:],
   x.T) writes through to that buffer, as in numpy and torch; any other first gets a contiguous buffer of its own."""
@@ -177,7 +198,6 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
-  from nbgrad.device import realize
   if tensor.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
@@ -192,10 +212,7 @@ def set_basic_index(tensor, indices, value):
   if extra > 0 and all(s == 1 for s in value.shape[:extra]): value = value.reshape(value.shape[extra:])   # as numpy and torch
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
-  if (pending := tensor.lazydata.base.pending_readers()): realize(pending)
-  if (window := _strided_window(tensor.lazydata)) is None:
-    tensor.replace(tensor.contiguous().realize())
-    window = _strided_window(tensor.lazydata)
+  window = writable_window(tensor)
   base, device = tensor.lazydata.base, backend(tensor.device)
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
   strided_view(flat, *window, writeable=True)[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values

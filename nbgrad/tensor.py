@@ -233,7 +233,7 @@ class Tensor:
   no_grad: bool = False
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
-  __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
+  __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "_view_of", "__weakref__")
 
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """numpy on tensors: a ufunc nbgrad has (np.exp(t), np.float32(2) * t, array + t) is the Tensor's own op and
@@ -249,7 +249,7 @@ class Tensor:
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
-      self.lazydata, self.requires_grad, self.grad, self._ctx = data, requires_grad, None, None
+      self.lazydata, self.requires_grad, self.grad, self._ctx, self._view_of = data, requires_grad, None, None, None
       return
     device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
@@ -275,6 +275,7 @@ class Tensor:
     self.requires_grad: Optional[bool] = requires_grad
     self.grad: Optional[Tensor] = None
     self._ctx = None
+    self._view_of: Optional[tuple] = None   # (source tensor, view Function, its arguments) for a view made by one
 
   def _after_op(self) -> Tensor:
     if eager_enabled(): self.realize()
@@ -391,7 +392,7 @@ class Tensor:
     if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
-    if not self.requires_grad and not x.requires_grad and is_window_of_a_buffer(self):
+    if not self.requires_grad and not x.requires_grad and (is_window_of_a_buffer(self) or self._view_of is not None):
       set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
       return self
     self.lazydata = x.lazydata

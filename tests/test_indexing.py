@@ -317,6 +317,41 @@ def test_setitem_on_a_view_writes_through_to_its_buffer(row):
   np.testing.assert_array_equal(view.numpy(), take(expected))
 
 
+# writes through a view of a tensor not computed yet reach that tensor, as in numpy (they went into a private copy)
+LAZY_VIEW_WRITES = {
+  "chained_index_of_zeros": (lambda: Tensor.zeros(3, 4), lambda t: t[1].__setitem__(2, 9.0), lambda a: a[1].__setitem__(2, 9.0)),
+  "transposed_row": (lambda: Tensor.zeros(3, 4), lambda t: t.T.__setitem__(1, 5.0), lambda a: a.T.__setitem__(1, 5.0)),
+  "reshaped_arange": (lambda: Tensor.arange(12).reshape(3, 4).float(), lambda t: t.reshape(4, 3)[0].__setitem__(slice(None), -1.0),
+                      lambda a: a.reshape(4, 3)[0].__setitem__(slice(None), -1.0)),
+  "in_place_add_on_a_slice_of_a_computed_tensor": (lambda: Tensor.ones(3, 4) * 2, lambda t: t[0:2].__iadd__(5.0),
+                                                   lambda a: a[0:2].__iadd__(5.0)),
+  "flipped_slice": (lambda: Tensor.ones(3, 4) + 1, lambda t: t[::-1][0].__setitem__(slice(1, 3), 0.0),
+                    lambda a: a[::-1][0].__setitem__(slice(1, 3), 0.0)),
+}
+
+
+@pytest.mark.parametrize("row", list(LAZY_VIEW_WRITES))
+def test_write_through_a_view_of_a_lazy_tensor_reaches_it(row):
+  make_tensor, write, write_numpy = LAZY_VIEW_WRITES[row]
+  t = make_tensor()
+  before = t * 1   # built before the write: keeps the old values
+  expected = make_tensor().numpy().copy()
+  old = expected.copy()
+  write(t)
+  write_numpy(expected)
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal(before.numpy(), old)
+
+
+def test_a_view_of_a_tensor_given_new_values_since_writes_into_its_own_copy():
+  """README: views taken before a whole-tensor assign keep the old values; a write into one stays in it."""
+  y = Tensor([1.0, 2.0, 3.0])
+  w = y[1:]
+  y.assign(Tensor([7.0, 8.0, 9.0]))
+  w[0] = 0.0
+  assert y.tolist() == [7.0, 8.0, 9.0] and w.tolist() == [0.0, 3.0]
+
+
 def test_setitem_on_a_padded_view_gets_a_buffer_of_its_own():
   a = make((3,))
   t = Tensor(a).realize()
