@@ -174,12 +174,12 @@ def writable_window(tensor):
   another tensor (x[0], x.T, x[0][1]) writes into that tensor's buffer, as in numpy, even when the tensor was lazy
   (Tensor.zeros(2, 2)[0][1] = 9): the tensor is computed into a buffer and the view taken again. Any other tensor,
   or a view whose source has been given other values since, gets a buffer of its own."""
-  if (window := _strided_window(tensor.lazydata)) is None:
-    source, view, arguments = tensor._view_of or (None, None, None)
-    if source is not None and not source.requires_grad and _same_view(view.apply(source, **arguments), tensor) and \
-       writable_window(source) is not None:
-      tensor.lazydata = view.apply(source, **arguments).lazydata
-    else: tensor.replace(tensor.contiguous().realize())
+  if _strided_window(tensor.lazydata) is None and tensor._view_of is not None:
+    source, view, arguments = tensor._view_of
+    if not source.requires_grad and _same_view(view.apply(source, **arguments), tensor) and writable_window(source) is not None:
+      taken_again = view.apply(source, **arguments).lazydata
+      if _strided_window(taken_again) is not None: tensor.lazydata = taken_again   # else no window expresses it (a copy)
+  if _strided_window(tensor.lazydata) is None: tensor.replace(tensor.contiguous().realize())
   if (pending := tensor.lazydata.base.pending_readers()):
     from nbgrad.device import realize
     realize(pending)
