@@ -162,7 +162,7 @@ def cast_scalar(value, dt: DType):
   if dt.kind == "b": return bool(value)
   if dt.kind == "f":
     if dt.name == "bfloat16": return float(_round_bfloat16(np.array([value], np.float32))[0])
-    return float(np.array(float(value), dtype=dt.storage))
+    with np.errstate(over="ignore"): return float(np.array(float(value), dtype=dt.storage))   # past the range: inf, as torch
   if isinstance(value, float):
     if value != value or value in (float("inf"), -float("inf")): value = 0
     value = int(value)

@@ -253,6 +253,8 @@ class Tensor:
       return
     device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
+    if isinstance(data, Tensor): data = data.detach().lazydata   # a new leaf over the same values (torch copies)
+    elif isinstance(data, (range, memoryview)): data = list(data) if isinstance(data, range) else np.asarray(data)
     if isinstance(data, LazyBuffer):
       lazy = data.cast(dtype)
     elif data is None:

@@ -154,3 +154,17 @@ def test_dtypes_surface():
   assert dtypes.float32.fmt == "f" and dtypes.int64.fmt == np.dtype(np.int64).char and dtypes.bfloat16.fmt is None
   assert dtypes.float16.count == 1 and dtypes.float16.scalar() == dtypes.float16
   assert Tensor([1, 2]).data().format == dtypes.int32.fmt
+
+
+def test_construction_from_ranges_memoryviews_and_tensors_as_torch():
+  assert Tensor(range(2, 5)).tolist() == torch.tensor(range(2, 5)).tolist() and Tensor(range(3)).dtype == dtypes.int32
+  values = np.arange(4, dtype=np.float32)
+  assert Tensor(memoryview(values)).dtype == dtypes.float32 and Tensor(memoryview(values)).tolist() == values.tolist()
+  source = Tensor([1.0, 2.0], requires_grad=True)
+  copy = Tensor(source, dtype=dtypes.float64)
+  assert copy.dtype == dtypes.float64 and copy.tolist() == [1.0, 2.0] and copy._ctx is None
+
+
+def test_a_constant_past_the_half_range_is_inf_without_a_warning():
+  with np.errstate(all="raise"):
+    assert (Tensor([1.0], dtype=dtypes.float16) + 1e5).tolist() == (torch.tensor([1.0], dtype=torch.float16) + 1e5).tolist()
