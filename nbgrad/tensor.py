@@ -33,6 +33,24 @@ def resolve_axis(axis: int, ndim: int, extra: int = 0) -> int:
   return int(axis) % max(n, 1)
 
 
+def _tensors(first, others: tuple, op: str) -> tuple:
+  for t in others:
+    if not isinstance(t, Tensor): raise TypeError(f"{op} takes tensors, got {type(t).__name__}")
+  return (first,) + others
+
+
+def _check_number(name: str, value):
+  """TypeError unless value is a real number (an int, float or numpy scalar of one)."""
+  if isinstance(value, complex) or not isinstance(value, (int, float, np.integer, np.floating)):
+    raise TypeError(f"{name} must be a real number, got {value!r}")
+
+
+def _check_int(name: str, value, low: int = 0):
+  """TypeError unless value is an int; ValueError when it is below low."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)): raise TypeError(f"{name} must be an int, got {value!r}")
+  if value < low: raise ValueError(f"{name} must be at least {low}, got {value}")
+
+
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   ndim = max(len(s) for s in shapes)
   padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
@@ -331,10 +349,10 @@ class Tensor:
   # ---- realizing and reading data
   def schedule(self, *others: Tensor, seen=None) -> list:   # seen: tinygrad's parameter, unused here
     """The kernels a realize would run, in order. Runs nothing and changes nothing."""
-    return create_schedule([t.lazydata for t in (self,) + others])
+    return create_schedule([t.lazydata for t in _tensors(self, others, "schedule")])
 
   def realize(self, *others: Tensor, do_update_stats=True) -> Tensor:   # counters are always updated
-    realize_nodes([t.lazydata for t in (self,) + others])
+    realize_nodes([t.lazydata for t in _tensors(self, others, "realize")])
     return self
 
   def _realized_array(self) -> Optional[np.ndarray]:
@@ -401,6 +419,7 @@ class Tensor:
     return self._after_op()
 
   def replace(self, x: Tensor) -> Tensor:
+    if not isinstance(x, Tensor): raise TypeError(f"replace takes a Tensor, got {type(x).__name__}")
     if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} <- {x.shape}")
     self.lazydata = x.lazydata
     return self
@@ -553,6 +572,7 @@ class Tensor:
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
+    _check_number("uniform low", low), _check_number("uniform high", high)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
     out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
@@ -565,10 +585,13 @@ class Tensor:
         raise TypeError(f"randint bounds must be ints, got low={low!r} high={high!r}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
     if not dtypes.is_int(dtype): raise TypeError(f"randint needs an int dtype, got {dtype}")
+    if low >= high: raise ValueError(f"randint needs low < high, got low={low} high={high}")
+    if low < dtypes.min(dtype) or high - 1 > dtypes.max(dtype): raise ValueError(f"randint bounds [{low}, {high}) do not fit {dtype}")
     return Tensor.uniform(*shape, low=low, high=high, dtype=dtype, device=device, **kwargs)
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
+    _check_number("normal mean", mean), _check_number("normal std", std)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
     return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).lazydata, **kwargs)
@@ -576,23 +599,26 @@ class Tensor:
   @staticmethod
   def scaled_uniform(*shape, **kwargs) -> Tensor:
     dims = shape_arg(*shape) if shape else ()
-    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul(math.prod(dims) ** -0.5)
+    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul(max(math.prod(dims), 1) ** -0.5)   # zero-size: no scale
 
   @staticmethod
   def glorot_uniform(*shape, **kwargs) -> Tensor:
     dims = shape_arg(*shape) if shape else ()
-    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul((6 / (dims[0] + math.prod(dims[1:]))) ** 0.5)
+    if not dims: raise ValueError("glorot_uniform needs a shape of at least one dim")
+    return Tensor.uniform(*dims, low=-1.0, high=1.0, **kwargs).mul((6 / max(dims[0] + math.prod(dims[1:]), 1)) ** 0.5)
 
   @staticmethod
   def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:
     dims = shape_arg(*shape) if shape else ()
-    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(math.prod(dims[1:]))
+    _check_number("kaiming_uniform a", a)
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(math.prod(dims[1:]), 1))
     return Tensor.uniform(*dims, low=-bound, high=bound, **kwargs)
 
   @staticmethod
   def kaiming_normal(*shape, a: float = 0.01, **kwargs) -> Tensor:
     dims = shape_arg(*shape) if shape else ()
-    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(math.prod(dims[1:]))
+    _check_number("kaiming_normal a", a)
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(math.prod(dims[1:]), 1))
     return Tensor.normal(*dims, mean=0.0, std=std, **kwargs)
 
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
@@ -607,7 +633,9 @@ class Tensor:
     if not replacement and num_samples > categories:
       raise ShapeMismatch(f"cannot take {num_samples} samples without replacement from {categories} categories")
     weight = (self.unsqueeze(0) if self.ndim == 1 else self).float()
-    negative, empty_row = Tensor.stack((self < 0).max(), (weight.sum(1) <= 0).max()).tolist()
+    negative, empty_row, not_finite = Tensor.stack((self < 0).max(), (weight.sum(1) <= 0).max(),
+                                                   ((weight != weight) | (weight.abs() == math.inf)).max()).tolist()
+    if not_finite: raise ValueError("multinomial weights must be finite (no nan or inf)")
     if negative: raise ValueError("multinomial weights must be non-negative")
     if empty_row: raise ValueError("multinomial weights must have a positive sum in every row")
     rows = weight.shape[0]
@@ -662,6 +690,7 @@ class Tensor:
       raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
     old = (1,) * (len(shape) - self.ndim) + self.shape
     new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
+    for s in new: _check_int(f"expand size in {shape}", s)
     for o, s in zip(old, new):
       if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
     x = self.reshape(old) if old != self.shape else self
@@ -689,6 +718,10 @@ class Tensor:
 
   def pad(self, arg, value: Scalar = 0.0) -> Tensor:
     if len(arg) != self.ndim: raise ValueError(f"pad {arg} needs one entry per dim of {self.shape}")
+    for a in arg:
+      if a is not None and (not isinstance(a, (tuple, list)) or len(a) != 2 or
+                            not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in a)):
+        raise ValueError(f"pad {arg}: each entry must be None or a (before, after) pair of ints, got {a!r}")
     resolved = tuple((0, 0) if a is None else (int(a[0]), int(a[1])) for a in arg)
     if any(b < 0 or a < 0 for b, a in resolved):   # negative padding crops
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
@@ -713,8 +746,8 @@ class Tensor:
     return self.permute(order)
 
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    start, end = resolve_axis(start_dim, max(self.ndim, 1)), resolve_axis(end_dim, max(self.ndim, 1))
     if self.ndim == 0: return self.reshape(1)
-    start, end = resolve_axis(start_dim, self.ndim), resolve_axis(end_dim, self.ndim)
     if start > end: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:start] + (math.prod(self.shape[start:end + 1]),) + self.shape[end + 1:])
 
@@ -735,6 +768,7 @@ class Tensor:
   def repeat(self, repeats, *args) -> Tensor:
     repeats = tuple(repeats) + args if isinstance(repeats, (tuple, list)) else (repeats,) + args
     if len(repeats) < self.ndim: raise ValueError(f"repeat {repeats} needs at least {self.ndim} entries")
+    for r in repeats: _check_int(f"repeat {repeats} entry", r)
     base = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
     interleaved = [d for s in base.shape for d in (1, s)]
     expanded = [d for r, s in zip(repeats, base.shape) for d in (r, s)]
@@ -785,7 +819,7 @@ class Tensor:
     return tuple(out)
 
   def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:   # a list, as tinygrad's (split gives a tuple)
-    if chunks <= 0: raise ValueError(f"chunk count must be positive, got {chunks}")
+    _check_int("chunk count", chunks, 1)
     dim = resolve_axis(dim, self.ndim)
     if self.shape[dim] == 0: return list(self.split([0] * chunks, dim))
     return list(self.split(math.ceil(self.shape[dim] / chunks), dim))
@@ -802,7 +836,7 @@ class Tensor:
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
     dtype = self.dtype if keeps_tensor_dtype else own
-    return Tensor(LazyBuffer.full(value, shape, dtype, self.device))
+    return Tensor(LazyBuffer.full(value, shape, dtype, self.device), requires_grad=False)   # t * 2 keeps t's False
 
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
@@ -968,6 +1002,8 @@ class Tensor:
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   @_in_float32
   def softplus(self, beta: float = 1) -> Tensor:
+    _check_number("softplus beta", beta)
+    if beta == 0: raise ValueError("softplus beta must not be 0")
     scaled = self._float_input() * beta
     return (scaled.maximum(0) + (-scaled.abs()).exp()._log1p()) * (1 / beta)   # maximum: gradient 1/2 at 0
   def _log1p(self) -> Tensor:
@@ -1113,6 +1149,7 @@ class Tensor:
   def _shift(self, op, x) -> Tensor:
     if not dtypes.is_int(self.dtype): raise TypeError(f"shifts need an int tensor, got {self.dtype}")
     if isinstance(x, Tensor):
+      if not dtypes.is_int(x.dtype): raise TypeError(f"shift amounts must be ints, got a {x.dtype} tensor")
       a, b = self._broadcasted(x.cast(self.dtype), match_dtype=False)
       return a._nondiff(op, b)
     if not isinstance(x, int) or isinstance(x, bool) or x < 0: raise ValueError(f"shift amount must be an int >= 0, got {x!r}")
@@ -1361,21 +1398,21 @@ class Tensor:
   # ---- scans and masks
   def cumsum(self, axis: int = 0) -> Tensor:
     """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
+    axis = resolve_axis(axis, max(self.ndim, 1))   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
-    axis = resolve_axis(axis, self.ndim)
     return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
 
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
   def triu(self, k: int = 0) -> Tensor:
-    self._check_matrices("triu")
+    self._check_matrices("triu"), _check_int("triu k", k, -2**62)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
 
   def tril(self, k: int = 0) -> Tensor:
-    self._check_matrices("tril")
+    self._check_matrices("tril"), _check_int("tril k", k, -2**62)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
@@ -1404,6 +1441,7 @@ class Tensor:
     leading = next((x for x in operands if isinstance(x, Tensor)), None)
     if leading is None: raise TypeError("einsum needs at least one Tensor operand")
     operands = tuple(leading._operand(x, "einsum operand") for x in operands)
+    if not isinstance(formula, str): raise TypeError(f"einsum formula must be a string such as 'ij,jk->ik', got {formula!r}")
     formula = formula.replace(" ", "")
     inputs, arrow, output = formula.partition("->")
     terms = inputs.split(",")
@@ -1498,6 +1536,7 @@ class Tensor:
     self._check_same_device(weight)
     batch, cin = self.shape[:2]
     cout, cin_group = weight.shape[:2]
+    _check_int("conv2d groups", groups, 1)
     if cin % groups or cout % groups or cin // groups != cin_group:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
@@ -1532,6 +1571,7 @@ class Tensor:
       raise ValueError(f"conv_transpose2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
     self._check_same_device(weight)
     cin, cout_group = weight.shape[:2]
+    _check_int("conv_transpose2d groups", groups, 1)
     if self.shape[1] != cin or cin % groups:
       raise ValueError(f"input channels {self.shape[1]} do not match weight {weight.shape} with groups={groups}")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
@@ -1587,6 +1627,7 @@ class Tensor:
 
   def one_hot(self, num_classes: int) -> Tensor:
     if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an int tensor, got {self.dtype}")
+    _check_int("one_hot num_classes", num_classes)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
   def binary_crossentropy(self, y: Tensor) -> Tensor:

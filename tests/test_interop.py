@@ -168,3 +168,19 @@ def test_construction_from_ranges_memoryviews_and_tensors_as_torch():
 def test_a_constant_past_the_half_range_is_inf_without_a_warning():
   with np.errstate(all="raise"):
     assert (Tensor([1.0], dtype=dtypes.float16) + 1e5).tolist() == (torch.tensor([1.0], dtype=torch.float16) + 1e5).tolist()
+
+
+def test_reductions_of_a_broadcast_constant_run_no_loop():
+  """zeros(2**31, 2**31).sum() looped over 4.6e18 elements; a constant's sum is its value times the count."""
+  assert Tensor.zeros(2**31, 2**31).sum().item() == 0.0
+  assert Tensor.full((3, 4), 200, dtype=dtypes.uint8).sum().item() == 2400   # in uint32, as any uint8 sum
+  np.testing.assert_array_equal(Tensor.full((2, 3), 2.5).max(0).numpy(), [2.5, 2.5, 2.5])
+  np.testing.assert_array_equal(Tensor.ones(0, 3).sum(0).numpy(), [0.0, 0.0, 0.0])
+
+
+def test_a_python_number_does_not_make_a_result_need_grad():
+  """tinygrad's rule: t * 2 keeps t's requires_grad=False (an optimizer takes None as trainable)."""
+  frozen = Tensor([1.0, 2.0], requires_grad=False)
+  assert (frozen * 2).requires_grad is False and (2 - frozen).requires_grad is False
+  assert Tensor.scaled_uniform(2, 2, requires_grad=False).requires_grad is False
+  assert (Tensor([1.0]) * 2).requires_grad is None and (Tensor([1.0], requires_grad=True) * 2).requires_grad is True

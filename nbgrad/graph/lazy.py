@@ -114,6 +114,9 @@ class LazyBuffer:
     axes = tuple(sorted(a for a in axes if self.shape[a] != 1))
     if not axes: return self.alu(UnaryOps.CAST, arg=self.dtype)
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
+    if (value := self.const_value()) is not None and all(self.shape[a] for a in axes):   # a broadcast constant: no loop
+      count = math.prod(self.shape[a] for a in axes)   # (zeros(2**31, 2**31).sum() looped 4.6e18 times)
+      return LazyBuffer.full(value * count if op is ReduceOps.SUM else value, new_shape, self.dtype, self.device)
     return LazyBuffer(self.device, new_shape, self.dtype, op, (self,), axes)
 
   # ---- movement: only the view changes
