@@ -1178,6 +1178,10 @@ class Tensor:
 
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and \
+       not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):   # t > 2**40: compared as is, not wrapped to t's dtype
+      wide = dtypes.int64 if -2**63 <= x < 2**63 else dtypes.float64
+      return self.cast(wide)._compare(op, x, reverse)
     a, b = self._broadcasted(x, reverse)
     return a._nondiff(op, b)
   def __lt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x)
