@@ -657,6 +657,7 @@ class Tensor:
   def dropout(self, p: float = 0.5) -> Tensor:
     """Zeroes each element with probability p and scales the rest by 1/(1-p), only when Tensor.training.
     A multiply by the mask, so a dropped nan or inf stays nan (as in torch)."""
+    _check_number("dropout probability", p)
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not Tensor.training or p == 0: return self
     keep = Tensor.rand(*self.shape, device=self.device) >= p
@@ -804,6 +805,9 @@ class Tensor:
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
     dim = resolve_axis(dim, self.ndim)
     n = self.shape[dim]
+    if not isinstance(sizes, (int, list, tuple)) or isinstance(sizes, bool) or \
+       (not isinstance(sizes, int) and not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes)):
+      raise TypeError(f"split sizes must be an int or a list of ints, got {sizes!r}")
     if isinstance(sizes, int):
       if sizes < 0 or (sizes == 0 and n > 0):
         raise ValueError(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
@@ -1523,6 +1527,7 @@ class Tensor:
       totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
       return [p for total in reversed(totals) for p in (total // 2, total - total // 2)]
     if isinstance(padding, (int, np.integer)): return [int(padding)] * (2 * dims)
+    if not isinstance(padding, (list, tuple)): raise TypeError(f"padding {padding!r} must be 'valid', 'same', an int or a sequence of ints")
     padding = list(padding)
     if not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in padding):
       raise ValueError(f"padding {padding} must hold ints")
@@ -1543,6 +1548,7 @@ class Tensor:
     _check_int("conv2d groups", groups, 1)
     if cin % groups or cout % groups or cin // groups != cin_group:
       raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
+    if bias is not None and bias.shape != (cout,): raise ValueError(f"conv2d bias of shape {bias.shape} does not fit weight {weight.shape}: it needs ({cout},)")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     x = self.pad2d(self._conv_padding(padding, kernel, stride, dilation))
     needs_grad = bool(x.requires_grad or weight.requires_grad) and not Tensor.no_grad
@@ -1578,7 +1584,10 @@ class Tensor:
     _check_int("conv_transpose2d groups", groups, 1)
     if self.shape[1] != cin or cin % groups:
       raise ValueError(f"input channels {self.shape[1]} do not match weight {weight.shape} with groups={groups}")
+    if bias is not None and bias.shape != (cout_group * groups,):
+      raise ValueError(f"conv_transpose2d bias of shape {bias.shape} does not fit weight {weight.shape} with groups={groups}: it needs ({cout_group * groups},)")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
+    if not isinstance(padding, (int, list, tuple)): raise TypeError(f"conv_transpose2d padding {padding!r} must be an int or a sequence of ints")
     pads = [padding] * dims if isinstance(padding, int) else list(padding)
     if len(pads) != dims: raise ValueError(f"conv_transpose2d padding {padding} must be an int or {dims} value(s), one per spatial dim")
     extra = [output_padding] * dims if isinstance(output_padding, int) else list(output_padding)
@@ -1688,6 +1697,8 @@ class Tensor:
     if self.ndim == 0 or w.ndim == 0: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ShapeMismatch(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
+    try: broadcast_shape(self.shape[:-2], w.shape[:-2])
+    except ValueError: raise ShapeMismatch(f"matmul batch dims do not broadcast: {self.shape} @ {w.shape}") from None
     self._check_same_device(w)
     return self._product(w, acc_dtype).cast(least_upper_dtype(self.dtype, w.dtype))
 
