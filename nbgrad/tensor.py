@@ -251,7 +251,7 @@ class Tensor:
   no_grad: bool = False
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
-  __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "_view_of", "__weakref__")
+  __slots__ = ("lazydata", "requires_grad", "_grad", "_ctx", "_view_of", "__weakref__")
 
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """numpy on tensors: a ufunc nbgrad has (np.exp(t), np.float32(2) * t, array + t) is the Tensor's own op and
@@ -267,7 +267,7 @@ class Tensor:
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
-      self.lazydata, self.requires_grad, self.grad, self._ctx, self._view_of = data, requires_grad, None, None, None
+      self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of = data, requires_grad, None, None, None
       return
     device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
@@ -293,9 +293,20 @@ class Tensor:
       raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array, bytes or None")
     self.lazydata: LazyBuffer = lazy
     self.requires_grad: Optional[bool] = requires_grad
-    self.grad: Optional[Tensor] = None
+    self._grad: Optional[Tensor] = None
     self._ctx = None
     self._view_of: Optional[tuple] = None   # (source tensor, view Function, its arguments) for a view made by one
+
+  @property
+  def grad(self) -> Optional[Tensor]: return self._grad
+
+  @grad.setter
+  def grad(self, value: Optional[Tensor]):
+    """None or a tensor of this tensor's shape, as torch checks (a wrong shape otherwise failed at the next backward)."""
+    if value is not None and (not isinstance(value, Tensor) or value.shape != self.shape):
+      raise ValueError(f"grad must be None or a Tensor of shape {self.shape}, got "
+                       f"{value.shape if isinstance(value, Tensor) else type(value).__name__}")
+    self._grad = value
 
   def _after_op(self) -> Tensor:
     if eager_enabled(): self.realize()

@@ -195,3 +195,15 @@ def test_comparing_with_an_int_beyond_the_dtype_compares_the_values(name):
     for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
       expected = getattr(a.astype(object), op)(big).astype(bool)
       assert getattr(t, op)(big).tolist() == expected.tolist(), (name, big, op)
+
+
+def test_assigning_a_grad_of_the_wrong_shape_raises_at_once():
+  """torch checks .grad on assignment; a wrong shape here failed only at the next backward()."""
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  with pytest.raises(ValueError, match="\\(2,\\)"):
+    x.grad = Tensor([1.0, 2.0, 3.0])
+  with pytest.raises(ValueError):
+    x.grad = [1.0, 2.0]
+  x.grad = Tensor([5.0, 5.0])   # a gradient set by hand accumulates as torch's does
+  (x * x).sum().backward()
+  assert x.grad.tolist() == [7.0, 9.0]
