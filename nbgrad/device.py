@@ -39,7 +39,7 @@ class _DeviceRegistry:
     kind, _, number = name.upper().partition(":")
     if kind == "CPU" and number in ("", "0"): return "CPU"
     if kind != "CUDA": raise ValueError(f"unknown device {name!r}; devices are named 'CPU', 'CUDA' or 'CUDA:<index>'")
-    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the CUDA index must be a number")
+    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the CUDA index must be a non-negative integer")
     index, count = int(number or 0), cuda_device.device_count()
     if count == 0:
       raise RuntimeError(f"device {name!r}: no CUDA device is available (no NVIDIA GPU with a driver numba.cuda can use "

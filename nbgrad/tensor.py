@@ -736,6 +736,8 @@ class Tensor:
         raise ValueError(f"pad {arg}: each entry must be None or a (before, after) pair of ints, got {a!r}")
     resolved = tuple((0, 0) if a is None else (int(a[0]), int(a[1])) for a in arg)
     if any(b < 0 or a < 0 for b, a in resolved):   # negative padding crops
+      for (b, a), size in zip(resolved, self.shape):
+        if -min(b, 0) - min(a, 0) > size: raise ValueError(f"pad {arg} crops more than the {size} elements of a dim of {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
     if all(b == 0 and a == 0 for b, a in resolved): return self
@@ -758,7 +760,7 @@ class Tensor:
     return self.permute(order)
 
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    start, end = resolve_axis(start_dim, max(self.ndim, 1)), resolve_axis(end_dim, max(self.ndim, 1))
+    start, end = resolve_axis(start_dim, self.ndim), resolve_axis(end_dim, self.ndim)   # 0-d: axes 0 and -1
     if self.ndim == 0: return self.reshape(1)
     if start > end: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:start] + (math.prod(self.shape[start:end + 1]),) + self.shape[end + 1:])
@@ -1278,7 +1280,7 @@ class Tensor:
   def _reduce_axes(self, axis) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    resolved = tuple(resolve_axis(a, self.ndim) if self.ndim else resolve_axis(a, 1) for a in axes)
+    resolved = tuple(resolve_axis(a, self.ndim) for a in axes)   # a 0-d tensor has axes 0 and -1
     if len(set(resolved)) != len(resolved): raise ValueError(f"axis {axis} repeats a dim")
     return tuple(a for a in resolved if self.ndim)
 
@@ -1417,7 +1419,7 @@ class Tensor:
   # ---- scans and masks
   def cumsum(self, axis: int = 0) -> Tensor:
     """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
-    axis = resolve_axis(axis, max(self.ndim, 1))   # a 0-d tensor has axes 0 and -1, as in torch
+    axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
     return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
 

@@ -153,6 +153,8 @@ BAD = [
   ("matmul_batch_dims_do_not_broadcast", lambda e: Tensor.ones(2, 3, 4) @ Tensor.ones(3, 4, 2), ValueError, [["(2, 3, 4)", "(3, 4, 2)"]]),
   ("split_float_size", lambda e: e["b"].split(2.5), TypeError, [["2.5"]]),
   ("dropout_probability_string", lambda e: e["a"].dropout("a"), TypeError, [["'a'"]]),
+  ("sum_axis_of_a_0d_tensor_names_0_dims", lambda e: Tensor(5.0).sum(1), IndexError, [["0 dims"]]),
+  ("pad_crops_more_than_the_dim", lambda e: e["a"].pad(((-3, 0), None)), ValueError, [["crops", "(2, 3)"]]),
   ("conv_transpose_four_paddings_in_2d", lambda e: e["a"].reshape(1, 1, 2, 3).conv_transpose2d(Tensor.ones(1, 1, 2, 2), padding=(1, 1, 0, 0)),
    ValueError, [["(1, 1, 0, 0)"]]),
   ("conv_transpose_negative_output", lambda e: e["a"].reshape(1, 1, 2, 3).conv_transpose2d(Tensor.ones(1, 1, 2, 2), padding=3),
