@@ -18,7 +18,7 @@ from nbgrad import cuda as cuda_device
 class DeviceName(str):
   """A canonical device name, as Device[name] gives it: a string that can also wait for its device
   (Device[Device.DEFAULT].synchronize(), as tinygrad programs time their kernels)."""
-  def synchronize(self): backend(str(self)).synchronize()
+  def synchronize(self): Device.synchronize(str(self))
 
 
 class _DeviceRegistry:

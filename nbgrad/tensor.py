@@ -45,10 +45,10 @@ def _check_number(name: str, value):
     raise TypeError(f"{name} must be a real number, got {value!r}")
 
 
-def _check_int(name: str, value, low: int = 0):
-  """TypeError unless value is an int; ValueError when it is below low."""
+def _check_int(name: str, value, low: Optional[int] = 0):
+  """TypeError unless value is an int; ValueError when it is below low (None: no bound)."""
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)): raise TypeError(f"{name} must be an int, got {value!r}")
-  if value < low: raise ValueError(f"{name} must be at least {low}, got {value}")
+  if low is not None and value < low: raise ValueError(f"{name} must be at least {low}, got {value}")
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -113,7 +113,6 @@ def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tens
 
 
 def scalar_dtype(value) -> DType:
-  if isinstance(value, np.generic): value = value.item()   # np.int64(3) is an int here, not a float
   if isinstance(value, bool): return dtypes.bool
   if isinstance(value, int): return dtypes.default_int
   return dtypes.default_float
@@ -519,7 +518,6 @@ class Tensor:
   def full(shape, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
     shape = shape_arg(shape)
     if not isinstance(fill_value, (bool, int, float, np.generic)): raise TypeError(f"fill value must be a number, got {fill_value!r}")
-    if isinstance(fill_value, np.generic): fill_value = fill_value.item()
     dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
@@ -583,7 +581,8 @@ class Tensor:
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
-    _check_number("uniform low", low), _check_number("uniform high", high)
+    _check_number("uniform low", low)
+    _check_number("uniform high", high)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
     out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
@@ -602,7 +601,8 @@ class Tensor:
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
-    _check_number("normal mean", mean), _check_number("normal std", std)
+    _check_number("normal mean", mean)
+    _check_number("normal std", std)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
     return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).lazydata, **kwargs)
@@ -901,19 +901,19 @@ class Tensor:
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._nondiff(UnaryOps.NOT)
   def log(self) -> Tensor: return F.Log.apply(self._float_input())
   @_in_float32
-  def log2(self) -> Tensor: return F.Log2.apply(self._float_input())
+  def log2(self) -> Tensor: return F.Log2.apply(self)
   def exp(self) -> Tensor: return F.Exp.apply(self._float_input())
   @_in_float32
-  def exp2(self) -> Tensor: return F.Exp2.apply(self._float_input())
+  def exp2(self) -> Tensor: return F.Exp2.apply(self)
   def relu(self) -> Tensor: return F.Relu.apply(self)
   @_in_float32
-  def sigmoid(self) -> Tensor: return F.Sigmoid.apply(self._float_input())
+  def sigmoid(self) -> Tensor: return F.Sigmoid.apply(self)
   def sqrt(self) -> Tensor: return F.Sqrt.apply(self._float_input())
   @_in_float32
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
   def sin(self) -> Tensor: return F.Sin.apply(self._float_input())
   @_in_float32
-  def cos(self) -> Tensor: return F.Cos.apply(self._float_input())
+  def cos(self) -> Tensor: return F.Cos.apply(self)
   @_in_float32
   def tan(self) -> Tensor: return self.sin() / self.cos()
   def _rounding(self, op) -> Tensor: return self._flat(self._nondiff(op)) if dtypes.is_float(self.dtype) else self
@@ -961,7 +961,7 @@ class Tensor:
   def tanh(self) -> Tensor:
     """Past the series, -expm1(-2|x|) / (2 + expm1(-2|x|)) with x's sign: nothing cancels, in float32 or float64
     (2 sigmoid(2x) - 1 was 1016 ulps off in float64 near 0.001); the gradient is 1 - tanh^2, as torch's."""
-    x = self._float_input()
+    x = self
 
     def beyond_series(v):
       e = (-2 * v.abs())._expm1()
@@ -970,20 +970,20 @@ class Tensor:
     return _with_derivatives((x,), y, (lambda: 1 - y * y,))
   @_in_float32
   def sinh(self) -> Tensor:
-    return self._float_input()._by_magnitude(0.25, _odd_series(1 / 6, 1 / 120, 1 / 5040), lambda x: (x.exp() - x.neg().exp()) / 2)
+    return self._by_magnitude(0.25, _odd_series(1 / 6, 1 / 120, 1 / 5040), lambda x: (x.exp() - x.neg().exp()) / 2)
   @_in_float32
   def cosh(self) -> Tensor:   # its gradient is sinh, which keeps small x (the difference of exps lost it)
-    x = self._float_input()
+    x = self
     return _with_derivatives((x,), (x.detach().exp() + x.detach().neg().exp()) / 2, (lambda: x.detach().sinh(),))
   @_in_float32
   def atanh(self) -> Tensor:
     def beyond_series(x):   # from |x|, where log1p's argument 2|x| / (1 - |x|) is not near -1
       magnitude = (2 * x.abs() / (1 - x.abs()))._log1p() / 2
       return (x < 0).where(-magnitude, magnitude)
-    return self._float_input()._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series)
+    return self._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series)
   @_in_float32
   def asinh(self) -> Tensor:
-    x = self._float_input()
+    x = self
     negative = x < 0
     a = negative.where(-x, x)   # asinh is odd: computed for |x|, where log(x + sqrt(x^2 + 1)) does not cancel
     big = a > 1                 # past 1 as log(a) + log(1 + sqrt(1 + 1/a^2)): no a^2 to overflow
@@ -994,7 +994,7 @@ class Tensor:
     return negative.where(-out, out)
   @_in_float32
   def acosh(self) -> Tensor:
-    x = self._float_input()
+    x = self
     big = x > 2                 # past 2 as log(x) + log(1 + sqrt(1 - 1/x^2)); below, log1p of (x-1) + sqrt(x^2 - 1)
     near_one, large = big.where(1.5, x), big.where(x, 4)
     value = big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
@@ -1021,7 +1021,7 @@ class Tensor:
   def softplus(self, beta: float = 1) -> Tensor:
     _check_number("softplus beta", beta)
     if beta == 0: raise ValueError("softplus beta must not be 0")
-    scaled = self._float_input() * beta
+    scaled = self * beta
     return (scaled.maximum(0) + (-scaled.abs()).exp()._log1p()) * (1 / beta)   # maximum: gradient 1/2 at 0
   def _log1p(self) -> Tensor:
     """log(1 + x) for x > -1 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
@@ -1351,7 +1351,7 @@ class Tensor:
   @_numpy_reduction
   @_in_float32
   def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
-    x = self._float_input() if not dtypes.is_float(self.dtype) else self
+    x = self
     axes = self._reduce_axes(axis)
     count = math.prod(self.shape[a] for a in axes)
     squares = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
@@ -1408,7 +1408,7 @@ class Tensor:
 
   @_in_float32
   def logsumexp(self, axis=None, keepdim=False) -> Tensor:
-    x = self._float_input()
+    x = self
     top = x._max(axis, keepdim=True).detach()   # the shift cancels, as in _softmax
     top = (top - top == 0).where(top, 0)   # an infinite maximum is not subtracted: rows of -inf give -inf, not nan
     out = (x - top).exp().sum(axis=axis, keepdim=True).log() + top
@@ -1427,13 +1427,15 @@ class Tensor:
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
   def triu(self, k: int = 0) -> Tensor:
-    self._check_matrices("triu"), _check_int("triu k", k, -2**62)
+    self._check_matrices("triu")
+    _check_int("triu k", k, low=None)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
 
   def tril(self, k: int = 0) -> Tensor:
-    self._check_matrices("tril"), _check_int("tril k", k, -2**62)
+    self._check_matrices("tril")
+    _check_int("tril k", k, low=None)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
     return keep.where(self, 0)
