@@ -469,6 +469,23 @@ def test_gather_keeps_the_source_dtype(dtype):
   np.testing.assert_array_equal(out.numpy(), expected)
 
 
+
+@pytest.mark.parametrize("size", [7, 1 << 17], ids=["serial", "parallel"])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64], ids=["int64", "uint64", "float64"])
+def test_reads_of_single_elements_keep_every_bit_of_8_byte_dtypes(dtype, size):
+  """Values past float64's 53-bit mantissa (and float64's low bits) come back exactly, whether the read is by
+  x[idx], x[i, j] lists or gather."""
+  bits = np.random.default_rng(3).integers(0, 2**63, size, dtype=np.int64) | (1 << 62) | 1
+  a = bits.view(dtype) if dtype != np.float64 else np.random.default_rng(3).standard_normal(size)
+  index = np.random.default_rng(4).integers(-size, size, size)
+  np.testing.assert_array_equal(Tensor(a)[Tensor(index)].numpy(), a[index])
+  rows, cols = index[:3] % size, np.zeros(3, np.int64)
+  np.testing.assert_array_equal(Tensor(a.reshape(size, 1))[rows.tolist(), cols.tolist()].numpy(), a.reshape(size, 1)[rows, cols])
+  gathered = Tensor(a).gather(0, Tensor(index % size)).numpy()
+  np.testing.assert_array_equal(gathered, torch.gather(torch.from_numpy(a.view(np.int64) if dtype == np.uint64 else a), 0,
+                                                       torch.from_numpy(index % size)).numpy().view(dtype))
+
+
 @pytest.mark.parametrize("row", list(BAD_GATHER_ROWS))
 def test_gather_bad_input_raises(row):
   x_shape, dim, idx, exc = BAD_GATHER_ROWS[row]

@@ -18,7 +18,8 @@ def _take_rows(out, x, positions, offset, row, first, last):
   if row == 1:
     for i in range(first, last):
       p = positions[i]
-      out[i] = x[offset + p] if p >= 0 else 0
+      if p >= 0: out[i] = x[offset + p]
+      else: out[i] = 0   # apart: `x[...] if p >= 0 else 0` unifies uint64 with int as float64, losing bits
     return
   for i in range(first, last):
     p, start = positions[i], i * row
