@@ -181,6 +181,43 @@ def test_indexing():
   assert_same(*on_both(lambda t: t.gather(1, Tensor([[0, 4], [1, 1], [2, 3], [4, 0]], device=t.device)), x), exact=True)
 
 
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int64, dtypes.bool], ids=str)
+def test_index_reads_and_their_gradients_run_on_the_gpu(dt):
+  """x[idx] (repeats, negative and out-of-range indices), row reads (an embedding) and a boolean mask, all
+  by the GPU's take kernel; the float gradients by its atomic scatter-add, where repeated indices collide."""
+  x = rng.standard_normal((6, 5)) > 0 if dt == dtypes.bool else rng.standard_normal((6, 5)) * 4
+  index = np.array([[2, 2, -1], [0, 7, 2]])   # 7 is out of range: reads 0
+  reads = [lambda t: t[Tensor(index, device=t.device)],
+           lambda t: t[:, Tensor([4, 4, 0], device=t.device)],
+           lambda t: t[Tensor([1, 1, 3], device=t.device), Tensor([0, 2, 2], device=t.device)],
+           lambda t: t[t.cast(dtypes.float32) > 0]]
+  for read in reads: assert_same(*on_both(read, x, dtype=dt), exact=True)
+  if dt in (dtypes.float32, dtypes.float16):
+    results = []
+    for device in ("CPU", GPU):
+      t = Tensor(x, device=device, dtype=dt, requires_grad=True)
+      sum(read(t).cast(dtypes.float32).sum() * (i + 1) for i, read in enumerate(reads[:3])).backward()
+      results.append(t.grad.numpy())
+    assert_same(*results)
+
+
+def test_concatenation_of_many_pieces_and_its_gradient():
+  """cat and stack of more than 8 pieces copy each into its slot by a GPU kernel; the gradient of many slices of
+  one dim is joined the same way."""
+  pieces = [rng.standard_normal((2, i % 3 + 1, 3)).astype(np.float32) for i in range(11)]
+  assert_same(*on_both(lambda *ts: ts[0].cat(*ts[1:], dim=1), *pieces), exact=True)
+  assert_same(*on_both(lambda *ts: Tensor.stack(*[t[:, :1] for t in ts], dim=0), *pieces), exact=True)
+  results = []
+  for device in ("CPU", GPU):
+    t = Tensor(rng.standard_normal((3, 12)).astype(np.float32) if device == "CPU" else results[0][0], device=device,
+               requires_grad=True)
+    out = Tensor.stack(*[t[:, i] * (i + 1) for i in range(12)], dim=1)
+    (out * out).sum().backward()
+    results.append((t.numpy(), out.numpy(), t.grad.numpy()))
+  for cpu, gpu in zip(results[0], results[1]): assert_same(cpu, gpu)
+
+
 def test_setitem():
   results = []
   for device in ("CPU", GPU):

@@ -26,6 +26,10 @@ class Concatenate:
     from nbgrad.jit.concat import concatenate   # the CPU routine: the graph layer does not load a device's code
     concatenate(out, sources, self.outer, self.sizes, self.inner)
 
+  def run_cuda(self, backend, out, *sources):
+    from nbgrad.cuda.gather import concatenate
+    concatenate(out, sources, self.outer, self.sizes, self.inner)
+
 
 def concatenate(pieces: list[LazyBuffer], dim: int) -> LazyBuffer:
   """The pieces (one dtype, equal shapes but in dim) joined along dim."""

@@ -26,6 +26,10 @@ class Take:
     from nbgrad.jit.take import take   # the CPU routine: the graph layer does not load a device's code
     take(out, x, positions, self.offset, self.row)
 
+  def run_cuda(self, backend, out, x, positions):
+    from nbgrad.cuda.gather import take
+    take(out, x, positions, self.offset, self.row)
+
 
 @dataclass(frozen=True)
 class ScatterAdd:
@@ -37,6 +41,10 @@ class ScatterAdd:
 
   def run(self, out, grad, positions):
     from nbgrad.jit.take import scatter_add
+    scatter_add(out, grad, positions, self.row)
+
+  def run_cuda(self, backend, out, grad, positions):
+    from nbgrad.cuda.gather import scatter_add
     scatter_add(out, grad, positions, self.row)
 
 

@@ -1,0 +1,62 @@
+"""GPU kernels of the indexed reads and the concatenation (graph/take.py, graph/concat.py), one thread per element
+with grid-stride loops. take and the concatenation only move bits, so buffers go in as unsigned integers of their
+item size, as on the CPU (jit/take.py); the scatter-add sums with atomic adds, since two positions may name one
+element."""
+import numpy as np
+from numba import cuda
+from nbgrad.cuda.device import THREADS, MAX_BLOCKS
+
+
+def _blocks(n: int) -> int: return max(1, min(-(-n // THREADS), MAX_BLOCKS))
+
+
+def _bits(buffer): return buffer.view(np.dtype(f"u{buffer.dtype.itemsize}"))
+
+
+@cuda.jit(cache=True)
+def _take_kernel(out, x, positions, offset, row):
+  for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+    i = e // row
+    p = positions[i]
+    if p >= 0: out[e] = x[offset + p + e - i * row]
+    else: out[e] = 0
+
+
+@cuda.jit(cache=True)
+def _zero_kernel(out):
+  for e in range(cuda.grid(1), out.size, cuda.gridsize(1)): out[e] = 0
+
+
+@cuda.jit(cache=True)
+def _scatter_add_kernel(out, grad, positions, row):
+  for e in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
+    i = e // row
+    p = positions[i]
+    if p >= 0: cuda.atomic.add(out, p + e - i * row, grad[e])
+
+
+@cuda.jit(cache=True)
+def _slot_kernel(out, source, slot_start, slot_size, total_size):
+  """source, seen as (outer, slot_size), goes into out seen as (outer, total_size) at column slot_start."""
+  for e in range(cuda.grid(1), source.size, cuda.gridsize(1)):
+    outer = e // slot_size
+    out[outer * total_size + slot_start + e - outer * slot_size] = source[e]
+
+
+def take(out, x, positions, offset: int, row: int):
+  if out.size: _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row))
+
+
+def scatter_add(out, grad, positions, row: int):
+  if out.size == 0: return
+  _zero_kernel[_blocks(out.size), THREADS](out)
+  if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row))
+
+
+def concatenate(out, sources, outer: int, sizes: tuple, inner: int):
+  start = 0
+  for size, source in zip(sizes, sources):
+    if source.size:
+      _slot_kernel[_blocks(source.size), THREADS](_bits(out), _bits(source), np.int64(start * inner), np.int64(size * inner),
+                                                  np.int64(sum(sizes) * inner))
+    start += size
