@@ -980,7 +980,8 @@ class Tensor:
     def beyond_series(x):   # from |x|, where log1p's argument 2|x| / (1 - |x|) is not near -1
       magnitude = (2 * x.abs() / (1 - x.abs()))._log1p() / 2
       return (x < 0).where(-magnitude, magnitude)
-    return self._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series)
+    x = self.detach()   # the gradient is torch's 1 / (1 - x^2): inf at +-1, where the formula's gradient was nan
+    return _with_derivatives((self,), x._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series), (lambda: 1 / (1 - x * x),))
   @_in_float32
   def asinh(self) -> Tensor:
     x = self
@@ -994,12 +995,14 @@ class Tensor:
     return negative.where(-out, out)
   @_in_float32
   def acosh(self) -> Tensor:
-    x = self
+    x = self.detach()
     big = x > 2                 # past 2 as log(x) + log(1 + sqrt(1 - 1/x^2)); below, log1p of (x-1) + sqrt(x^2 - 1)
     near_one, large = big.where(1.5, x), big.where(x, 4)
     value = big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
                       ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
-    return (x < 1).where(math.nan, value)   # below 1 the formula's square can overflow to inf, not nan (x = -1e30)
+    value = (x < 1).where(math.nan, value)   # below 1 the formula's square can overflow to inf, not nan (x = -1e30)
+    # the gradient is torch's 1 / sqrt(x^2 - 1) everywhere, as if the value were not nan below 1
+    return _with_derivatives((self,), value, (lambda: (x * x - 1).rsqrt(),))
 
   def _by_magnitude(self, limit: float, small, large) -> Tensor:
     """small(x) where |x| < limit, large(x) elsewhere. Each branch is fed only inputs in its range (the other

@@ -387,6 +387,21 @@ def test_unary_gradient(fn, ref, domain):
   check_grads(fn, ref, [(SHAPE, domain)])
 
 
+# inputs where the value is nan or infinite: the gradient is still torch's closed form (tinygrad's test_ops checks
+# acosh at -300 to -297, and atanh at +-300)
+EDGE_GRADIENTS = {"acosh": [-300.0, -1.0, 0.5, 1.0, 1.5, 300.0, 1e30], "atanh": [-300.0, -1.0, 0.0, 0.5, 1.0, 300.0],
+                  "asinh": [-1e30, -300.0, 0.0, 1e-8, 300.0]}
+
+
+@pytest.mark.parametrize("name", list(EDGE_GRADIENTS))
+def test_inverse_hyperbolic_gradients_at_and_beyond_their_domain(name):
+  values = np.array(EDGE_GRADIENTS[name], np.float32)
+  x, tx = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  getattr(x, name)().sum().backward()
+  getattr(tx, name)().sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-12, equal_nan=True)   # asinh(-1e30): 1e-30, torch 0
+
+
 @pytest.mark.parametrize("name,fn,ref", [("celu", lambda t: t.celu(), torch.nn.functional.celu),
                                           ("celu_alpha", lambda t: t.celu(0.5), lambda t: torch.nn.functional.celu(t, 0.5)),
                                           ("elu", lambda t: t.elu(), torch.nn.functional.elu)])
