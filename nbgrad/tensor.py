@@ -1311,23 +1311,15 @@ class Tensor:
     acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
     return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
 
+  # over an empty axis max is the dtype's lowest value and min its highest (-inf and inf for floats), as tinygrad's
+  # identities (torch and numpy raise)
   @_numpy_reduction
-  def max(self, axis=None, keepdim=False) -> Tensor:
-    self._check_extreme_axes("max", axis)
-    return self._max(axis, keepdim)
+  def max(self, axis=None, keepdim=False) -> Tensor: return self._max(axis, keepdim)
 
   @_numpy_reduction
-  def min(self, axis=None, keepdim=False) -> Tensor:
-    self._check_extreme_axes("min", axis)
-    return self._min(axis, keepdim)
+  def min(self, axis=None, keepdim=False) -> Tensor: return self._min(axis, keepdim)
 
-  def _check_extreme_axes(self, name: str, axis):
-    """An empty axis has no maximum or minimum: ValueError, as numpy and torch raise (reducing other axes of an
-    empty tensor is fine)."""
-    empty = [a for a in self._reduce_axes(axis) if self.shape[a] == 0]
-    if empty: raise ValueError(f"{name}() of an empty axis: axis {empty[0]} of shape {self.shape} has no element")
-
-  # the reductions without the check, for internal uses whose results over an empty axis are empty or unused
+  # without the numpy-style arguments, for internal uses
   def _max(self, axis=None, keepdim=False) -> Tensor:
     if dtypes.is_float(self.dtype): return self._reduce(F.Max, axis, keepdim)
     return self._nondiff_reduce(ReduceOps.MAX, axis, keepdim)

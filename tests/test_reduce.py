@@ -229,15 +229,30 @@ def test_maxmin_integer_extremes(op, name):
     assert got == (arr.max() if op == "max" else arr.min()), (values, got)
 
 
-@pytest.mark.parametrize("op,fill", [("max", -INF), ("min", INF)])
-def test_maxmin_over_empty_axis(op, fill):
-  t = Tensor(np.zeros((3, 0), dtype=np.float32))
-  try:
-    out = getattr(t, op)(1)
-  except (ValueError, IndexError, RuntimeError):
-    return  # torch raises here
-  assert out.shape == (3,)
-  np.testing.assert_array_equal(out.numpy(), np.full(3, fill, dtype=np.float32))  # tinygrad 0.9.0's identity
+EMPTY_EXTREMES = ["float32", "float16", "int8", "uint8", "int32", "int64", "uint64", "bool"]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("name", EMPTY_EXTREMES)
+def test_maxmin_over_an_empty_axis_is_the_identity(op, name):
+  """tinygrad 0.9.0 gives the reduction's identity (torch and numpy raise): max is -inf or the dtype's lowest value,
+  min inf or its highest. Reducing a non-empty axis of an empty tensor is empty."""
+  dt = np.dtype(name)
+  lowest, highest = (-INF, INF) if dt.kind == "f" else (False, True) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
+  fill = lowest if op == "max" else highest
+  t = Tensor(np.zeros((3, 0), dtype=dt))
+  out = getattr(t, op)(1)
+  assert out.shape == (3,) and out.dtype.np == dt
+  np.testing.assert_array_equal(out.numpy(), np.full(3, fill, dtype=dt))
+  whole = getattr(t, op)()
+  assert whole.shape == () and whole.item() == fill
+  assert getattr(t, op)(0).shape == (0,)
+
+
+def test_max_over_an_empty_axis_has_an_empty_gradient():
+  x = Tensor.zeros(3, 0, requires_grad=True)
+  x.max(1).sum().backward()
+  assert x.grad.shape == (3, 0)
 
 
 # ---------------------------------------------------------------- mean
