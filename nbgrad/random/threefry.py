@@ -28,7 +28,7 @@ import numba as nb
 import numpy as np
 from numba.core import types as _nbt
 from numba.extending import intrinsic
-from nbgrad.jit.compiler import CachedEntry
+from nbgrad.jit.compiler import CachedEntry, LAUNCH_LOCK
 
 __all__ = [
     "PARALLEL_THRESHOLD", "BLOCK_PAIRS",
@@ -273,7 +273,7 @@ def threefry_bits(seed: int, counter: int, n: int, out: np.ndarray | None = None
     out = _out_array(out, n, np.uint32, "threefry_bits")
     if n:
         use_par = n > PARALLEL_THRESHOLD if parallel is None else parallel
-        (_bits_parallel if use_par else _bits_serial)(seed, counter, n, out)
+        with LAUNCH_LOCK: (_bits_parallel if use_par else _bits_serial)(seed, counter, n, out)
     return out
 
 
@@ -288,8 +288,8 @@ def uniform_float32(seed: int, counter: int, n: int, out: np.ndarray | None = No
     out = _out_array(out, n, np.float32, "uniform_float32")
     if n:
         use_par = n > PARALLEL_THRESHOLD if parallel is None else parallel
-        (_uniform_parallel if use_par else _uniform_serial)(
-            seed, counter, n, np.float32(high - low), np.float32(low), out)
+        with LAUNCH_LOCK:
+            (_uniform_parallel if use_par else _uniform_serial)(seed, counter, n, np.float32(high - low), np.float32(low), out)
     return out
 
 
@@ -308,8 +308,8 @@ def normal_float32(seed: int, counter: int, n: int, out: np.ndarray | None = Non
     if n:
         use_par = n > PARALLEL_THRESHOLD if parallel is None else parallel
         affine = not (mean == 0.0 and std == 1.0)
-        (_normal_parallel if use_par else _normal_serial)(
-            seed, counter, n, affine, np.float32(std), np.float32(mean), out)
+        with LAUNCH_LOCK:
+            (_normal_parallel if use_par else _normal_serial)(seed, counter, n, affine, np.float32(std), np.float32(mean), out)
     return out
 
 

@@ -1,0 +1,67 @@
+"""numba's thread pool: which one nbgrad's parallel kernels run on, and parallel kernels launched from many Python
+threads at once. Each case runs in a process of its own, since the pool is chosen once per process."""
+import os
+import subprocess
+import sys
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_python(source: str, **env) -> str:
+  """stdout of source run by a fresh interpreter (the tests' environment, plus env)."""
+  done = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env=dict(os.environ, **env), cwd=HERE,
+                        capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+  return done.stdout.strip()
+
+
+FIRST_KERNEL = """
+from nbgrad import Tensor
+(Tensor.rand(1 << 17) * 2).sum().realize()   # a parallel kernel: numba starts its pool
+print(numba.threading_layer())
+"""
+
+
+def test_torch_imported_first_gets_numba_s_own_pool():
+  """torch's OpenMP runtime, loaded first, ignores nbgrad's wait policy: its idle workers would spin."""
+  assert run_python("import torch, numba\nimport nbgrad\n" + FIRST_KERNEL) == "workqueue"
+
+
+def test_a_pool_the_user_chose_is_kept():
+  env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+  env["NUMBA_THREADING_LAYER"] = "omp"
+  done = subprocess.run([sys.executable, "-c", "import torch, numba\nimport nbgrad\n" + FIRST_KERNEL], env=env, cwd=HERE,
+                        capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.strip() == "omp"
+
+
+def test_parallel_kernels_from_many_threads_at_once():
+  """Every parallel routine (fused kernels, products, scans, indexed reads, random draws) launched from four
+  threads at once, on the pool that allows one launch at a time: each thread's results equal a serial run's."""
+  out = run_python("""
+    import torch, threading
+    import numpy as np
+    import nbgrad
+    from nbgrad import Tensor
+    from nbgrad.random import uniform_float32, normal_float32
+
+    def work(seed):
+      x = Tensor(np.random.default_rng(seed).standard_normal((512, 512), dtype=np.float32))
+      index = Tensor(np.random.default_rng(seed).integers(0, 512 * 512, 1 << 17))
+      return [((x * 2 + 1).relu().sum(1)).numpy(), (x @ x).numpy(), x.reshape(-1).cumsum().numpy(),
+              x.reshape(-1)[index].numpy(), uniform_float32(seed, 0, 1 << 17), normal_float32(seed, 0, 1 << 17)]
+
+    serial = [work(seed) for seed in range(4)]
+    threaded = [None] * 4
+    def run(seed): threaded[seed] = work(seed)
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    for a, b in zip(serial, threaded):
+      for x, y in zip(a, b): np.testing.assert_array_equal(x, y)
+    import numba
+    print(numba.threading_layer())
+  """)
+  assert out == "workqueue"
