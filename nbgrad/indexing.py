@@ -85,7 +85,17 @@ def basic_index(tensor, indices):
     split = padded.reshape(tuple(d for n, s in zip(padded.shape, strides) for d in (n // s, s)))
     kept = split.shrink(tuple(r for n, s in zip(padded.shape, strides) for r in ((0, n // s), (0, 1))))
     x = kept.reshape(tuple(n // s for n, s in zip(padded.shape, strides)))
-  return x.reshape(tuple(final_shape))
+  x = x.reshape(tuple(final_shape))
+  # the result remembers the whole indexing as one view of tensor: a step's padding is no view step, so the chain of
+  # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
+  if x is not tensor: x._view_of = (tensor, BasicIndex, {"indices": tuple(items)})
+  return x
+
+
+class BasicIndex:
+  """Basic indexing as the view step that Tensor._view_of records (writable_window takes it again)."""
+  @staticmethod
+  def apply(tensor, indices): return basic_index(tensor, indices)
 
 
 def index_positions(index, size: int, device: str, negative_from_end=True):

@@ -327,6 +327,13 @@ LAZY_VIEW_WRITES = {
                                                    lambda a: a[0:2].__iadd__(5.0)),
   "flipped_slice": (lambda: Tensor.ones(3, 4) + 1, lambda t: t[::-1][0].__setitem__(slice(1, 3), 0.0),
                     lambda a: a[::-1][0].__setitem__(slice(1, 3), 0.0)),
+  # a step takes every n-th element through padding, which is no view step of its own
+  "stepped_slice": (lambda: Tensor.arange(8).float() * 1, lambda t: t[1::3].__setitem__(0, 9.0), lambda a: a[1::3].__setitem__(0, 9.0)),
+  "negative_step_in_place": (lambda: Tensor.ones(4, 6) * 2, lambda t: t[::-2, 1::2].__iadd__(5.0), lambda a: a[::-2, 1::2].__iadd__(5.0)),
+  "stepped_view_of_a_stepped_view": (lambda: Tensor.zeros(4, 6) + 1, lambda t: t[1::2, ::-3][0].__setitem__(1, 5.0),
+                                     lambda a: a[1::2, ::-3][0].__setitem__(1, 5.0)),
+  "step_past_the_only_element_of_a_mean": (lambda: Tensor([[1], [2], [6]]).mean(0), lambda t: t[-2::3].__iadd__(-1.5),
+                                           lambda a: a[-2::3].__iadd__(-1.5)),
 }
 
 
