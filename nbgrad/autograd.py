@@ -5,7 +5,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from nbgrad import linalg
-from nbgrad.dtype import DType
+from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum
@@ -361,7 +361,9 @@ class Expand(Function):
   def forward(self, x, shape):
     self.axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if a != b)
     return x.expand(shape)
-  def backward(self, grad): return grad.reduce(ReduceOps.SUM, self.axes)
+  def backward(self, grad):
+    if grad.dtype.kind != "f" or grad.dtype.itemsize > 2: return grad.reduce(ReduceOps.SUM, self.axes)
+    return grad.cast(dtypes.float32).reduce(ReduceOps.SUM, self.axes).cast(grad.dtype)   # half types sum in float32, as sum()
 
 
 class Permute(Function):
