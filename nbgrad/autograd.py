@@ -35,6 +35,7 @@ class Function:
 
   @classmethod
   def apply(cls, *tensors, **kwargs):
+    for t in tensors[1:]: tensors[0]._check_same_device(t)   # where(), indexing and gather too, not only arithmetic
     for t in tensors:
       # A parameter made by zeros/ones is stored before its first use: folded in as a constant, it would make the
       # first step's kernels differ from every later step's (which read its updated values), and compile twice.

@@ -887,6 +887,7 @@ class Tensor:
     return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
 
   def _nondiff(self, op, *others: Tensor) -> Tensor:
+    for other in others: self._check_same_device(other)
     out = Tensor(self.lazydata.alu(op, *[o.lazydata for o in others]), device=self.device)
     return out._after_op()
 

@@ -276,12 +276,24 @@ def test_gradient_crosses_devices():
 
 
 # ---- bad input and device names
-@pytest.mark.parametrize("op", ["add", "matmul", "conv2d"])
-def test_mixing_devices_names_both(op):
-  a, b = Tensor(np.ones((1, 1, 3, 3), np.float32), device="CPU"), Tensor(np.ones((1, 1, 2, 2), np.float32), device=GPU)
-  build = {"add": lambda: a + a.to(GPU), "matmul": lambda: a @ a.to(GPU), "conv2d": lambda: a.conv2d(b)}[op]
+MIXED_DEVICE_OPS = {
+  "add": lambda a, other: a + a.to(other), "matmul": lambda a, other: a @ a.to(other),
+  "conv2d": lambda a, other: a.conv2d(Tensor(np.ones((1, 1, 2, 2), np.float32), device=other)),
+  "compare": lambda a, other: a < a.to(other),
+  "where_value": lambda a, other: (a > 0).where(a.to(other), 0), "where_condition": lambda a, other: (a > 0).to(other).where(a, 0),
+  "masked_fill": lambda a, other: a.masked_fill((a > 0).to(other), 0),
+  "index_tensor": lambda a, other: a[Tensor([0, 0], device=other)],
+  "gather": lambda a, other: a.gather(3, Tensor(np.zeros((1, 1, 3, 1), np.int32), device=other)),
+}
+
+
+@pytest.mark.parametrize("first", ["CPU", GPU])
+@pytest.mark.parametrize("op", list(MIXED_DEVICE_OPS))
+def test_mixing_devices_names_both(op, first):
+  """Every op taking several tensors, either way round (where, indexing and gather once mixed devices silently)."""
+  a = Tensor(np.ones((1, 1, 3, 3), np.float32), device=first)
   with pytest.raises(ValueError, match="CPU.*CUDA|CUDA.*CPU"):
-    build()
+    MIXED_DEVICE_OPS[op](a, GPU if first == "CPU" else "CPU")
 
 
 def test_out_of_range_device_names_those_that_exist():
