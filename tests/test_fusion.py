@@ -3,7 +3,7 @@ import gc
 import numpy as np
 import pytest
 
-from nbgrad import Tensor
+from nbgrad import Tensor, dtypes
 from nbgrad.graph.ops import TernaryOps
 from nbgrad.helpers import GlobalCounters
 
@@ -327,9 +327,22 @@ def test_gradient_of_slices_stays_small_and_matches_torch():
   np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
+def test_half_math_on_a_finished_sum_leaves_the_output_loop():
+  """A float16 sum, then math rounded to float16 at every step, broadcast over 300 outputs: computed in the loop over
+  the outputs (its accumulator was never treated as known there), LLVM unswitched that loop on every rounding's
+  conditions and did not finish compiling."""
+  import torch
+  x = np.linspace(-3, 3, 300).astype(np.float16)
+  out = Tensor([3.0], dtype=dtypes.float16).expand(300) * (Tensor(x).sum().abs() + 1).sqrt()
+  tx = torch.tensor(x)
+  expected = torch.tensor([3.0], dtype=torch.float16).expand(300) * (tx.sum().abs() + 1).sqrt()
+  np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
 def test_values_constant_along_the_inner_loop_are_computed_before_it():
   """hoist_invariants: a row index assigned in the loop body (x0_next) or after a loop (x0 = n - 1) is known from
-  there, so what is computed from it alone leaves the column loop; an accumulator's readers stay where they are."""
+  there, so what is computed from it alone leaves the column loop; an accumulator's readers stay in its loop, and
+  leave the loops after it."""
   from nbgrad.jit.render import hoist_invariants
   code = ["for x0 in range(0, i0 - 1, 2):",
           "  x0_next = x0 + 1",
@@ -346,7 +359,10 @@ def test_values_constant_along_the_inner_loop_are_computed_before_it():
           "acc1 = 0",
           "for x3 in range(i2):",
           "  t5 = acc1 * f0",
-          "  acc1 = acc1 + b0[x3]"]
+          "  acc1 = acc1 + b0[x3]",
+          "for x4 in range(i3):",
+          "  t6 = acc1 * f1",
+          "  out[x4] = t6 + b1[x4]"]
   assert hoist_invariants(code) == [
     "for x0 in range(0, i0 - 1, 2):",
     "  x0_next = x0 + 1",
@@ -363,7 +379,10 @@ def test_values_constant_along_the_inner_loop_are_computed_before_it():
     "acc1 = 0",
     "for x3 in range(i2):",
     "  t5 = acc1 * f0",
-    "  acc1 = acc1 + b0[x3]"]
+    "  acc1 = acc1 + b0[x3]",
+    "t6 = acc1 * f1",   # the accumulator's loop is over: constant along the next one
+    "for x4 in range(i3):",
+    "  out[x4] = t6 + b1[x4]"]
 
 
 def test_a_broadcast_gradient_summed_into_column_blocks_compiles_and_matches_torch():

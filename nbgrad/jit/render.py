@@ -163,21 +163,23 @@ _INDEX = re.compile(r"x\d+(_next)?|xstart|xend")   # loop indices and block boun
 def hoist_invariants(code: list[str]) -> list[str]:
   """The lines of a loop nest with each temporary computed in the outermost loop where its operands are known:
   a value that does not change along a loop (a load of a broadcast input and what is computed from it) is
-  computed before that loop, once. Besides the work saved, LLVM 22 never finished optimizing some kernels that
-  computed a long chain of selects from such values inside the loop (softplus of a broadcast scalar; atanh's
-  gradient summed into a column block, whose row index is assigned after the rows are taken in pairs).
+  computed before that loop, once. Besides the work saved, LLVM never finished optimizing some kernels that computed
+  a long chain of selects from such values inside the loop (it unswitches the loop on each invariant condition):
+  softplus of a broadcast scalar; atanh's gradient summed into a column block; half-precision math on a finished
+  sum, each result rounded to float16, in the loop over the outputs.
   A load taken out of a reduce loop that runs no times reads an element the loop would have read had it run
   (the loop's index does not enter its address), so it stays in bounds. Lines in `if` blocks stay in them. An
-  index (loop variable, x0 = 0, xstart) is known from where it is assigned until its block ends; a line reading
-  another name assigned outside temporaries (an accumulator, which changes along its loop) stays in place."""
+  index (loop variable, x0 = 0, xstart) is known from where it is assigned until its block ends. Another name
+  assigned outside temporaries (an accumulator) is known from its first assignment, and a line reading it stays
+  inside every block that assigns it (where it changes); after its loop, what is computed from it can leave the
+  loops that follow."""
   assigned = [m.group(1) for line in code if (m := _TEMPORARY.fullmatch(line.strip()))]
   once = {name for name in assigned if assigned.count(name) == 1}
-  rebound = {target for line in code if " = " in line and not _TEMPORARY.fullmatch(line.strip())
-             and not _INDEX.fullmatch(target := line.strip().split(" = ")[0])}
+  changed_in = _names_changed_in_blocks(code)
   result: list[str] = []
-  scopes: list[list] = []   # open blocks: [indent of the header line, is a for loop, position of the header in result]
+  scopes: list[list] = []   # open blocks: [indent of the header line, is a for loop, position of the header in result, names it changes]
   level: dict[str, int] = {}   # name -> how many scopes enclose the place its value is known
-  for line in code:
+  for number, line in enumerate(code):
     indent, text = len(line) - len(line.lstrip()), line.strip()
     while scopes and scopes[-1][0] >= indent: scopes.pop()
     depth = len(scopes)
@@ -186,17 +188,19 @@ def hoist_invariants(code: list[str]) -> list[str]:
       loop = re.match(r"for (\w+) in ", text)
       if loop: level[loop.group(1)] = depth + 1
       result.append(line)
-      scopes.append([indent, bool(loop), len(result) - 1])
+      scopes.append([indent, bool(loop), len(result) - 1, changed_in.get(number, set())])
       continue
     target = depth
     statement = _TEMPORARY.fullmatch(text)
     if statement and statement.group(1) in once:
       names = [n for n in _NAME.findall(statement.group(2)) if not _PARAMETER.fullmatch(n)]
-      if all(n in level and n not in rebound for n in names):
+      if all(n in level for n in names):
         floor = max((i + 1 for i, scope in enumerate(scopes) if not scope[1]), default=0)   # not out of an if block
-        target = max([floor] + [level[n] for n in names])
+        changing = max((i + 1 for i, scope in enumerate(scopes) for n in names if n in scope[3]), default=0)
+        target = max([floor, changing] + [level[n] for n in names])
       level[statement.group(1)] = target
     elif _INDEX.fullmatch(assigned_name := text.split(" = ")[0]): level[assigned_name] = depth
+    elif (base := _assigned_base(text)) is not None: level[base] = min(level.get(base, depth), depth)
     if target == depth:
       result.append(line)
       continue
@@ -204,6 +208,28 @@ def hoist_invariants(code: list[str]) -> list[str]:
     result.insert(position, " " * scopes[target][0] + text)
     for scope in scopes[target:]: scope[2] += 1
   return result
+
+
+def _assigned_base(text: str):
+  """The variable a line that is not a temporary assigns, or an element of (acc0 of acc0[x2 - xstart] = ...)."""
+  if " = " not in text or _TEMPORARY.fullmatch(text): return None
+  target = text.split(" = ")[0]
+  return None if _INDEX.fullmatch(target) else re.match(r"\w+", target).group(0)
+
+
+def _names_changed_in_blocks(code: list[str]) -> dict[int, set]:
+  """For each block header (by line number), the names its lines assign other than temporaries and indices."""
+  changed: dict[int, set] = {}
+  open_blocks: list[tuple[int, int]] = []   # (indent, header line number)
+  for number, line in enumerate(code):
+    indent, text = len(line) - len(line.lstrip()), line.strip()
+    while open_blocks and open_blocks[-1][0] >= indent: open_blocks.pop()
+    if text.endswith(":"):
+      open_blocks.append((indent, number))
+      changed[number] = set()
+    elif (base := _assigned_base(text)) is not None:
+      for _, header in open_blocks: changed[header].add(base)
+  return changed
 
 
 class Renderer:
