@@ -42,8 +42,9 @@ class _DeviceRegistry:
     if number and not number.isdigit(): raise ValueError(f"device {name!r}: the CUDA index must be a non-negative integer")
     index, count = int(number or 0), cuda_device.device_count()
     if count == 0:
+      needs = "" if cuda_device.numba_cuda_installed() else "; GPUs are used through the numba-cuda package: pip install nbgrad[cuda]"
       raise RuntimeError(f"device {name!r}: no CUDA device is available (no NVIDIA GPU with a driver numba.cuda can use "
-                         "was found; numba's simulator is enabled with NUMBA_ENABLE_CUDASIM=1)")
+                         f"was found{needs}; numba's simulator is enabled with NUMBA_ENABLE_CUDASIM=1)")
     if index >= count:
       raise RuntimeError(f"device {name!r} does not exist; the CUDA devices are {', '.join(cuda_name(i) for i in range(count))}")
     return cuda_name(index)

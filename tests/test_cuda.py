@@ -22,6 +22,19 @@ def test_asking_for_a_missing_cuda_device():
       Tensor([1.0], device=f"CUDA:{count}")
 
 
+def test_without_numba_cuda_no_gpu_is_used_and_the_message_says_what_to_install(monkeypatch):
+  """numba's built-in numba.cuda does not compile nbgrad's kernels: a GPU is used only through numba-cuda."""
+  monkeypatch.setattr(cuda_device, "numba_cuda_installed", lambda: False)
+  monkeypatch.setattr(cuda_device.config, "ENABLE_CUDASIM", False)
+  cuda_device.device_count.cache_clear()
+  try:
+    assert cuda_device.device_count() == 0
+    with pytest.raises(RuntimeError, match=r"no CUDA device is available.*pip install nbgrad\[cuda\]"):
+      Tensor([1.0], device="CUDA")
+  finally:
+    cuda_device.device_count.cache_clear()
+
+
 @pytest.mark.parametrize("name", ["TPU", "CUDA:x", "CPU:3"])
 def test_unknown_device_names(name):
   with pytest.raises(ValueError, match="device"):

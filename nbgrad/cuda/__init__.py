@@ -5,15 +5,27 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from importlib import metadata
 from numba import config
 
 
 def simulator_enabled() -> bool: return bool(config.ENABLE_CUDASIM)
 
 
+def numba_cuda_installed() -> bool:
+  """The numba-cuda package (nbgrad[cuda]) is there. numba's own built-in numba.cuda, which it replaces, does not
+  compile nbgrad's kernels (its max() of two scalars, its scalar types), so a GPU is used only through numba-cuda."""
+  try:
+    metadata.version("numba-cuda")
+    return True
+  except metadata.PackageNotFoundError:
+    return False
+
+
 @functools.cache
 def device_count() -> int:
-  """GPUs numba.cuda can use (one under the simulator); 0 when numba.cuda, the driver or a GPU is missing."""
+  """GPUs numba.cuda can use (one under the simulator); 0 when numba-cuda, the driver or a GPU is missing."""
+  if not simulator_enabled() and not numba_cuda_installed(): return 0
   try:
     from numba import cuda
     return len(cuda.gpus) if cuda.is_available() else 0

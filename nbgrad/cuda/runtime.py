@@ -44,6 +44,8 @@ else:
   except ImportError:
     from numba import types
     from numba.extending import intrinsic
+  if not hasattr(types, "uint32"):   # the built-in numba.cuda's `types` holds only CUDA's own (Dim3, GridGroup)
+    from numba import types
   from numba.cuda.libdevice import (expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
                                     exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
