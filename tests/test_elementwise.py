@@ -355,6 +355,17 @@ def test_unary_special_values(op, inputs):
   check(fn(Tensor(x)), expected, "float32", UNARY[op][5])
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("op", ["sin", "tan", "neg", "sqrt", "trunc"])
+def test_signed_zeros_keep_their_sign(op, name):
+  """f(-0.0) is -0.0 for the odd functions, as torch gives it (float32 sin(-0.0) came out 0.0)."""
+  x = np.array([-0.0, 0.0], np.float32)
+  with torch.no_grad():
+    expected = getattr(torch, op)(torch.tensor(x, dtype=getattr(torch, name))).float().numpy()
+  got = getattr(Tensor(x, dtype=name), op)().float().numpy()
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 @pytest.mark.parametrize("name,fn,ref,inputs", SPECIAL_ACT, ids=[s[0] for s in SPECIAL_ACT])
 def test_activation_special_values(name, fn, ref, inputs):
   x = np.array(inputs, np.float32)

@@ -206,7 +206,7 @@ def _sine_of_shifted(x, quarter_turns):
   d = np.float64(x)
   if not abs(d) < 1e6: return np.float32(np.sin(d) if quarter_turns == 0 else np.cos(d))
   k = np.rint(d * 0.6366197723675814)
-  r = (d - k * 1.5707963267341256) - k * 6.077100506506192e-11
+  r = (d - k * 1.5707963267341256) - k * 6.077100506506192e-11 if k != 0 else d   # d itself keeps the sign of -0.0
   r2 = r * r
   s = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 + r2 * (-1.0 / 39916800))))))
   c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 + r2 / 479001600)))))
