@@ -172,17 +172,32 @@ def torch_first_step(model):
     return _torch_first_step[model]
 
 
-@pytest.mark.benchmark(group="train")
-@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
-@pytest.mark.parametrize("model", list(MODELS))
-def test_train_sgd_step(benchmark, model, lib):
+def benchmark_train_step(benchmark, model, lib, tinyjit=False):
     step, weights = (nbgrad_step if lib == "nbgrad" else torch_step)(model)
     reference_loss, reference_weights = torch_first_step(model)
     assert abs(step().item() - reference_loss) < 1e-4, f"{lib} first {model} loss differs from torch"
     for got, want in zip(weights, reference_weights):
         np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"{lib} {model} update differs")
+    if lib == "nbgrad" and tinyjit:
+        from nbgrad import TinyJit
+        step = TinyJit(step)
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
     benchmark(step)
+
+
+@pytest.mark.benchmark(group="train")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_train_sgd_step(benchmark, model, lib):
+    benchmark_train_step(benchmark, model, lib)
+
+
+@pytest.mark.benchmark(group="train")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_train_sgd_step_tinyjit(benchmark, model, lib):
+    """The same steps, nbgrad's wrapped in TinyJit (its kernels recorded once, then replayed); torch's as above."""
+    benchmark_train_step(benchmark, model, lib, tinyjit=True)
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,7 @@ from nbgrad.dtype import dtypes, DType   # noqa: E402  (the settings above come 
 from nbgrad.device import Device   # noqa: E402
 from nbgrad.tensor import Tensor   # noqa: E402
 from nbgrad.helpers import eager, GlobalCounters   # noqa: E402
+from nbgrad.replay import TinyJit   # noqa: E402
 from nbgrad import helpers   # noqa: E402
 
-__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "helpers"]
+__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "TinyJit", "helpers"]

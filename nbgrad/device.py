@@ -124,7 +124,10 @@ class CPUBackend:
   def run_compute(kernel: Kernel, out, inputs): run_kernel(kernel, out, inputs)
 
   @staticmethod
-  def run_custom(kernel: Kernel, out, inputs): kernel.output.arg.run(out, *inputs)   # fills its buffer itself
+  def run_custom(kernel: Kernel, routine, out, inputs): routine.run(out, *inputs)   # fills its buffer itself
+
+  @staticmethod
+  def copy_into(target: np.ndarray, source: np.ndarray): np.copyto(target, source)
 
   @staticmethod
   def keep_for_reuse(node, buffer: np.ndarray):
@@ -143,7 +146,7 @@ def _run(kernel: Kernel, backend_):
     src = kernel.inputs[0]
     return backend_.from_host(backend(src.device).to_host(src.buffer, src.dtype), base.dtype)
   out = backend_.allocate(base.size, base.dtype)
-  if kernel.kind == "custom": backend_.run_custom(kernel, out, [src.buffer for src in kernel.inputs])
+  if kernel.kind == "custom": backend_.run_custom(kernel, base.arg, out, [src.buffer for src in kernel.inputs])
   elif kernel.kind == "compute" and base.size > 0: backend_.run_compute(kernel, out, [src.buffer for src in kernel.inputs])
   return out
 
@@ -180,6 +183,10 @@ def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   return sorted(found, key=lambda n: n.depth)
 
 
+# The recording of launched kernels in progress (TinyJit's capture call), else None
+recorder = None
+
+
 def run_schedule(schedule: list[Kernel]):
   if DEBUG >= 2 and schedule:
     print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
@@ -190,6 +197,7 @@ def run_schedule(schedule: list[Kernel]):
     backend_ = backend(base.device)
     start = time.perf_counter()
     out = _run(kernel, backend_)
+    if recorder is not None: recorder.ran(kernel, out, backend_)
     if DEBUG >= 1: backend_.synchronize()
     elapsed = time.perf_counter() - start
     if kernel.kind != "empty":

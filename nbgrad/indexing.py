@@ -204,7 +204,7 @@ def set_basic_index(tensor, indices, value):
   """t[indices] = value for basic indices. A tensor reading a realized buffer through a strided window (x[1:],
   x.T) writes through to that buffer, as in numpy and torch; any other first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
-  from nbgrad.device import backend
+  from nbgrad import device as devices
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
@@ -223,7 +223,8 @@ def set_basic_index(tensor, indices, value):
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
   window = writable_window(tensor)
-  base, device = tensor.lazydata.base, backend(tensor.device)
+  if devices.recorder is not None: devices.recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
+  base, device = tensor.lazydata.base, devices.backend(tensor.device)
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
   strided_view(flat, *window, writeable=True)[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values
   forget_derived_nodes(base)   # nodes computed from the old values must not be shared

@@ -6,7 +6,7 @@ import functools
 import math
 from typing import Optional, Sequence, Union
 import numpy as np
-from nbgrad import autograd as F, winograd
+from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
   float32_to_bfloat16_bits, int_dtype_holding
@@ -18,7 +18,7 @@ from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, eager_enabled
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES
-from nbgrad.random.draw import GeneratorState, RandomDraw
+from nbgrad.random.draw import GeneratorState
 
 Scalar = Union[bool, int, float]
 
@@ -425,6 +425,7 @@ class Tensor:
     if not self.requires_grad and not x.requires_grad and (is_window_of_a_buffer(self) or self._view_of is not None):
       set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
       return self
+    if devices.recorder is not None: devices.recorder.assigning(self, self.lazydata)
     self.lazydata = x.lazydata
     return self._after_op()
 
@@ -564,9 +565,8 @@ class Tensor:
     shape = shape_arg(*shape) if shape else ()
     n = math.prod(shape)
     if n == 0: return Tensor.zeros(shape, device=device, **kwargs)
-    seed, counter = GeneratorState.take(2 * n if kind == "randn" else n)
     lazy = LazyBuffer.load(LoadOps.CUSTOM, (n,), dtypes.float32, Device.canonicalize(device),
-                           arg=RandomDraw(kind, seed, counter, n, a, b))
+                           arg=GeneratorState.draw(kind, n, a, b))
     return Tensor(lazy.reshape(shape), **kwargs)._after_op()
 
   @staticmethod

@@ -258,6 +258,27 @@ def test_mlp_gradients_and_step():
   for cpu, gpu in zip(*results): assert_same(cpu, gpu)
 
 
+
+def test_jitted_sgd_steps_replay_on_the_gpu():
+  """TinyJit's replay on the GPU: launches, argument buffers swapped in, assigned weights copied back."""
+  from nbgrad import TinyJit
+  w = rng.standard_normal((4, 3)).astype(np.float32)
+  batches = [(rng.standard_normal((8, 4)).astype(np.float32), rng.integers(0, 3, 8)) for _ in range(4)]
+  results = []
+  for device in ("CPU", GPU):
+    p = Tensor(w, device=device, requires_grad=True).realize()
+
+    @TinyJit
+    def step(x, y):
+      loss = (x @ p).sparse_categorical_crossentropy(y)
+      p.grad = None
+      loss.backward()
+      p.assign(p.detach() - 0.1 * p.grad)
+      return loss
+    losses = [step(Tensor(x, device=device), Tensor(y, device=device)).item() for x, y in batches]
+    results.append((np.array(losses, np.float32), p.numpy()))
+  for cpu, gpu in zip(*results): assert_same(cpu, gpu)
+
 def test_max_pool_after_a_normalization_gives_every_window_its_gradient():
   """The gradient's mask compares the input, recomputed in another kernel, with the stored window maximum:
   both kernels must round a*b+c alike (the GPU compiler would fuse it into one multiply-add in one of them)."""

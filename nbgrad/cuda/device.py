@@ -53,6 +53,9 @@ class CudaBackend:
   def from_host(self, array: np.ndarray, dt: DType):
     with self.gpu: return cuda.to_device(np.ascontiguousarray(array).view(device_storage(dt)))
 
+  def copy_into(self, target, source):
+    with self.gpu: target.copy_to_device(source)
+
   def to_host(self, buffer, dt: DType) -> np.ndarray:
     with self.gpu: return buffer.copy_to_host().view(dt.storage)
 
@@ -97,10 +100,9 @@ class CudaBackend:
     blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
     self.launch(kernel, blocks, [out, *inputs])
 
-  def run_custom(self, kernel: Kernel, out, inputs: list):
+  def run_custom(self, kernel: Kernel, routine, out, inputs: list):
     """A custom kernel runs its GPU routine when it has one (run_cuda, which returns False for a case it
     leaves to the host), else its host routine on copies."""
-    routine = kernel.output.arg
     if hasattr(routine, "run_cuda"):
       with self.gpu:
         if routine.run_cuda(self, out, *inputs) is not False: return

@@ -23,6 +23,12 @@ class GeneratorState:
     cls.counter = (start + n) & _MASK32
     return cls.seed, start
 
+  @classmethod
+  def draw(cls, kind: str, n: int, low: float, high: float) -> RandomDraw:
+    """The next draw of n values: randn's Box-Muller takes two words a value."""
+    seed, counter = cls.take(2 * n if kind == "randn" else n)
+    return RandomDraw(kind, seed, counter, n, low, high)
+
 
 @dataclass(frozen=True)
 class RandomDraw:
@@ -37,6 +43,10 @@ class RandomDraw:
 
   @property
   def name(self) -> str: return f"threefry_{self.kind}_{self.n}"
+
+  def redrawn(self) -> RandomDraw:
+    """This draw made again from the generator's current counter (a replayed kernel draws new values)."""
+    return GeneratorState.draw(self.kind, self.n, self.low, self.high)
 
   def run(self, out):
     if self.kind == "rand": uniform_float32(self.seed, self.counter, self.n, out, low=self.low, high=self.high)

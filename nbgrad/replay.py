@@ -1,0 +1,175 @@
+"""TinyJit: a function's kernels recorded on one call and replayed on the later ones, so its graph is not built,
+differentiated or scheduled again (a training step spends about as long on that Python as on its small kernels).
+
+As tinygrad's TinyJit: the first call runs the function as it is (its kernels compile), the second runs it while
+recording every kernel launched, with the buffers each reads and writes, and from the third on those kernels run
+again and the function's Python does not. Tensor arguments are swapped in for the recorded call's; the return
+value is the recorded call's own, its buffers now holding the new values. So the function must launch the same
+kernels on every call, and what it reads from Python (item(), a learning rate in a variable, a Tensor made from
+numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments. Random draws
+inside it take new values from the generator on each replay.
+
+`w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
+buffer again, then copies them into the buffer w held before, which the recorded kernels read. A call that
+cannot be replayed (setitem or a copy between devices inside the function) warns and then calls the function
+every time."""
+from __future__ import annotations
+import functools
+import warnings
+from typing import Any, Callable, Optional
+from nbgrad import device as devices
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.schedule import Kernel
+from nbgrad.helpers import GlobalCounters
+from nbgrad.tensor import Tensor
+
+
+class _Launch:
+  """One recorded kernel: the kernel, its custom routine if any, its buffers, and where arguments go in."""
+  __slots__ = ("kernel", "routine", "out", "inputs", "backend", "argument_slots")
+
+  def __init__(self, kernel: Kernel, out, backend):
+    self.kernel, self.out, self.backend = kernel, out, backend
+    self.routine = kernel.output.arg if kernel.kind == "custom" else None
+    self.inputs = [src.buffer for src in kernel.inputs]
+    self.argument_slots: list[tuple[int, int]] = []   # (input position, argument number)
+
+  def run(self, arguments: list):
+    inputs = self.inputs
+    if self.argument_slots:
+      inputs = list(inputs)
+      for position, number in self.argument_slots: inputs[position] = arguments[number]
+    if self.kernel.kind == "custom":
+      routine = self.routine.redrawn() if hasattr(self.routine, "redrawn") else self.routine
+      self.backend.run_custom(self.kernel, routine, self.out, inputs)
+    elif self.kernel.output.size > 0:
+      self.backend.run_compute(self.kernel, self.out, inputs)
+
+
+class _Recorder:
+  """Collects the kernels run_schedule launches, the tensors assign rebinds, and what rules a replay out."""
+  def __init__(self):
+    self.launches: list[_Launch] = []
+    self.assigned: dict[int, tuple[Tensor, LazyBuffer]] = {}   # id(tensor) -> (tensor, its node before the call)
+    self.refusal: Optional[str] = None
+
+  def ran(self, kernel: Kernel, out, backend):
+    if kernel.kind == "copy": self.refuse(f"it copies between devices ({kernel.inputs[0].device} to {kernel.output.device})")
+    elif kernel.kind != "empty": self.launches.append(_Launch(kernel, out, backend))
+
+  def assigning(self, tensor: Tensor, before: LazyBuffer): self.assigned.setdefault(id(tensor), (tensor, before))
+
+  def refuse(self, why: str):
+    if self.refusal is None: self.refusal = why
+
+
+class _Replay:
+  """The recorded call, ready to run again."""
+  def __init__(self, recorder: _Recorder, arguments: list[Tensor]):
+    self.launches = recorder.launches
+    self.signature = [_signature(t) for t in arguments]
+    argument_numbers = {id(t.lazydata.base.buffer): number for number, t in enumerate(arguments)}
+    for launch in self.launches:
+      launch.argument_slots = [(position, argument_numbers[id(b)]) for position, b in enumerate(launch.inputs)
+                               if id(b) in argument_numbers]
+    # (tensor, its node after the call, buffer written, buffer the kernels read), for each rebound tensor
+    self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
+                    for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
+    for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
+
+  def still_valid(self) -> bool:
+    """False when a rebound tensor was given other values outside the function since."""
+    return all(tensor.lazydata is after for tensor, after, *_ in self.rebound)
+
+  def run(self, arguments: list[Tensor]):
+    signature = [_signature(t) for t in arguments]
+    if signature != self.signature:
+      raise ValueError(f"TinyJit: the Tensor arguments (shape, dtype, device, layout) changed from {self.signature} "
+                       f"when the call was recorded to {signature}")
+    buffers = [t.lazydata.base.buffer for t in arguments]
+    for launch in self.launches: launch.run(buffers)
+    for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
+    GlobalCounters.kernel_count += len(self.launches)
+
+
+def _signature(t: Tensor) -> tuple:
+  lazy = t.lazydata
+  return t.shape, t.dtype, t.device, None if lazy is lazy.base else (lazy.base.shape, lazy.view)
+
+
+def _tensors_in(value) -> list[Tensor]:
+  if isinstance(value, Tensor): return [value]
+  if isinstance(value, (list, tuple)): return [t for v in value for t in _tensors_in(v)]
+  if isinstance(value, dict): return [t for v in value.values() for t in _tensors_in(v)]
+  return []
+
+
+class TinyJit:
+  """Wraps a function (a training step) whose Tensor work is the same on every call: see the module's text."""
+  def __init__(self, fxn: Callable):
+    self.fxn = fxn
+    functools.update_wrapper(self, fxn)
+    self.reset()
+
+  def reset(self):
+    """Forgets the recording: the next call runs the function as it is, the one after records it again."""
+    self.cnt, self.ret, self._replay, self._plain = 0, None, None, False
+
+  @property
+  def jit_cache(self) -> list:
+    """The recorded kernels, in launch order."""
+    return [] if self._replay is None else [launch.kernel for launch in self._replay.launches]
+
+  def __get__(self, obj, objtype=None):   # a decorated method is called with its instance
+    return self if obj is None else functools.partial(self.__call__, obj)
+
+  def __call__(self, *args, **kwargs) -> Any:
+    if devices.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
+    arguments = _tensors_in(list(args) + [value for _, value in sorted(kwargs.items())])
+    if arguments: Tensor.realize(*arguments)
+    if self._replay is not None:
+      if self._replay.still_valid():
+        self._replay.run(arguments)
+        return self.ret
+      self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
+    if self._plain: return self.fxn(*args, **kwargs)
+    ret, recorder = self._run_recording(args, kwargs)
+    self.cnt += 1
+    if self.cnt < 2: return ret
+    self.ret = ret
+    refusal = recorder.refusal or _argument_problem(arguments) or _rebinding_problem(recorder, arguments)
+    if refusal is not None:
+      warnings.warn(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} runs as it is on every call, its kernels "
+                    f"cannot be replayed: {refusal}", stacklevel=2)
+      self._plain = True
+    else:
+      self._replay = _Replay(recorder, arguments)
+    return ret
+
+  def _run_recording(self, args, kwargs) -> tuple[Any, _Recorder]:
+    """Runs the function, recording its kernels, then computes what it returns and the tensors it assigned (so
+    the next call finds them computed)."""
+    recorder = devices.recorder = _Recorder()
+    try:
+      ret = self.fxn(*args, **kwargs)
+      outputs = _tensors_in(ret) + [tensor for tensor, _ in recorder.assigned.values()]
+      if outputs: Tensor.realize(*outputs)
+    finally:
+      devices.recorder = None
+    return ret, recorder
+
+
+def _rebinding_problem(recorder: _Recorder, arguments: list[Tensor]) -> Optional[str]:
+  written = {id(launch.out) for launch in recorder.launches} | {id(t.lazydata.base.buffer) for t in arguments}
+  for tensor, before in recorder.assigned.values():
+    after = tensor.lazydata
+    if before is not before.base or before.buffer is None or id(before.buffer) in written:
+      return f"a tensor of shape {tensor.shape} assigned in it was not a whole buffer computed before the call"
+    if after is not after.base: return f"a tensor of shape {tensor.shape} was assigned a view"
+  return None
+
+
+def _argument_problem(arguments: list[Tensor]) -> Optional[str]:
+  buffers = [id(t.lazydata.base.buffer) for t in arguments]
+  if len(set(buffers)) != len(buffers): return "two Tensor arguments share a buffer"
+  return None

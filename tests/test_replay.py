@@ -1,0 +1,157 @@
+"""TinyJit: a function's kernels recorded once and replayed, against torch and against running the function."""
+import warnings
+import numpy as np
+import pytest
+import torch
+from nbgrad import Tensor, TinyJit, GlobalCounters
+
+rng = np.random.default_rng(7)
+LR = 0.1
+
+
+def mlp_params():
+  return [rng.uniform(-0.5, 0.5, shape).astype(np.float32) for shape in ((16, 5), (16,), (3, 16), (3,))]
+
+
+def nbgrad_training(params, x, y):
+  weights = [Tensor(p, requires_grad=True).realize() for p in params]
+
+  def step(inputs, labels):
+    loss = inputs.linear(weights[0].T, weights[1]).relu().linear(weights[2].T, weights[3]).sparse_categorical_crossentropy(labels)
+    for w in weights: w.grad = None
+    loss.backward()
+    for w in weights: w.assign(w.detach() - LR * w.grad)
+    return loss
+  return step, weights
+
+
+def torch_training(params, batches):
+  weights = [torch.tensor(p, requires_grad=True) for p in params]
+  losses = []
+  for x, y in batches:
+    h = torch.relu(torch.nn.functional.linear(torch.tensor(x), weights[0], weights[1]))
+    loss = torch.nn.functional.cross_entropy(torch.nn.functional.linear(h, weights[2], weights[3]), torch.tensor(y).long())
+    for w in weights: w.grad = None
+    loss.backward()
+    with torch.no_grad():
+      for w in weights: w -= LR * w.grad
+    losses.append(loss.item())
+  return losses, [w.detach().numpy() for w in weights]
+
+
+def batches(n):
+  return [(rng.standard_normal((8, 5)).astype(np.float32), rng.integers(0, 3, 8).astype(np.int32)) for _ in range(n)]
+
+
+def test_jitted_sgd_steps_match_torch_and_the_plain_steps():
+  params, data = mlp_params(), batches(6)
+  jitted, jitted_weights = nbgrad_training(params, *data[0])
+  plain, plain_weights = nbgrad_training(params, *data[0])
+  step = TinyJit(jitted)
+  losses, plain_losses = [], []
+  for x, y in data:
+    losses.append(step(Tensor(x), Tensor(y)).item())
+    plain_losses.append(plain(Tensor(x), Tensor(y)).item())
+  reference_losses, reference_weights = torch_training(params, data)
+  np.testing.assert_allclose(losses, reference_losses, rtol=1e-5)
+  for mine, reference in zip(jitted_weights, reference_weights): np.testing.assert_allclose(mine.numpy(), reference, rtol=1e-5, atol=1e-6)
+  assert losses == plain_losses   # the replayed kernels are the plain call's kernels
+  for mine, other in zip(jitted_weights, plain_weights): np.testing.assert_array_equal(mine.numpy(), other.numpy())
+  assert len(step.jit_cache) > 0
+
+
+def test_replays_launch_the_recorded_kernels_without_running_the_function():
+  calls = []
+
+  @TinyJit
+  def f(a, b):
+    calls.append(1)
+    return (a * b + 1).sum(0)
+  for i in range(5):
+    a, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    GlobalCounters.reset()
+    out = f(Tensor(a), Tensor(b))
+    np.testing.assert_allclose(out.numpy(), (a * b + 1).sum(0), rtol=1e-6)
+    if i >= 2: assert GlobalCounters.kernel_count == len(f.jit_cache) == 1
+  assert len(calls) == 2
+
+
+def test_keyword_arguments_and_views_as_arguments():
+  @TinyJit
+  def f(x, *, scale): return (x * scale).sum()
+  for _ in range(4):
+    a, s = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    out = f(Tensor(a).T, scale=Tensor(s).T)   # transposed views of fresh buffers
+    np.testing.assert_allclose(out.item(), (a.T * s.T).sum(), rtol=1e-5)
+
+
+def test_changed_argument_shape_or_dtype_raises_naming_both():
+  f = TinyJit(lambda x: x + 1)
+  for _ in range(3): f(Tensor([1.0, 2.0]))
+  with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"): f(Tensor([1.0, 2.0, 3.0]))
+  with pytest.raises(ValueError, match="int"): f(Tensor([1, 2]))
+  np.testing.assert_array_equal(f(Tensor([5.0, 6.0])).numpy(), [6.0, 7.0])   # still replays after the error
+
+
+def test_random_draws_take_new_values_on_each_replay():
+  f = TinyJit(lambda: Tensor.rand(5) * 2)
+  Tensor.manual_seed(3)
+  jitted = [f().numpy().copy() for _ in range(4)]
+  Tensor.manual_seed(3)
+  plain = [(Tensor.rand(5) * 2).numpy() for _ in range(4)]
+  for mine, other in zip(jitted, plain): np.testing.assert_array_equal(mine, other)
+  assert len({tuple(v) for v in jitted}) == 4
+
+
+def test_a_weight_assigned_outside_makes_it_record_again():
+  w = Tensor([1.0, 2.0], requires_grad=True).realize()
+
+  @TinyJit
+  def f(x):
+    w.assign(w.detach() + x)
+    return w * 1
+  for i in range(3): f(Tensor([1.0, 1.0]))
+  np.testing.assert_array_equal(w.numpy(), [4.0, 5.0])
+  w.assign(Tensor([10.0, 10.0])).realize()   # a new buffer the recording does not read
+  for i in range(4): out = f(Tensor([1.0, 0.0]))
+  np.testing.assert_array_equal(w.numpy(), [14.0, 10.0])
+  np.testing.assert_array_equal(out.numpy(), [14.0, 10.0])
+
+
+def test_setitem_inside_warns_and_calls_the_function_each_time():
+  calls = []
+
+  def f(x):
+    calls.append(1)
+    t = (x * 2).contiguous().realize()
+    t[0] = 7.0
+    return t + 1
+  jitted = TinyJit(f)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    results = [jitted(Tensor([float(i), 1.0])).numpy() for i in range(4)]
+  assert any("setitem" in str(w.message) for w in caught)
+  assert len(calls) == 4
+  for i, r in enumerate(results): np.testing.assert_array_equal(r, [8.0, 3.0])
+
+
+def test_method_and_reset():
+  class Model:
+    def __init__(self): self.w = Tensor([2.0, 3.0])
+
+    @TinyJit
+    def __call__(self, x): return (x * self.w).sum()
+  model = Model()
+  for i in range(4): assert model(Tensor([float(i), 1.0])).item() == 2.0 * i + 3.0
+  jitted = Model.__dict__["__call__"]
+  assert len(jitted.jit_cache) == 1
+  jitted.reset()
+  assert jitted.jit_cache == [] and model(Tensor([1.0, 1.0])).item() == 5.0
+
+
+def test_a_jitted_function_inside_another_runs_as_part_of_its_recording():
+  inner = TinyJit(lambda x: x + 1)
+  outer = TinyJit(lambda x: inner(x) * 2)
+  for i in range(3): inner(Tensor([float(i)]))   # inner replays on its own
+  for i in range(4): assert outer(Tensor([float(i)])).item() == 2.0 * (i + 1)
+  assert inner(Tensor([5.0])).item() == 6.0
