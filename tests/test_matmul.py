@@ -139,29 +139,39 @@ def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpo
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
 
 
+@pytest.mark.parametrize("busy", [True, False], ids=["cores_busy", "cores_free"])
 @pytest.mark.parametrize("a_shape,b_shape,dtype", [((6, 100, 200), (6, 200, 100), np.float32), ((300, 200), (200, 100), np.float32),
                                                    ((1, 8, 900), (1, 900, 700), np.float32), ((4, 1, 70, 64), (1, 3, 64, 80), np.float32),
                                                    ((300, 200), (200, 100), np.float64)],
                          ids=["batch", "rows", "columns", "broadcast_batch", "rows_float64"])
-def test_products_cut_into_one_part_per_thread_against_torch(a_shape, b_shape, dtype, monkeypatch):
-  """A big product runs in parts (along the batch, the rows or the columns), each on a thread of numba's pool with
-  BLAS at one thread; the thread count numpy's BLAS had is set back afterwards."""
+def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape, dtype, busy, monkeypatch):
+  """A big product runs in parts (along the batch, the rows or the columns), each on a thread with BLAS at one
+  thread, when other processes want the cores, or when it has few rows or terms, or when it is cut along a batch;
+  else on BLAS's own threads. The thread count numpy's BLAS had is set back afterwards."""
   from nbgrad.jit import blas
   before = blas._OPENBLAS[0]() if blas._OPENBLAS else None
-  parts, split = [], blas._split
-  monkeypatch.setattr(blas, "_split", lambda *args: parts.append(split(*args)) or parts[-1])
+  in_parts = []
+  monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: busy)
+  for route in ("_on_worker_threads", "_on_numba_threads"):
+    monkeypatch.setattr(blas, route, lambda jobs, *rest, run=getattr(blas, route): in_parts.append(len(jobs)) or run(jobs, *rest))
   rng = np.random.default_rng(3)
   a_data, b_data = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
   a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
   ta, tb = torch.tensor(a_data, dtype=torch.float64, requires_grad=True), torch.tensor(b_data, dtype=torch.float64, requires_grad=True)
   out, ref = a @ b, ta @ tb
+  out.realize()
+  forward_in_parts = list(in_parts)
   out.sum().backward()
   ref.sum().backward()
   for got, want in ((out, ref), (a.grad, ta.grad), (b.grad, tb.grad)):
     np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
   if before is not None:
     assert blas._OPENBLAS[0]() == before
-    if numba.get_num_threads() > 1: assert len(parts[0]) > 1   # the forward product was cut
+    if numba.get_num_threads() > 1:
+      few_rows_or_terms = min(a_shape[-2], a_shape[-1]) < blas.BLAS_THREADS_MIN_SIDE
+      along_batch = len(a_shape) > 2 and a_shape[0] > 1
+      assert bool(forward_in_parts) == (busy or few_rows_or_terms or along_batch)
+      if forward_in_parts: assert forward_in_parts[0] > 1
 
 
 def test_products_from_several_python_threads_leave_numpy_blas_threads_as_they_were():

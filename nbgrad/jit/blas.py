@@ -2,15 +2,17 @@
 An operand laid out row- or column-major is read in place (a transpose costs nothing); any other
 layout is copied first, since numpy's fallback loop for such strides is many times slower than BLAS.
 
-A big product is cut into one part per thread, each run by single-threaded BLAS: BLAS's own threads wait for each
-other by spinning, and when other processes hold the cores each threaded call waits for the scheduler (benchmarks/
-group train-busy-core). Parts cut along the batch run on numba's threads (BLAS's C interface called from a
-parallel numba function), other parts on a worker thread beside the calling one (_product says why)."""
+A big product runs on BLAS's own threads while no other process wants the cores. Else it is cut into one part per
+thread, each run by single-threaded BLAS: BLAS's threads wait for each other by spinning, and with the cores held
+by other processes each threaded call waits for the scheduler (benchmarks/ group train-busy-core). Parts cut along
+the batch always run on numba's threads (BLAS's C interface called from a parallel numba function), other parts on
+a worker thread beside the calling one (_product says why)."""
 from __future__ import annotations
 import ctypes
 import glob
 import itertools
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 import numba
@@ -122,13 +124,14 @@ def _gemm_parts(gemm, calls, starts, one, zero):
 
 
 def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
-  """np.matmul(a, b, out=out), a big one cut into parts, each run by single-threaded BLAS. Parts cut along the
-  batch run on numba's threads, where nbgrad's parallel kernels run: on a thread of their own they waited for
-  numba's workers, which spin for a while after each kernel when torch's OpenMP runtime is loaded first
-  (Winograd's 36 x 3136x64 @ 64x64 took 13.5 ms after its input transform that way, 5.2 ms on numba's threads).
-  Parts of one matrix run on a worker thread beside the calling one: in training steps measured interleaved, the
-  MLP step took the same time either way and the CNN step (whose im2col products are cut along their columns)
-  3-6% less than on numba's threads."""
+  """np.matmul(a, b, out=out), a big one on parts threads. Parts cut along the batch run on numba's threads, where
+  nbgrad's parallel kernels run: on a thread of their own they waited for numba's workers, which spin for a while
+  after each kernel when torch's OpenMP runtime is loaded first (Winograd's 36 x 3136x64 @ 64x64 took 13.5 ms after
+  its input transform that way, 5.2 ms on numba's threads). One matrix runs on BLAS's threads when the cores are
+  free: in the MLP training step under TinyJit (medians of steps interleaved in one process) 5.4-7.0 ms, against
+  8.1-9.2 ms cut into parts, each packing the whole operand it does not cut. With another process busy on a core,
+  the same step took 13.2-13.9 ms on BLAS's threads and 9.3-11.0 ms in parts, so then the parts run on a worker
+  thread beside the calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
   parts = numba.get_num_threads()
   if _OPENBLAS is None or parts == 1:
     np.matmul(a, b, out=out)
@@ -141,9 +144,45 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
       jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
       if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
       elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, gemms[out.dtype])
-      else: _on_worker_threads(jobs)
+      elif min(out.shape[-2], a.shape[-1]) < BLAS_THREADS_MIN_SIDE or _cores_busy_elsewhere(parts): _on_worker_threads(jobs)
+      else:
+        set_(parts)
+        np.matmul(a, b, out=out)
     finally:
       set_(before)
+
+
+_CORES = os.cpu_count() or 1
+BLAS_THREADS_MIN_SIDE = 128
+BUSY_CHECK_INTERVAL_S = 0.05   # how long a look at the other processes' demand for cores is trusted
+_busy_checked_at, _busy = -1.0, True
+
+
+def _cores_busy_elsewhere(parts: int) -> bool:
+  """Whether other processes want more cores now than parts threads leave free: Linux's count of runnable threads
+  (/proc/loadavg) less this process's own (BLAS's workers yield for a while after a product, and count). Where
+  these counts cannot be read, True."""
+  global _busy_checked_at, _busy
+  now = time.perf_counter()
+  if now - _busy_checked_at < BUSY_CHECK_INTERVAL_S: return _busy
+  _busy_checked_at = now
+  try:
+    with open("/proc/loadavg", "rb") as loadavg: runnable = int(loadavg.read().split()[3].split(b"/")[0])
+    _busy = runnable - _own_runnable_threads() > _CORES - parts
+  except (OSError, ValueError, IndexError):
+    _busy = True
+  return _busy
+
+
+def _own_runnable_threads() -> int:
+  count = 0
+  for thread in os.listdir("/proc/self/task"):
+    try:
+      with open(f"/proc/self/task/{thread}/stat", "rb") as stat: fields = stat.read()
+    except OSError:
+      continue   # the thread ended
+    count += fields[fields.rindex(b")") + 2:].startswith(b"R")
+  return count
 
 
 def _on_numba_threads(jobs: list[tuple], gemm):
