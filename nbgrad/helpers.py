@@ -78,5 +78,10 @@ class IndexMismatch(IndexError, AssertionError):
   """An index tensor that does not fit the tensor it indexes (gather)."""
 
 
+class JitArgumentMismatch(ValueError, AssertionError):
+  """Tensor arguments a TinyJit cannot run with: shapes, dtypes or layouts other than the recorded call's, or one
+  buffer passed as two arguments."""
+
+
 class ItemSizeMismatch(ValueError, RuntimeError):
   """A bitcast between dtypes of different sizes."""

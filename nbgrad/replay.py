@@ -20,8 +20,12 @@ from typing import Any, Callable, Optional
 from nbgrad import device as devices
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.schedule import Kernel
-from nbgrad.helpers import GlobalCounters
+from nbgrad.helpers import GlobalCounters, JitArgumentMismatch
 from nbgrad.tensor import Tensor
+
+
+class NothingRecorded(RuntimeError, AssertionError):
+  """A TinyJit's function launched no kernel on the call meant to be recorded."""
 
 
 class _Launch:
@@ -84,7 +88,7 @@ class _Replay:
   def run(self, arguments: list[Tensor]):
     signature = [_signature(t) for t in arguments]
     if signature != self.signature:
-      raise ValueError(f"TinyJit: the Tensor arguments (shape, dtype, device, layout) changed from {self.signature} "
+      raise JitArgumentMismatch(f"TinyJit: the Tensor arguments (shape, dtype, device, layout) changed from {self.signature} "
                        f"when the call was recorded to {signature}")
     buffers = [t.lazydata.base.buffer for t in arguments]
     for launch in self.launches: launch.run(buffers)
@@ -127,6 +131,9 @@ class TinyJit:
     if devices.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
     arguments = _tensors_in(list(args) + [value for _, value in sorted(kwargs.items())])
     if arguments: Tensor.realize(*arguments)
+    buffers = [id(t.lazydata.base.buffer) for t in arguments]
+    if len(set(buffers)) != len(buffers):
+      raise JitArgumentMismatch("TinyJit: two Tensor arguments share a buffer; the recorded kernels could not tell them apart")
     if self._replay is not None:
       if self._replay.still_valid():
         self._replay.run(arguments)
@@ -137,7 +144,11 @@ class TinyJit:
     self.cnt += 1
     if self.cnt < 2: return ret
     self.ret = ret
-    refusal = recorder.refusal or _argument_problem(arguments) or _rebinding_problem(recorder, arguments)
+    if not recorder.launches:
+      self.reset()
+      raise NothingRecorded(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} launched no kernel on its recorded "
+                            f"call, so there is nothing to replay (Tensor arguments are computed before the call)")
+    refusal = recorder.refusal or _rebinding_problem(recorder, arguments)
     if refusal is not None:
       warnings.warn(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} runs as it is on every call, its kernels "
                     f"cannot be replayed: {refusal}", stacklevel=2)
@@ -166,10 +177,4 @@ def _rebinding_problem(recorder: _Recorder, arguments: list[Tensor]) -> Optional
     if before is not before.base or before.buffer is None or id(before.buffer) in written:
       return f"a tensor of shape {tensor.shape} assigned in it was not a whole buffer computed before the call"
     if after is not after.base: return f"a tensor of shape {tensor.shape} was assigned a view"
-  return None
-
-
-def _argument_problem(arguments: list[Tensor]) -> Optional[str]:
-  buffers = [id(t.lazydata.base.buffer) for t in arguments]
-  if len(set(buffers)) != len(buffers): return "two Tensor arguments share a buffer"
   return None

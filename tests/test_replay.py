@@ -155,3 +155,29 @@ def test_a_jitted_function_inside_another_runs_as_part_of_its_recording():
   for i in range(3): inner(Tensor([float(i)]))   # inner replays on its own
   for i in range(4): assert outer(Tensor([float(i)])).item() == 2.0 * (i + 1)
   assert inner(Tensor([5.0])).item() == 6.0
+
+
+def test_one_buffer_passed_twice_raises_at_once():
+  f = TinyJit(lambda a, b: a + b)
+  a = Tensor([1.0, 2.0])
+  with pytest.raises(ValueError, match="share a buffer"): f(a, a)
+  np.testing.assert_array_equal(f(a, Tensor([1.0, 1.0])).numpy(), [2.0, 3.0])
+
+
+def test_a_function_that_launches_no_kernel_raises_when_recorded():
+  f = TinyJit(lambda a: None)
+  f(Tensor([1.0]))
+  with pytest.raises(RuntimeError, match="no kernel"): f(Tensor([1.0]))
+
+
+def test_a_changed_view_of_an_argument_raises():
+  f = TinyJit(lambda a: a + 1)
+  base = Tensor(np.arange(20, dtype=np.float32).reshape(4, 5)).realize()
+  for i in range(2): f(base[:, 1:3])
+  np.testing.assert_array_equal(f(base[:, 1:3]).numpy(), np.arange(20).reshape(4, 5)[:, 1:3] + 1)
+  with pytest.raises(ValueError, match="layout"): f(base[:, 2:4])
+
+
+def test_empty_and_constant_arguments():
+  f = TinyJit(lambda x, y, z: x.sum() + y.sum() + z)
+  for i in range(4): assert f(Tensor.zeros(0), Tensor.ones(0, 3), Tensor.full((2,), float(i))).tolist() == [float(i)] * 2
