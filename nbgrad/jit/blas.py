@@ -155,22 +155,25 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
 _CORES = os.cpu_count() or 1
 BLAS_THREADS_MIN_SIDE = 128
 BUSY_CHECK_INTERVAL_S = 0.05   # how long a look at the other processes' demand for cores is trusted
-_busy_checked_at, _busy = -1.0, True
+_busy_checked_at, _busy_seen, _busy = -1.0, True, True
 
 
 def _cores_busy_elsewhere(parts: int) -> bool:
-  """Whether other processes want more cores now than parts threads leave free: Linux's count of runnable threads
+  """Whether other processes want more cores than parts threads leave free, in two looks in a row (a thread of
+  another process waking for a moment must not switch the products' threads): Linux's count of runnable threads
   (/proc/loadavg) less this process's own (BLAS's workers yield for a while after a product, and count). Where
   these counts cannot be read, True."""
-  global _busy_checked_at, _busy
+  global _busy_checked_at, _busy_seen, _busy
   now = time.perf_counter()
   if now - _busy_checked_at < BUSY_CHECK_INTERVAL_S: return _busy
   _busy_checked_at = now
   try:
     with open("/proc/loadavg", "rb") as loadavg: runnable = int(loadavg.read().split()[3].split(b"/")[0])
-    _busy = runnable - _own_runnable_threads() > _CORES - parts
+    seen = runnable - _own_runnable_threads() > _CORES - parts
   except (OSError, ValueError, IndexError):
-    _busy = True
+    seen = True
+  _busy = seen if seen == _busy_seen else _busy
+  _busy_seen = seen
   return _busy
 
 
