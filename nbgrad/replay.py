@@ -11,8 +11,8 @@ inside it take new values from the generator on each replay.
 
 `w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
 buffer again, then copies them into the buffer w held before, which the recorded kernels read. A call that
-cannot be replayed (setitem or a copy between devices inside the function) warns and then calls the function
-every time."""
+cannot be replayed (setitem, an assign to a Tensor argument or a copy between devices inside the function)
+warns and then calls the function every time."""
 from __future__ import annotations
 import functools
 import warnings
@@ -51,15 +51,17 @@ class _Launch:
 
 
 class _Recorder:
-  """Collects the kernels run_schedule launches, the tensors assign rebinds, and what rules a replay out."""
-  def __init__(self):
+  """Collects the kernels run_schedule launches (when keeping them: they hold their buffers), the tensors assign
+  rebinds, and what rules a replay out."""
+  def __init__(self, keeps_launches: bool):
+    self.keeps_launches = keeps_launches
     self.launches: list[_Launch] = []
     self.assigned: dict[int, tuple[Tensor, LazyBuffer]] = {}   # id(tensor) -> (tensor, its node before the call)
     self.refusal: Optional[str] = None
 
   def ran(self, kernel: Kernel, out, backend):
     if kernel.kind == "copy": self.refuse(f"it copies between devices ({kernel.inputs[0].device} to {kernel.output.device})")
-    elif kernel.kind != "empty": self.launches.append(_Launch(kernel, out, backend))
+    elif kernel.kind != "empty" and self.keeps_launches: self.launches.append(_Launch(kernel, out, backend))
 
   def assigning(self, tensor: Tensor, before: LazyBuffer): self.assigned.setdefault(id(tensor), (tensor, before))
 
@@ -140,7 +142,7 @@ class TinyJit:
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
     if self._plain: return self.fxn(*args, **kwargs)
-    ret, recorder = self._run_recording(args, kwargs)
+    ret, recorder = self._run_recording(args, kwargs, keeps_launches=self.cnt == 1)
     self.cnt += 1
     if self.cnt < 2: return ret
     self.ret = ret
@@ -148,7 +150,7 @@ class TinyJit:
       self.reset()
       raise NothingRecorded(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} launched no kernel on its recorded "
                             f"call, so there is nothing to replay (Tensor arguments are computed before the call)")
-    refusal = recorder.refusal or _rebinding_problem(recorder, arguments)
+    refusal = recorder.refusal or _rebinding_problem(recorder, set(buffers))
     if refusal is not None:
       warnings.warn(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} runs as it is on every call, its kernels "
                     f"cannot be replayed: {refusal}", stacklevel=2)
@@ -157,10 +159,10 @@ class TinyJit:
       self._replay = _Replay(recorder, arguments)
     return ret
 
-  def _run_recording(self, args, kwargs) -> tuple[Any, _Recorder]:
-    """Runs the function, recording its kernels, then computes what it returns and the tensors it assigned (so
+  def _run_recording(self, args, kwargs, keeps_launches: bool) -> tuple[Any, _Recorder]:
+    """Runs the function, recording what it does, then computes what it returns and the tensors it assigned (so
     the next call finds them computed)."""
-    recorder = devices.recorder = _Recorder()
+    recorder = devices.recorder = _Recorder(keeps_launches)
     try:
       ret = self.fxn(*args, **kwargs)
       outputs = _tensors_in(ret) + [tensor for tensor, _ in recorder.assigned.values()]
@@ -170,10 +172,12 @@ class TinyJit:
     return ret, recorder
 
 
-def _rebinding_problem(recorder: _Recorder, arguments: list[Tensor]) -> Optional[str]:
-  written = {id(launch.out) for launch in recorder.launches} | {id(t.lazydata.base.buffer) for t in arguments}
+def _rebinding_problem(recorder: _Recorder, argument_buffers: set[int]) -> Optional[str]:
+  """Why the tensors assigned in the recorded call cannot be refilled on a replay, or None."""
+  written = {id(launch.out) for launch in recorder.launches}
   for tensor, before in recorder.assigned.values():
     after = tensor.lazydata
+    if id(before.base.buffer) in argument_buffers: return f"a Tensor argument (shape {tensor.shape}) is assigned in it"
     if before is not before.base or before.buffer is None or id(before.buffer) in written:
       return f"a tensor of shape {tensor.shape} assigned in it was not a whole buffer computed before the call"
     if after is not after.base: return f"a tensor of shape {tensor.shape} was assigned a view"

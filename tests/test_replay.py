@@ -181,3 +181,18 @@ def test_a_changed_view_of_an_argument_raises():
 def test_empty_and_constant_arguments():
   f = TinyJit(lambda x, y, z: x.sum() + y.sum() + z)
   for i in range(4): assert f(Tensor.zeros(0), Tensor.ones(0, 3), Tensor.full((2,), float(i))).tolist() == [float(i)] * 2
+
+
+def test_an_assigned_argument_warns_and_runs_the_function_each_time():
+  @TinyJit
+  def f(w, x):
+    w.assign(w.flip(0) + x)   # not elementwise: a replay writing into its own argument would read values it wrote
+    return w
+  w = Tensor([1.0, 2.0, 3.0]).realize()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(4): f(w, Tensor([1.0, 0.0, 0.0]))
+  assert any("argument" in str(c.message) for c in caught)
+  expected = np.array([1.0, 2.0, 3.0])
+  for _ in range(4): expected = expected[::-1] + [1.0, 0.0, 0.0]
+  np.testing.assert_array_equal(w.numpy(), expected)
