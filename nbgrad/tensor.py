@@ -682,6 +682,10 @@ class Tensor:
   # ---- movement (views: no data moves)
   def reshape(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list, np.ndarray)) else (shape,) + args
+    if all(type(s) is int and s >= 0 for s in shape):   # the common case, checked in one pass (a step makes hundreds)
+      if shape == self.shape: return self
+      if math.prod(shape) != self.numel(): raise ShapeMismatch(f"cannot reshape {self.shape} ({self.numel()} elements) to {shape}")
+      return F.Reshape.apply(self, shape=shape)
     new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
     if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
     if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
@@ -697,6 +701,8 @@ class Tensor:
 
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
+    if len(shape) == self.ndim and all(type(s) is int and (s == o or o == 1 and s >= 0) for s, o in zip(shape, self.shape)):
+      return self if shape == self.shape else F.Expand.apply(self, shape=shape)   # the common case, in one pass
     if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
     if any(s in (-1, None) for s in shape[:len(shape) - self.ndim]):
       raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
