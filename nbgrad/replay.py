@@ -78,7 +78,7 @@ class _Replay:
     for launch in self.launches:
       launch.argument_slots = [(position, argument_numbers[id(b)]) for position, b in enumerate(launch.inputs)
                                if id(b) in argument_numbers]
-    # (tensor, its node after the call, buffer written, buffer the kernels read), for each rebound tensor
+    # (tensor, its node after the call, buffer written, buffer the kernels read, its backend) for each rebound tensor
     self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
                     for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
     for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
@@ -91,7 +91,7 @@ class _Replay:
     signature = [_signature(t) for t in arguments]
     if signature != self.signature:
       raise JitArgumentMismatch(f"TinyJit: the Tensor arguments (shape, dtype, device, layout) changed from {self.signature} "
-                       f"when the call was recorded to {signature}")
+                                f"when the call was recorded to {signature}")
     buffers = [t.lazydata.base.buffer for t in arguments]
     for launch in self.launches: launch.run(buffers)
     for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
