@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nbgrad import Tensor, Device
+from nbgrad import Tensor, Device, TinyJit
 from nbgrad import cuda as cuda_device
 from test_bench_conv import conv_calls, conv_flops
 from test_bench_linalg import MODELS, nbgrad_step, torch_step
@@ -142,7 +142,18 @@ def test_cuda_train_step(benchmark, lib, model):
   run(benchmark, lib, step)
 
 
+@pytest.mark.benchmark(group="cuda-train")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_cuda_train_step_tinyjit(benchmark, lib, model):
+  """The same steps, nbgrad's under TinyJit (its kernels launched again without its Python); torch's as above."""
+  step, _ = (nbgrad_step if lib == "nbgrad" else torch_step)(model, GPU)
+  run(benchmark, lib, TinyJit(step) if lib == "nbgrad" else step)
+
+
 def test_cuda_train_losses_match_torch():
   for model in MODELS:
-    (ours, _), (theirs, _) = nbgrad_step(model, GPU), torch_step(model, GPU)
-    for _ in range(3): np.testing.assert_allclose(ours().numpy(), theirs().item(), rtol=1e-3)
+    for jitted in (False, True):
+      (ours, _), (theirs, _) = nbgrad_step(model, GPU), torch_step(model, GPU)
+      if jitted: ours = TinyJit(ours)
+      for _ in range(4): np.testing.assert_allclose(ours().numpy(), theirs().item(), rtol=1e-3)
