@@ -2,6 +2,7 @@
 from __future__ import annotations
 import os
 import sys
+import threading
 import time
 import weakref
 from typing import Optional
@@ -183,8 +184,13 @@ def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   return sorted(found, key=lambda n: n.depth)
 
 
-# The recording of launched kernels in progress (TinyJit's capture call), else None
-recorder = None
+class _Recording(threading.local):
+  """The recorder of the kernels launched on this thread (TinyJit's recorded call), else None: another thread's
+  kernels (a data loader's) are not part of the call."""
+  recorder = None
+
+
+recording = _Recording()
 
 
 def run_schedule(schedule: list[Kernel]):
@@ -197,7 +203,7 @@ def run_schedule(schedule: list[Kernel]):
     backend_ = backend(base.device)
     start = time.perf_counter()
     out = _run(kernel, backend_)
-    if recorder is not None: recorder.ran(kernel, out, backend_)
+    if (recorder := recording.recorder) is not None: recorder.ran(kernel, out, backend_)
     if DEBUG >= 1: backend_.synchronize()
     elapsed = time.perf_counter() - start
     if kernel.kind != "empty":

@@ -223,7 +223,7 @@ def set_basic_index(tensor, indices, value):
   values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
   if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
   window = writable_window(tensor)
-  if devices.recorder is not None: devices.recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
+  if (recorder := devices.recording.recorder) is not None: recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
   base, device = tensor.lazydata.base, devices.backend(tensor.device)
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
   strided_view(flat, *window, writeable=True)[indices] = float32_to_bfloat16_bits(values) if tensor.dtype == dtypes.bfloat16 else values

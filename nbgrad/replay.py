@@ -130,7 +130,7 @@ class TinyJit:
     return self if obj is None else functools.partial(self.__call__, obj)
 
   def __call__(self, *args, **kwargs) -> Any:
-    if devices.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
+    if devices.recording.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
     arguments = _tensors_in(list(args) + [value for _, value in sorted(kwargs.items())])
     if arguments: Tensor.realize(*arguments)
     buffers = [id(t.lazydata.base.buffer) for t in arguments]
@@ -162,13 +162,13 @@ class TinyJit:
   def _run_recording(self, args, kwargs, keeps_launches: bool) -> tuple[Any, _Recorder]:
     """Runs the function, recording what it does, then computes what it returns and the tensors it assigned (so
     the next call finds them computed)."""
-    recorder = devices.recorder = _Recorder(keeps_launches)
+    recorder = devices.recording.recorder = _Recorder(keeps_launches)
     try:
       ret = self.fxn(*args, **kwargs)
       outputs = _tensors_in(ret) + [tensor for tensor, _ in recorder.assigned.values()]
       if outputs: Tensor.realize(*outputs)
     finally:
-      devices.recorder = None
+      devices.recording.recorder = None
     return ret, recorder
 
 

@@ -425,7 +425,7 @@ class Tensor:
     if not self.requires_grad and not x.requires_grad and (is_window_of_a_buffer(self) or self._view_of is not None):
       set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
       return self
-    if devices.recorder is not None: devices.recorder.assigning(self, self.lazydata)
+    if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
     self.lazydata = x.lazydata
     return self._after_op()
 

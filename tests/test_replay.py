@@ -196,3 +196,20 @@ def test_an_assigned_argument_warns_and_runs_the_function_each_time():
   expected = np.array([1.0, 2.0, 3.0])
   for _ in range(4): expected = expected[::-1] + [1.0, 0.0, 0.0]
   np.testing.assert_array_equal(w.numpy(), expected)
+
+
+def test_kernels_another_thread_launches_meanwhile_are_not_recorded():
+  import threading
+  side_results = []
+
+  def loader(): side_results.append((Tensor([1.0, 2.0]) * 3).numpy())
+
+  @TinyJit
+  def f(x):
+    worker = threading.Thread(target=loader)
+    worker.start()
+    worker.join()
+    return x + 1
+  for i in range(4): np.testing.assert_array_equal(f(Tensor([float(i)])).numpy(), [i + 1.0])
+  assert len(f.jit_cache) == 1 and len(side_results) == 2
+  for r in side_results: np.testing.assert_array_equal(r, [3.0, 6.0])
