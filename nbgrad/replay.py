@@ -81,6 +81,10 @@ class _Replay:
     # (tensor, its node after the call, buffer written, buffer the kernels read, its backend) for each rebound tensor
     self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
                     for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
+    self.copy_back()
+
+  def copy_back(self):
+    """The rebound tensors' new values into the buffers the recorded kernels read."""
     for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
 
   def still_valid(self) -> bool:
@@ -94,7 +98,7 @@ class _Replay:
                                 f"when the call was recorded to {signature}")
     buffers = [t.lazydata.base.buffer for t in arguments]
     for launch in self.launches: launch.run(buffers)
-    for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
+    self.copy_back()
     GlobalCounters.kernel_count += len(self.launches)
 
 
@@ -120,6 +124,9 @@ class TinyJit:
   def reset(self):
     """Forgets the recording: the next call runs the function as it is, the one after records it again."""
     self.cnt, self.ret, self._replay, self._plain = 0, None, None, False
+
+  @property
+  def _name(self) -> str: return getattr(self.fxn, "__name__", "the function")
 
   @property
   def jit_cache(self) -> list:
@@ -148,11 +155,11 @@ class TinyJit:
     self.ret = ret
     if not recorder.launches:
       self.reset()
-      raise NothingRecorded(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} launched no kernel on its recorded "
+      raise NothingRecorded(f"TinyJit: {self._name} launched no kernel on its recorded "
                             f"call, so there is nothing to replay (Tensor arguments are computed before the call)")
     refusal = recorder.refusal or _rebinding_problem(recorder, set(buffers))
     if refusal is not None:
-      warnings.warn(f"TinyJit: {getattr(self.fxn, '__name__', 'the function')} runs as it is on every call, its kernels "
+      warnings.warn(f"TinyJit: {self._name} runs as it is on every call, its kernels "
                     f"cannot be replayed: {refusal}", stacklevel=2)
       self._plain = True
     else:

@@ -682,18 +682,16 @@ class Tensor:
   # ---- movement (views: no data moves)
   def reshape(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list, np.ndarray)) else (shape,) + args
-    if all(type(s) is int and s >= 0 for s in shape):   # the common case, checked in one pass (a step makes hundreds)
-      if shape == self.shape: return self
-      if math.prod(shape) != self.numel(): raise ShapeMismatch(f"cannot reshape {self.shape} ({self.numel()} elements) to {shape}")
-      return F.Reshape.apply(self, shape=shape)
-    new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
-    if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
-    if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
-    if -1 in new:
-      known = math.prod(s for s in new if s != -1)
-      if known == 0 or self.numel() % known: raise ShapeMismatch(f"cannot reshape {self.shape} to {shape}")
-      new = [self.numel() // known if s == -1 else s for s in new]
-    new = tuple(int(s) for s in new)
+    new = shape
+    if not all(type(s) is int and s >= 0 for s in shape):   # plain sizes, the common case, skip this (a step makes hundreds)
+      new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
+      if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
+      if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
+      if -1 in new:
+        known = math.prod(s for s in new if s != -1)
+        if known == 0 or self.numel() % known: raise ShapeMismatch(f"cannot reshape {self.shape} to {shape}")
+        new = [self.numel() // known if s == -1 else s for s in new]
+      new = tuple(int(s) for s in new)
     if math.prod(new) != self.numel(): raise ShapeMismatch(f"cannot reshape {self.shape} ({self.numel()} elements) to {new}")
     return self if new == self.shape else F.Reshape.apply(self, shape=new)
 
@@ -702,16 +700,17 @@ class Tensor:
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(shape) == self.ndim and all(type(s) is int and (s == o or o == 1 and s >= 0) for s, o in zip(shape, self.shape)):
-      return self if shape == self.shape else F.Expand.apply(self, shape=shape)   # the common case, in one pass
-    if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
-    if any(s in (-1, None) for s in shape[:len(shape) - self.ndim]):
-      raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
-    old = (1,) * (len(shape) - self.ndim) + self.shape
-    new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
-    for s in new: _check_int(f"expand size in {shape}", s)
-    for o, s in zip(old, new):
-      if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
-    x = self.reshape(old) if old != self.shape else self
+      x, new = self, shape   # the common case, checked in one pass
+    else:
+      if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
+      if any(s in (-1, None) for s in shape[:len(shape) - self.ndim]):
+        raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
+      old = (1,) * (len(shape) - self.ndim) + self.shape
+      new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
+      for s in new: _check_int(f"expand size in {shape}", s)
+      for o, s in zip(old, new):
+        if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
+      x = self.reshape(old) if old != self.shape else self
     return x if new == x.shape else F.Expand.apply(x, shape=new)
 
   def permute(self, order, *args) -> Tensor:
