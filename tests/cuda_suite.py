@@ -90,6 +90,14 @@ def test_int_elementwise(name, dt):
   assert_same(*on_both(INT_OPS[name], a, b, dtype=dt))
 
 
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int32], ids=str)
+def test_elementwise_whole_rounds_and_a_remainder(dt):
+  """Enough outputs that each thread takes several per round of its grid-stride loop, and some are left over."""
+  a, b = rng.integers(-20, 20, (3, 701)), rng.integers(-20, 20, 701)
+  assert_same(*on_both(lambda x, y: x.T * y[:, None] - x.flip(1).T, a, b, dtype=dt), exact=True)
+  assert_same(*on_both(lambda x, y: (x.T < y[:, None]) | (x.T == 0), a, b, dtype=dt), exact=True)
+
+
 def test_broadcasting_and_scalars():
   assert_same(*on_both(lambda a, b: a + b * 2 - 1, rng.standard_normal((3, 1)), rng.standard_normal((1, 4))))
   assert_same(*on_both(lambda a, b: a * b, rng.standard_normal(()), rng.standard_normal((2, 3))))
@@ -151,7 +159,8 @@ def test_reduce_nan_and_empty():
 
 
 # ---- linear algebra, convolution, indexing
-@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 4, 6), (6, 5)), ((9,), (9, 2)), ((3, 1, 4, 5), (2, 5, 3))], ids=str)
+@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 4, 6), (6, 5)), ((9,), (9, 2)), ((3, 1, 4, 5), (2, 5, 3)),
+                                    ((17, 13), (13, 19))], ids=str)
 def test_matmul(shapes):
   a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
   assert_same(*on_both(lambda x, y: x @ y, a, b))

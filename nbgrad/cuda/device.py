@@ -6,7 +6,7 @@ import numpy as np
 from numba import cuda, config
 from nbgrad.dtype import DType
 from nbgrad.graph.schedule import Kernel, structure_key
-from nbgrad.cuda.render import CudaRenderer, uses_block_reduce, split_chunks
+from nbgrad.cuda.render import CudaRenderer, uses_block_reduce, split_chunks, outputs_per_thread
 from nbgrad.jit.render import compute_type
 from nbgrad.cuda.compiler import get_kernel, target_folder
 from nbgrad.cuda.runtime import SIMULATOR
@@ -97,7 +97,7 @@ class CudaBackend:
       self.launch(kernel, partial_blocks, [out, partials, *inputs], "partials", chunks)
       self.launch(kernel, -(-outputs // THREADS), [out, partials, *inputs], "combine", chunks)
       return
-    blocks = outputs if uses_block_reduce(kernel) else -(-outputs // THREADS)
+    blocks = outputs if uses_block_reduce(kernel) else -(-outputs // (THREADS * outputs_per_thread(kernel)))
     self.launch(kernel, blocks, [out, *inputs])
 
   def run_custom(self, kernel: Kernel, routine, out, inputs: list):

@@ -1,7 +1,8 @@
 """Renders a scheduled Kernel as the Python source of a numba.cuda kernel.
 
 Expressions, views and parameters are rendered exactly as for the CPU (nbgrad/jit/render.py); only the
-loop nest differs. Two shapes:
+loop nest differs. Four shapes:
+- elementwise: grid-stride over the outputs, UNROLL of them per thread and round (render_elementwise);
 - threads: one thread per output element, grid-stride over the outputs; a reduce, if any, is a loop in
   the thread (short reduce axes, and column reduces, where neighbouring threads read neighbouring memory);
 - blocks: one block per output element, grid-stride over the outputs; each thread accumulates a strided
@@ -10,10 +11,11 @@ loop nest differs. Two shapes:
 - split: a long reduce into few outputs (a sum of everything) is cut into chunks, one block each, and a
   second kernel combines the chunks' partial results."""
 from __future__ import annotations
+import re
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import UnaryOps, BinaryOps
 from nbgrad.graph.schedule import Kernel
-from nbgrad.jit.render import Renderer, BINARY, REDUCE_COMBINE, reduce_identity, compute_type, in_dtype
+from nbgrad.jit.render import Renderer, BINARY, REDUCE_COMBINE, reduce_identity, compute_type, in_dtype, store_to_storage, unsigned
 from nbgrad.cuda.runtime import SIMULATOR
 
 # a reduce over at least this many elements per output is shared by a block of threads
@@ -52,6 +54,15 @@ def split_chunks(kernel: Kernel) -> int:
   if uses_block_reduce(kernel):
     return 0 if outputs > SPLIT_MAX_OUTPUTS else max(2, min(SPLIT_BLOCKS // outputs, reduced // SPLIT_MIN_CHUNK))
   return 0 if outputs * 2 > RESIDENT_THREADS else max(2, min(RESIDENT_THREADS // outputs, reduced // COLUMN_MIN_CHUNK))
+
+
+_TEMPORARY_NAME = re.compile(r"\bt\d+\b")
+UNROLL = 4   # outputs of an elementwise kernel a thread loads the inputs of before it stores any
+
+
+def outputs_per_thread(kernel: Kernel) -> int:
+  """How many outputs a thread of a kernel in the threads shape takes per round of its grid-stride loop."""
+  return 1 if kernel.stages else UNROLL
 
 
 def _scalar_type(dt: DType) -> str:
@@ -93,6 +104,7 @@ class CudaRenderer(Renderer):
     self.emit(1, f"n_reduce = {self.count(reduce)}")
     if self.phase == "partials": self.render_partials(outer, reduce)
     elif self.phase == "combine": self.render_combine(outer, reduce)
+    elif not k.stages: self.render_elementwise(outer)
     elif uses_block_reduce(k): self.render_blocks(outer, reduce)
     else: self.render_threads(outer, reduce)
     buffers = ["out"] + (["partials"] if self.phase else []) + [f"b{i}" for i in range(len(k.inputs))]
@@ -117,6 +129,29 @@ class CudaRenderer(Renderer):
   def store_reduced(self, depth: int, reduce):
     for d in reduce: self.emit(depth, f"x{d} = 0")
     self.store(depth)
+
+  def render_elementwise(self, outer):
+    """A thread computes UNROLL outputs a grid apart, and stores them only once all their inputs are loaded:
+    for all the compiler knows a store may change what a later load reads, so one output at a time leaves a
+    thread one load in flight, too few to keep the GPU's memory busy. What is left after the whole rounds
+    goes one output per thread. The body is rendered once (its parameters too) and written out per output,
+    its temporaries renamed."""
+    lines, value = self.body(self.kernel.out_expr)
+    offset, _ = self.buffer_offset(self.kernel.out_view, lines)
+    store = (store_to_storage(self.kernel.output.dtype, value), unsigned(offset))
+    self.emit(1, "step = cuda.gridsize(1)")
+    self.emit(1, f"whole = n_outer - n_outer % (step * {UNROLL})")
+    self.emit(1, f"for xb in range(cuda.grid(1), whole, step * {UNROLL}):")
+    for u in range(UNROLL):
+      def renamed(text: str) -> str: return _TEMPORARY_NAME.sub(rf"\g<0>_{u}", text)
+      self.unflatten(2, f"xb + {u} * step" if u else "xb", outer)
+      for line in lines: self.emit(2, renamed(line))
+      self.emit(2, f"value{u}, offset{u} = {renamed(store[0])}, {renamed(store[1])}")
+    for u in range(UNROLL): self.emit(2, f"out[offset{u}] = value{u}")
+    self.emit(1, "for xo in range(whole + cuda.grid(1), n_outer, step):")
+    self.unflatten(2, "xo", outer)
+    for line in lines: self.emit(2, line)
+    self.emit(2, f"out[{store[1]}] = {store[0]}")
 
   def render_threads(self, outer, reduce):
     k = self.kernel
