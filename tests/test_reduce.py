@@ -255,6 +255,15 @@ def test_max_over_an_empty_axis_has_an_empty_gradient():
   assert x.grad.shape == (3, 0)
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_max_gradient_counts_many_ties_in_float32(name):
+  """10001 tied maxima share the gradient: counted in float16 the count would stop at 2048."""
+  t = Tensor([5, -5], dtype=getattr(dtypes, name), requires_grad=True)
+  t.reshape(2, 1).expand(2, 10001).max().backward()
+  assert t.grad.dtype == t.dtype
+  np.testing.assert_allclose(t.grad.float().numpy(), [1, 0], rtol=1e-3)
+
+
 # ---------------------------------------------------------------- mean
 @pytest.mark.parametrize("name", ["bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("axis", [None, (0, 2)])
