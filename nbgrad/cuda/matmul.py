@@ -1,12 +1,13 @@
 """Matrix products on the GPU: a tiled shared-memory kernel, compiled and cached like every other kernel.
 
 A block of 256 threads computes a 128x128 tile of the output; each thread keeps an 8x8 grid of partial sums
-in registers, its rows and columns 16 apart so that neighbouring threads read neighbouring shared-memory
-words and write neighbouring output elements. While a block multiplies one 8-deep slice of the operands out
-of shared memory, each thread already holds its part of the next slice in registers. The source is written
-out in full (no loops over the 8x8 grid or the slice's depth), so the sums stay in registers and every
-shared-memory address is a thread's base plus a constant. Operands are read through (offset, batch, row,
-column) strides, so transposed and broadcast operands need no copy."""
+in registers. Its rows come in two runs of 4, and so do its columns: a run is read from shared memory in one
+16-byte load, and neighbouring threads read neighbouring runs and write neighbouring output elements. While
+a block multiplies one 8-deep slice of the operands out of shared memory, each thread already holds its part
+of the next slice in registers. The source is written out in full (no loops over the 8x8 grid or the slice's
+depth), so the sums stay in registers and every shared-memory address is a thread's base plus a constant.
+Operands are read through (offset, batch, row, column) strides, so transposed and broadcast operands need no
+copy."""
 from __future__ import annotations
 from nbgrad.dtype import DType
 from nbgrad.cuda.compiler import get_kernel
@@ -18,16 +19,18 @@ if SIMULATOR: TILE, STEP, PER_THREAD, THREADS = 8, 4, 2, 16   # the simulator ru
 SIDE = TILE // PER_THREAD   # threads along each side of the tile
 LOADS = TILE * STEP // THREADS   # elements of each operand's slice a thread loads
 A_WIDTH = TILE + 4   # the A slice's rows padded so that a warp's stores fall in 32 different banks
+VECTOR = min(4, PER_THREAD)   # a thread's rows (and columns) come in runs of this many, read from shared memory at once
+ALIGNMENT = "" if SIMULATOR else ", alignment=16"   # (the simulator's shared arrays take no alignment)
 
 _HEAD = """def kernel(out, a, b, ip, fp):
   batch, m, n, k = ip[0], ip[1], ip[2], ip[3]
   a_offset, a_batch, a_row, a_col = ip[4], ip[5], ip[6], ip[7]
   b_offset, b_batch, b_row, b_col = ip[8], ip[9], ip[10], ip[11]
-  slice_a = cuda.shared.array(({step}, {a_width}), {t})
-  slice_b = cuda.shared.array(({step}, {tile}), {t})
-  tid = cuda.threadIdx.x
-  tx = tid % {side}
-  ty = tid // {side}
+  slice_a = cuda.shared.array(({step}, {a_width}), {t}{alignment})
+  slice_b = cuda.shared.array(({step}, {tile}), {t}{alignment})
+  tid = nb_types.uint32(cuda.threadIdx.x)   # known not negative: shared-memory reads need no wraparound
+  tx = tid % {side} * {vector}
+  ty = tid // {side} * {vector}
   load_a_depth = tid % {step}
   load_a_row = tid // {step}
   load_b_depth = tid // {tile}
@@ -73,11 +76,16 @@ def _store(indent: int) -> str:
                         [f"slice_b[load_b_depth + {r * b_depths}, load_b_col] = lb{r}" for r in range(LOADS)])
 
 
+def _spread(i: int) -> int:
+  """Where a thread's i-th row (or column) lies from its first: runs of VECTOR, the runs SIDE * VECTOR apart."""
+  return i // VECTOR * SIDE * VECTOR + i % VECTOR
+
+
 def _multiply(indent: int) -> str:
   lines = []
   for d in range(STEP):
-    lines += [f"fa{i} = slice_a[{d}, ty + {i * SIDE}]" for i in range(PER_THREAD)]
-    lines += [f"fb{j} = slice_b[{d}, tx + {j * SIDE}]" for j in range(PER_THREAD)]
+    lines += [f"fa{i} = slice_a[{d}, ty + {_spread(i)}]" for i in range(PER_THREAD)]
+    lines += [f"fb{j} = slice_b[{d}, tx + {_spread(j)}]" for j in range(PER_THREAD)]
     lines += [f"c{i}_{j} += fa{i} * fb{j}" for i in range(PER_THREAD) for j in range(PER_THREAD)]
   return _lines(indent, lines)
 
@@ -85,14 +93,14 @@ def _multiply(indent: int) -> str:
 def _write(indent: int) -> str:
   lines = []
   for i in range(PER_THREAD):
-    lines += [f"row = row0 + ty + {i * SIDE}", "if row < m:"]
-    lines += [f"  if col0 + tx + {j * SIDE} < n: out[(z * m + row) * n + col0 + tx + {j * SIDE}] = c{i}_{j}"
+    lines += [f"row = row0 + ty + {_spread(i)}", "if row < m:"]
+    lines += [f"  if col0 + tx + {_spread(j)} < n: out[(z * m + row) * n + col0 + tx + {_spread(j)}] = c{i}_{j}"
               for j in range(PER_THREAD)]
   return _lines(indent, lines)
 
 
 def _source(dt: DType) -> str:
-  names = dict(t=f"nb_types.{dt.name}", tile=TILE, step=STEP, side=SIDE, a_width=A_WIDTH)
+  names = dict(t=f"nb_types.{dt.name}", tile=TILE, step=STEP, side=SIDE, a_width=A_WIDTH, vector=VECTOR, alignment=ALIGNMENT)
   sums = _lines(4, [f"c{i}_{j} = zero" for i in range(PER_THREAD) for j in range(PER_THREAD)])
   return (_HEAD.format(**names) + sums + "\n    k0 = 0\n" + _prefetch(4) + "\n" +
           _BODY.format(step=STEP, store=_store(6), prefetch=_prefetch(6), multiply=_multiply(6), write=_write(4)))
