@@ -164,11 +164,17 @@ def int_dtype_holding(low: int, high: int) -> DType:
   raise ValueError(f"ints from {low} to {high} do not fit in int64 or uint64; give a float dtype to store them as floats")
 
 
+_LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's largest finite values
+
+
 def cast_scalar(value, dt: DType):
   """A Python scalar converted to the value it has in dtype dt (ints wrap, floats round)."""
   if dt.kind == "b": return bool(value)
   if dt.kind == "f":
     if dt.name == "bfloat16": return float(_round_bfloat16(np.array([value], np.float32))[0])
+    value = float(value)
+    if dt.itemsize == 8: return value
+    if -_LARGEST[dt.itemsize] <= value <= _LARGEST[dt.itemsize]: return float(np.array(value, dtype=dt.storage))   # cannot overflow
     with np.errstate(over="ignore"): return float(np.array(float(value), dtype=dt.storage))   # past the range: inf, as torch
   if isinstance(value, float):
     if value != value or value in (float("inf"), -float("inf")): value = 0

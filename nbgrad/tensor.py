@@ -26,6 +26,7 @@ Scalar = Union[bool, int, float]
 # ---- argument checking shared by many ops
 def resolve_axis(axis: int, ndim: int, extra: int = 0) -> int:
   """axis in [-ndim-extra, ndim+extra) normalized; IndexError naming both otherwise."""
+  if type(axis) is int and 0 <= axis < ndim + extra: return axis
   if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
     raise TypeError(f"axis must be an int, got {axis!r}")
   n = ndim + extra

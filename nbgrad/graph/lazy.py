@@ -1,12 +1,19 @@
 """LazyBuffer: a node of the lazy graph. A base node holds an op (and, once realized, a buffer); a view
 node is a base seen through a View. Building nodes never computes anything."""
 from __future__ import annotations
+import functools
 import math
 import weakref
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
 from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
 from nbgrad.graph.view import View
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar_broadcast(shape: tuple[int, ...]) -> View:
+  """The view of a 0-d node broadcast to shape (what reshape to all ones and expand make, in one step)."""
+  return View.contiguous(()).reshape((1,) * len(shape)).expand(shape)
 
 
 class LazyBuffer:
@@ -66,7 +73,8 @@ class LazyBuffer:
   def full(value, shape, dtype: DType, device: str) -> LazyBuffer:
     """A constant: one scalar node broadcast to shape (no memory)."""
     scalar = LazyBuffer(device, (), dtype, LoadOps.CONST, arg=cast_scalar(value, dtype))
-    return scalar.reshape((1,) * len(shape)).expand(tuple(shape))
+    shape = tuple(shape)
+    return LazyBuffer(device, shape, dtype, base=scalar, view=_scalar_broadcast(shape)) if shape else scalar
 
   def const(self, value, shape=None) -> LazyBuffer:
     return LazyBuffer.full(value, self.shape if shape is None else shape, self.dtype, self.device)
