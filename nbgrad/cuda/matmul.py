@@ -9,6 +9,7 @@ depth), so the sums stay in registers and every shared-memory address is a threa
 Operands are read through (offset, batch, row, column) strides, so transposed and broadcast operands need no
 copy."""
 from __future__ import annotations
+import functools
 from nbgrad.dtype import DType
 from nbgrad.cuda.compiler import get_kernel
 from nbgrad.cuda.device import CudaBackend
@@ -99,6 +100,7 @@ def _write(indent: int) -> str:
   return _lines(indent, lines)
 
 
+@functools.lru_cache(maxsize=None)
 def _source(dt: DType) -> str:
   names = dict(t=f"nb_types.{dt.name}", tile=TILE, step=STEP, side=SIDE, a_width=A_WIDTH, vector=VECTOR, alignment=ALIGNMENT)
   sums = _lines(4, [f"c{i}_{j} = zero" for i in range(PER_THREAD) for j in range(PER_THREAD)])
