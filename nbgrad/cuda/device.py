@@ -33,12 +33,14 @@ class CudaBackend:
     self.pool: dict[tuple, list] = {}
     self.pooled_bytes = 0
 
-  def allocate(self, size: int, dt: DType):
-    free = self.pool.get((size, device_storage(dt)))
+  def allocate(self, size: int, dt: DType): return self._take(size, device_storage(dt))
+
+  def _take(self, size: int, storage: np.dtype):
+    free = self.pool.get((size, storage))
     if free:
       self.pooled_bytes -= free[-1].nbytes
       return free.pop()
-    with self.gpu: return cuda.device_array(size, dtype=device_storage(dt))
+    with self.gpu: return cuda.device_array(size, dtype=storage)
 
   def keep_for_reuse(self, node, buffer):
     """When node is collected its buffer waits in a pool for the next allocation of that size (a device
@@ -92,10 +94,11 @@ class CudaBackend:
     outputs = math.prod(s for d, s in enumerate(kernel.loop_shape) if d not in kernel.reduce_axes)
     chunks = split_chunks(kernel)
     if chunks:
-      with self.gpu: partials = cuda.device_array(outputs * chunks, dtype=np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
+      partials = self._take(outputs * chunks, np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
       partial_blocks = outputs * chunks if uses_block_reduce(kernel) else -(-outputs * chunks // THREADS)
       self.launch(kernel, partial_blocks, [out, partials, *inputs], "partials", chunks)
       self.launch(kernel, -(-outputs // THREADS), [out, partials, *inputs], "combine", chunks)
+      self._release(partials)   # free for the next launch: launches run in order, so it is read before any reuse
       return
     blocks = outputs if uses_block_reduce(kernel) else -(-outputs // (THREADS * outputs_per_thread(kernel)))
     self.launch(kernel, blocks, [out, *inputs])
