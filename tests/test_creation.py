@@ -53,6 +53,18 @@ def test_from_python_scalar(name, value, dt, pytype):
   check_same(t, np.array(value, dt.np))
 
 
+FILL_EDGES = [0.0, -0.0, 1.5, 65504.0, 65519.0, 65520.0, -65520.0, 1e-8, 1e-45, 3.4028234663852886e38, 3.4028235e38,
+              3.5e38, -1e39, float("inf"), float("nan"), 1 / 3]
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+def test_full_rounds_each_fill_value_as_numpy_casts_it(name):
+  """The fill value rounds to the nearest value of the dtype; past its largest finite value it is inf."""
+  dt = getattr(dtypes, name)
+  with np.errstate(over="ignore"): expected = np.array(FILL_EDGES, np.float64).astype(dt.np)
+  got = np.array([Tensor.full((1,), v, dtype=dt).item() for v in FILL_EDGES], dt.np)
+  assert got.tobytes() == expected.tobytes()
+
 LIST_ROWS = [
   ("all_bool", [[True, False], [False, True]], dtypes.bool), ("all_int", [[1, 2], [3, -4]], dtypes.int32),
   ("int_and_float", [[1, 2.5], [3, 4]], dtypes.float32), ("all_float", [0.5, -1.5, 2.0], dtypes.float32),
