@@ -61,8 +61,11 @@ UNROLL = 4   # outputs of an elementwise kernel a thread loads the inputs of bef
 
 
 def outputs_per_thread(kernel: Kernel) -> int:
-  """How many outputs a thread of a kernel in the threads shape takes per round of its grid-stride loop."""
+  """How many outputs a thread of a threads-shape kernel takes per round of its grid-stride loop."""
   return 1 if kernel.stages else UNROLL
+
+
+def _suffixed(text: str, suffix: str) -> str: return _TEMPORARY_NAME.sub(rf"\g<0>_{suffix}", text)
 
 
 def _scalar_type(dt: DType) -> str:
@@ -143,10 +146,9 @@ class CudaRenderer(Renderer):
     self.emit(1, f"whole = n_outer - n_outer % (step * {UNROLL})")
     self.emit(1, f"for xb in range(cuda.grid(1), whole, step * {UNROLL}):")
     for u in range(UNROLL):
-      def renamed(text: str) -> str: return _TEMPORARY_NAME.sub(rf"\g<0>_{u}", text)
       self.unflatten(2, f"xb + {u} * step" if u else "xb", outer)
-      for line in lines: self.emit(2, renamed(line))
-      self.emit(2, f"value{u}, offset{u} = {renamed(store[0])}, {renamed(store[1])}")
+      for line in lines: self.emit(2, _suffixed(line, str(u)))
+      self.emit(2, f"value{u}, offset{u} = {_suffixed(store[0], str(u))}, {_suffixed(store[1], str(u))}")
     for u in range(UNROLL): self.emit(2, f"out[offset{u}] = value{u}")
     self.emit(1, "for xo in range(whole + cuda.grid(1), n_outer, step):")
     self.unflatten(2, "xo", outer)
