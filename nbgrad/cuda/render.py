@@ -136,24 +136,21 @@ class CudaRenderer(Renderer):
   def render_elementwise(self, outer):
     """A thread computes UNROLL outputs a grid apart, and stores them only once all their inputs are loaded:
     for all the compiler knows a store may change what a later load reads, so one output at a time leaves a
-    thread one load in flight, too few to keep the GPU's memory busy. What is left after the whole rounds
-    goes one output per thread. The body is rendered once (its parameters too) and written out per output,
-    its temporaries renamed."""
+    thread one load in flight, too few to keep the GPU's memory busy. Past the last output a thread computes
+    the last one again and does not store it, so no load needs a guard. The body is rendered once (its
+    parameters too) and written out per output, its temporaries renamed."""
     lines, value = self.body(self.kernel.out_expr)
     offset, _ = self.buffer_offset(self.kernel.out_view, lines)
-    store = (store_to_storage(self.kernel.output.dtype, value), unsigned(offset))
+    value, offset = store_to_storage(self.kernel.output.dtype, value), unsigned(offset)
     self.emit(1, "step = cuda.gridsize(1)")
-    self.emit(1, f"whole = n_outer - n_outer % (step * {UNROLL})")
-    self.emit(1, f"for xb in range(cuda.grid(1), whole, step * {UNROLL}):")
+    self.emit(1, f"for xb in range(cuda.grid(1), n_outer, step * {UNROLL}):")
     for u in range(UNROLL):
-      self.unflatten(2, f"xb + {u} * step" if u else "xb", outer)
+      self.unflatten(2, f"min(xb + {u} * step, n_outer - 1)" if u else "xb", outer)
       for line in lines: self.emit(2, _suffixed(line, str(u)))
-      self.emit(2, f"value{u}, offset{u} = {_suffixed(store[0], str(u))}, {_suffixed(store[1], str(u))}")
-    for u in range(UNROLL): self.emit(2, f"out[offset{u}] = value{u}")
-    self.emit(1, "for xo in range(whole + cuda.grid(1), n_outer, step):")
-    self.unflatten(2, "xo", outer)
-    for line in lines: self.emit(2, line)
-    self.emit(2, f"out[{store[1]}] = {store[0]}")
+      self.emit(2, f"value{u}, offset{u} = {_suffixed(value, str(u))}, {_suffixed(offset, str(u))}")
+    self.emit(2, "out[offset0] = value0")
+    for u in range(1, UNROLL):
+      self.emit(2, f"if xb + {u} * step < n_outer: out[offset{u}] = value{u}")
 
   def render_threads(self, outer, reduce):
     k = self.kernel
