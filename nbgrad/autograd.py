@@ -299,10 +299,10 @@ class CumSum(Function):
 class Take(Function):
   """Rows of x's last row_dims dims at flat positions (-1 reads 0); each gradient row goes back to the position it
   read."""
-  def forward(self, x, positions, row_dims):
-    self.positions, self.shape, self.row_dims = positions, x.shape, row_dims
-    return take(x, positions, row_dims)
-  def backward(self, grad): return scatter_add(grad, self.positions, self.shape, self.row_dims), None
+  def forward(self, x, positions, row_dims, dim_size=-1):
+    self.positions, self.shape, self.row_dims, self.dim_size = positions, x.shape, row_dims, dim_size
+    return take(x, positions, row_dims, dim_size)
+  def backward(self, grad): return scatter_add(grad, self.positions, self.shape, self.row_dims, self.dim_size), None
 
 
 class Concatenate(Function):

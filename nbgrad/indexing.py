@@ -98,9 +98,8 @@ class BasicIndex:
   def apply(tensor, indices): return basic_index(tensor, indices)
 
 
-def index_positions(index, size: int, device: str, negative_from_end=True):
-  """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
-  (or out of range), and whether each one is in range."""
+def index_tensor(index, device: str):
+  """An integer index (tensor, list or array) as an integer tensor; IndexError for any other kind."""
   from nbgrad.tensor import Tensor
   from nbgrad.dtype import dtypes
   if not isinstance(index, Tensor):
@@ -108,7 +107,13 @@ def index_positions(index, size: int, device: str, negative_from_end=True):
     if array.dtype.kind not in "iu" and array.size: raise IndexError(f"index {index!r} must hold integers, not {array.dtype}")
     index = Tensor(array.astype(np.int64), device=device)
   if not dtypes.is_int(index.dtype): raise IndexError(f"index tensors must be integer (or boolean masks), got {index.dtype}")
-  index = index.cast(dtypes.int64)
+  return index
+
+
+def index_positions(index, size: int, device: str, negative_from_end=True):
+  """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
+  (or out of range), and whether each one is in range."""
+  index = _as_int64(index_tensor(index, device), size)
   if not negative_from_end: return index, (index >= 0) & (index < size)
   return (index < 0).where(index + size, index), (index >= -size) & (index < size)
 
@@ -145,6 +150,7 @@ def advanced_index(tensor, items: list):
       index_items.append(i)
     if is_array or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
   x = basic_index(tensor, tuple(basic))
+  if positions == [0]: return _read_rows(x, index_tensor(index_items[0], x.device))
   wrapped = [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
   batch = broadcast_shape(*[index.shape for index, _ in wrapped])
   row_dims = x.ndim - 1 - positions[-1]
@@ -161,6 +167,23 @@ def advanced_index(tensor, items: list):
     flat = flat + along_axis(x.shape[d], strides[d], k if k < front else k + len(batch), out_ndim, x.device)
   out_shape = tuple(x.shape[d] for d in rest[:front]) + batch + tuple(x.shape[d] for d in rest[front:])
   return read_positions(x, flat._broadcast_to(out_shape), inside._broadcast_to(out_shape), row_dims)
+
+
+def _read_rows(x, index):
+  """x[index] for one index tensor on x's first dim: the take kernel counts negative indices from the end and reads
+  0 out of range itself."""
+  from nbgrad.autograd import Take
+  from nbgrad.dtype import dtypes
+  if index.dtype != dtypes.int32: index = _as_int64(index, x.shape[0])
+  return Take.apply(x, index, row_dims=x.ndim - 1, dim_size=x.shape[0])
+
+
+def _as_int64(index, size: int):
+  """An integer index tensor as int64. uint64 indices past int64's range would turn negative: like every index from
+  size on they are out of range, so they become size first."""
+  from nbgrad.dtype import dtypes
+  if index.dtype == dtypes.uint64: index = index.minimum(size)
+  return index.cast(dtypes.int64)
 
 
 def _strided_window(lazy):

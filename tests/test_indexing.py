@@ -116,6 +116,35 @@ def test_index_tensor_dtypes(name):
   check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
 
 
+# one index tensor on the first dim: the take kernel itself counts negative indices from the end and reads 0 out of
+# range, for every index dtype, from a source that is a window of its buffer, a lazy view, or has no rows at all
+FIRST_DIM_SOURCES = {
+  "realized": lambda a: a, "window_at_an_offset": lambda a: a[1:], "transposed": lambda a: a.permute(2, 1, 0) if isinstance(a, Tensor) else a.transpose(2, 1, 0),
+  "no_rows": lambda a: a[:0],
+}
+FIRST_DIM_INDEX = {"int8": [3, -1, 7, -9], "int16": [0, -3, 300, -300], "uint16": [1, 0, 65535, 2], "int32": [2, -2, 4, -5],
+                   "int64": [1, 2**40, -(2**40), -1], "uint64": [0, 2**63 + 1, 2**64 - 1, 2]}
+
+
+@pytest.mark.parametrize("index_dtype", list(FIRST_DIM_INDEX))
+@pytest.mark.parametrize("source", list(FIRST_DIM_SOURCES))
+def test_first_dim_index_wraps_negatives_and_reads_zero_out_of_range(source, index_dtype):
+  a = make(SHAPE)
+  x = FIRST_DIM_SOURCES[source](a)
+  idx = np.array(FIRST_DIM_INDEX[index_dtype], dtype=index_dtype)
+  signed = idx.astype(np.int64) if idx.dtype.kind == "i" else np.where(idx > 2**62, -(2**62), idx).astype(np.int64)
+  inside = (signed >= -len(x)) & (signed < len(x))
+  rows = x[np.where(inside, signed, 0)] if len(x) else np.zeros((len(idx),) + x.shape[1:], x.dtype)
+  expected = np.where(inside.reshape(-1, *[1] * (x.ndim - 1)), rows, 0)
+  t = Tensor(a, requires_grad=True)
+  out = FIRST_DIM_SOURCES[source](t)[Tensor(idx)]
+  np.testing.assert_array_equal(out.numpy(), expected.astype(np.float32))
+  out.sum().backward()
+  grad = np.zeros_like(a)
+  np.add.at(FIRST_DIM_SOURCES[source](grad), np.where(inside, signed, 0)[inside], 1)
+  np.testing.assert_array_equal(t.grad.numpy(), grad)
+
+
 # out of range: API.md says the result is 0 there (no error), and no gradient reaches the input from those places
 OUT_OF_RANGE_ROWS = {
   "past_end": (T([0, 4, 7]),),

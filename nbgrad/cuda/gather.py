@@ -13,11 +13,20 @@ def _blocks(n: int) -> int: return max(1, min(-(-n // THREADS), MAX_BLOCKS))
 def _bits(buffer): return buffer.view(np.dtype(f"u{buffer.dtype.itemsize}"))
 
 
+@cuda.jit(device=True, inline=True)
+def _row_start(positions, i, row, dim_size):
+  """As the CPU's (jit/take.py): where row i starts, or -1 to read zeros."""
+  p = np.int64(positions[i])
+  if dim_size < 0: return p
+  if p < 0: p += dim_size
+  return p * row if 0 <= p < dim_size else -1
+
+
 @cuda.jit(cache=True)
-def _take_kernel(out, x, positions, offset, row):
+def _take_kernel(out, x, positions, offset, row, dim_size):
   for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
     i = e // row
-    p = positions[i]
+    p = _row_start(positions, i, row, dim_size)
     if p >= 0: out[e] = x[offset + p + e - i * row]
     else: out[e] = 0
 
@@ -28,10 +37,10 @@ def _zero_kernel(out):
 
 
 @cuda.jit(cache=True)
-def _scatter_add_kernel(out, grad, positions, row):
+def _scatter_add_kernel(out, grad, positions, row, dim_size):
   for e in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
     i = e // row
-    p = positions[i]
+    p = _row_start(positions, i, row, dim_size)
     if p >= 0: cuda.atomic.add(out, p + e - i * row, grad[e])
 
 
@@ -43,14 +52,15 @@ def _slot_kernel(out, source, slot_start, slot_size, total_size):
     out[outer * total_size + slot_start + e - outer * slot_size] = source[e]
 
 
-def take(out, x, positions, offset: int, row: int):
-  if out.size: _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row))
+def take(out, x, positions, offset: int, row: int, dim_size: int):
+  if out.size:
+    _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row), np.int64(dim_size))
 
 
-def scatter_add(out, grad, positions, row: int):
+def scatter_add(out, grad, positions, row: int, dim_size: int):
   if out.size == 0: return
   _zero_kernel[_blocks(out.size), THREADS](out)
-  if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row))
+  if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row), np.int64(dim_size))
 
 
 def concatenate(out, sources, outer: int, sizes: tuple, inner: int):

@@ -3,7 +3,9 @@ give, an O(n) loop that a fused loop nest could only express by comparing every 
 
 x's last dims that no index touches are read whole, as rows (an embedding's vectors): the positions are then flat
 indices of rows' first elements into x seen as contiguous, one per row, -1 where an index was out of range (the
-row reads 0). The engine computes that tensor from the index tensors and aranges, fused."""
+row reads 0). The engine computes that tensor from the index tensors and aranges, fused. One index tensor on x's
+first dim (x[idx], an embedding lookup) goes in as it is, and the kernel itself counts negative indices from the
+end and reads 0 out of range (dim_size >= 0): no second kernel, and a dozen fewer ops to build."""
 from __future__ import annotations
 from dataclasses import dataclass
 from nbgrad.dtype import dtypes
@@ -15,56 +17,59 @@ from nbgrad.graph.view import contiguous_strides, prod
 @dataclass(frozen=True)
 class Take:
   """Row i of out (row elements) is x[offset + positions[i]:][:row], or 0 where positions[i] < 0; x is read from its
-  flat buffer."""
+  flat buffer. With dim_size >= 0 the positions are indices of rows (of a first dim that long) instead."""
   offset: int
   row: int
+  dim_size: int = -1
 
   @property
   def name(self) -> str: return f"take_rows_of_{self.row}"
 
   def run(self, out, x, positions):
     from nbgrad.jit.take import take   # the CPU routine: the graph layer does not load a device's code
-    take(out, x, positions, self.offset, self.row)
+    take(out, x, positions, self.offset, self.row, self.dim_size)
 
   def run_cuda(self, backend, out, x, positions):
     from nbgrad.cuda.gather import take
-    take(out, x, positions, self.offset, self.row)
+    take(out, x, positions, self.offset, self.row, self.dim_size)
 
 
 @dataclass(frozen=True)
 class ScatterAdd:
-  """The gradient of Take: out (contiguous) is zero plus each row i of grad added at positions[i] >= 0."""
+  """The gradient of Take: out (contiguous) is zero plus each row i of grad added at positions[i] >= 0 (rows as
+  Take's dim_size says)."""
   row: int
+  dim_size: int = -1
 
   @property
   def name(self) -> str: return f"scatter_add_rows_of_{self.row}"
 
   def run(self, out, grad, positions):
     from nbgrad.jit.take import scatter_add
-    scatter_add(out, grad, positions, self.row)
+    scatter_add(out, grad, positions, self.row, self.dim_size)
 
   def run_cuda(self, backend, out, grad, positions):
     from nbgrad.cuda.gather import scatter_add
-    scatter_add(out, grad, positions, self.row)
+    scatter_add(out, grad, positions, self.row, self.dim_size)
 
 
-def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int) -> LazyBuffer:
-  """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0), of shape positions.shape +
-  those dims. x is read in place when it is a contiguous window of its buffer (a realized tensor, a slice of its
-  first dims)."""
+def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1) -> LazyBuffer:
+  """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0; with dim_size >= 0 indices
+  of x's first dim), of shape positions.shape + those dims. x is read in place when it is a contiguous window of
+  its buffer (a realized tensor, a slice of its first dims)."""
   window = x.view.strided()
   in_place = x.base.op is not LoadOps.CONST and window is not None and \
     all(s == c for s, c, n in zip(window[0], contiguous_strides(x.shape), x.shape) if n != 1)
   source, offset = (x, window[1]) if in_place else (x.contiguous(), 0)
   row_shape = x.shape[len(x.shape) - row_dims:]
-  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, x.dtype, x.device, arg=Take(offset, prod(row_shape)),
+  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, x.dtype, x.device, arg=Take(offset, prod(row_shape), dim_size),
                          srcs=(source, positions.in_flat_order()))
 
 
-def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int) -> LazyBuffer:
+def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int, dim_size: int = -1) -> LazyBuffer:
   """Take's gradient: a tensor of shape where each element sums the grads of the positions that read it. Half
   types add in float32."""
   wide = grad.cast(dtypes.float32) if grad.dtype.itemsize < 4 else grad
-  node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(prod(shape[len(shape) - row_dims:])),
+  node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(prod(shape[len(shape) - row_dims:]), dim_size),
                          srcs=(wide.in_flat_order(), positions.in_flat_order()))
   return node.cast(grad.dtype)

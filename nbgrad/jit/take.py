@@ -10,62 +10,74 @@ from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 TAKE_BLOCK = 4096   # elements per work item of the parallel take
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_start(positions, i, row, dim_size) -> int:
+  """Where row i starts in x's flat buffer (before the offset), or -1 to read zeros: positions[i] itself, or with
+  dim_size >= 0 the index of a row of a dim that long, counted from its end when negative."""
+  p = np.int64(positions[i])
+  if dim_size < 0: return p
+  if p < 0: p += dim_size
+  return p * row if 0 <= p < dim_size else -1
+
+
 @njit(cache=True, nogil=True)
-def _take_rows(out, x, positions, offset, row, first, last):
+def _take_rows(out, x, positions, offset, row, dim_size, first, last):
   """Rows first..last-1. Plain loops, one call per block of rows, and single elements apart: slices, a call per
   row (numba counts references to its array arguments) or the row loop made 100k rows of one element take 1-4 ms
   instead of 0.33."""
   if row == 1:
     for i in range(first, last):
-      p = positions[i]
+      p = _row_start(positions, i, row, dim_size)
       if p >= 0: out[i] = x[offset + p]
       else: out[i] = 0   # apart: `x[...] if p >= 0 else 0` unifies uint64 with int as float64, losing bits
     return
   for i in range(first, last):
-    p, start = positions[i], i * row
-    if p >= 0:
-      source = offset + p
-      for j in range(row): out[start + j] = x[source + j]
+    p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
+    if p >= 0:   # unsigned indices: without a wraparound check LLVM vectorizes the row's copy
+      source = np.uint64(offset + p)
+      for j in range(np.uint64(row)): out[start + j] = x[source + j]
     else:
-      for j in range(row): out[start + j] = 0
+      for j in range(np.uint64(row)): out[start + j] = 0
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _take_serial(out, x, positions, offset, row):
-  _take_rows(out, x, positions, offset, row, 0, positions.size)
+def _take_serial(out, x, positions, offset, row, dim_size):
+  _take_rows(out, x, positions, offset, row, dim_size, 0, positions.size)
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, parallel=True)
-def _take_parallel(out, x, positions, offset, row, block):
+def _take_parallel(out, x, positions, offset, row, dim_size, block):
   for first in prange((positions.size + block - 1) // block):
-    _take_rows(out, x, positions, offset, row, first * block, min(positions.size, (first + 1) * block))
+    _take_rows(out, x, positions, offset, row, dim_size, first * block, min(positions.size, (first + 1) * block))
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _scatter_add(out, grad, positions, row):
+def _scatter_add(out, grad, positions, row, dim_size):
   # serial: two positions may name one row, and numba's CPU threads have no atomic add
   out[:] = 0
   for i in range(positions.size):
-    p, start = positions[i], i * row
+    p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
     if p >= 0:
-      for j in range(row): out[p + j] += grad[start + j]
+      target = np.uint64(p)
+      for j in range(np.uint64(row)): out[target + j] += grad[start + j]
 
 
 def _bits(buffer: np.ndarray) -> np.ndarray: return buffer.view(np.dtype(f"u{buffer.itemsize}"))
 
 
-def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int):
-  """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0."""
+def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int, dim_size: int):
+  """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
+  as _row_start finds them)."""
   if out.size == 0: return
-  if out.size < PARALLEL_MIN_ELEMENTS: _take_serial(_bits(out), _bits(x), positions, offset, row)
+  if out.size < PARALLEL_MIN_ELEMENTS: _take_serial(_bits(out), _bits(x), positions, offset, row, dim_size)
   else:
     block = max(1, TAKE_BLOCK // row)
-    with LAUNCH_LOCK: _take_parallel(_bits(out), _bits(x), positions, offset, row, block)
+    with LAUNCH_LOCK: _take_parallel(_bits(out), _bits(x), positions, offset, row, dim_size, block)
 
 
-def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int):
-  """out = zeros, then each row i of grad added at out[positions[i]:positions[i] + row] (skipped where < 0)."""
-  if out.size: _scatter_add(out, grad, positions, row)
+def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int, dim_size: int):
+  """out = zeros, then each row i of grad added where row i of a take starts (skipped where it read zeros)."""
+  if out.size: _scatter_add(out, grad, positions, row, dim_size)
