@@ -5,6 +5,8 @@ element."""
 import numpy as np
 from numba import cuda
 from nbgrad.cuda.device import THREADS, MAX_BLOCKS
+from nbgrad.cuda.runtime import device_function
+from nbgrad.jit import take as cpu_take
 
 
 def _blocks(n: int) -> int: return max(1, min(-(-n // THREADS), MAX_BLOCKS))
@@ -13,13 +15,9 @@ def _blocks(n: int) -> int: return max(1, min(-(-n // THREADS), MAX_BLOCKS))
 def _bits(buffer): return buffer.view(np.dtype(f"u{buffer.dtype.itemsize}"))
 
 
-@cuda.jit(device=True, inline=True)
-def _row_start(positions, i, row, dim_size):
-  """As the CPU's (jit/take.py): where row i starts, or -1 to read zeros."""
-  p = np.int64(positions[i])
-  if dim_size < 0: return p
-  if p < 0: p += dim_size
-  return p * row if 0 <= p < dim_size else -1
+# where row i starts, or -1 to read zeros. numba's disk cache of the kernels below does not see a change to it in
+# jit/take.py: a change there needs this file touched too
+_row_start = device_function(cpu_take, "_row_start", globals())
 
 
 @cuda.jit(cache=True)
