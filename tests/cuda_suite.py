@@ -3,12 +3,14 @@
 Runs on whatever CUDA device numba sees: a real GPU (benchmarks/gpu_check.sh runs it there), or numba's
 simulator, which tests/test_cuda.py starts in a subprocess with NUMBA_ENABLE_CUDASIM=1. The simulator runs
 every GPU thread as a Python thread, so shapes stay small."""
+import math
 import os
 import subprocess
 import sys
 import numpy as np
 import pytest
 from nbgrad import Tensor, Device, dtypes
+from nbgrad.device import backend
 from nbgrad.helpers import GlobalCounters
 
 GPU = "CUDA"
@@ -165,6 +167,18 @@ def test_matmul(shapes):
   a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
   assert_same(*on_both(lambda x, y: x @ y, a, b))
   assert_same(*on_both(lambda x, y: (x.transpose(-1, -2) if x.ndim > 1 else x) @ y, a.swapaxes(-1, -2) if a.ndim > 1 else a, b))
+
+
+def test_matmul_takes_the_small_tiling_for_few_tiles(monkeypatch):
+  """A product with fewer large tiles than the GPU has multiprocessors runs on small tiles; a bigger one on large."""
+  from nbgrad.cuda import matmul
+  used = []
+  source = matmul._source
+  monkeypatch.setattr(matmul, "_source", lambda dt, tiling: used.append(tiling) or source(dt, tiling))
+  side, per_side = matmul.LARGE.tile, math.isqrt(backend(GPU).multiprocessors - 1) + 1   # per_side ** 2 tiles: enough
+  for m in (side, per_side * side + 1):
+    assert_same(*on_both(lambda x, y: x @ y, rng.standard_normal((m, 7)), rng.standard_normal((7, m))))
+  assert used == [matmul.SMALL, matmul.LARGE]
 
 
 def test_conv2d_and_pooling():

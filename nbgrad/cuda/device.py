@@ -17,6 +17,7 @@ MAX_BLOCKS = 4 if SIMULATOR else 8192
 _PARAM_CACHE_LIMIT = 4096
 config.CUDA_LOW_OCCUPANCY_WARNINGS = False   # small tensors make small grids on purpose
 POOL_LIMIT_BYTES = 16 << 30
+SIMULATED_MULTIPROCESSORS = 4   # so that the simulator's small products take the paths a GPU's small products take
 
 
 def device_storage(dt: DType) -> np.dtype:
@@ -27,6 +28,7 @@ def device_storage(dt: DType) -> np.dtype:
 class CudaBackend:
   def __init__(self, index: int):
     self.index, self.gpu = index, cuda.gpus[index]
+    self.multiprocessors = SIMULATED_MULTIPROCESSORS if SIMULATOR else self.gpu.MULTIPROCESSOR_COUNT
     self.folder = target_folder(index)
     self.params: dict[tuple, tuple] = {}   # launch parameters stay on the device between calls
     self.prepared_kernels: dict[tuple, tuple] = {}
