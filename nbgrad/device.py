@@ -147,9 +147,14 @@ def _run(kernel: Kernel, backend_):
     src = kernel.inputs[0]
     return backend_.from_host(backend(src.device).to_host(src.buffer, src.dtype), base.dtype)
   out = backend_.allocate(base.size, base.dtype)
-  if kernel.kind == "custom": backend_.run_custom(kernel, base.arg, out, [src.buffer for src in kernel.inputs])
-  elif kernel.kind == "compute" and base.size > 0: backend_.run_compute(kernel, out, [src.buffer for src in kernel.inputs])
+  run_into(kernel, base.arg, backend_, out, [src.buffer for src in kernel.inputs])
   return out
+
+
+def run_into(kernel: Kernel, routine, backend_, out, inputs: list):
+  """Runs a compute or custom kernel (routine: its custom routine) into out, reading inputs."""
+  if kernel.kind == "custom": backend_.run_custom(kernel, routine, out, inputs)
+  elif kernel.kind == "compute" and kernel.output.size > 0: backend_.run_compute(kernel, out, inputs)
 
 
 def _count_memory(node, nbytes: int):

@@ -175,7 +175,7 @@ def cast_scalar(value, dt: DType):
     value = float(value)
     if dt.itemsize == 8: return value
     if -_LARGEST[dt.itemsize] <= value <= _LARGEST[dt.itemsize]: return float(np.array(value, dtype=dt.storage))   # cannot overflow
-    with np.errstate(over="ignore"): return float(np.array(float(value), dtype=dt.storage))   # past the range: inf, as torch
+    with np.errstate(over="ignore"): return float(np.array(value, dtype=dt.storage))   # past the range: inf, as torch
   if isinstance(value, float):
     if value != value or value in (float("inf"), -float("inf")): value = 0
     value = int(value)

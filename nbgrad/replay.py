@@ -43,11 +43,8 @@ class _Launch:
     if self.argument_slots:
       inputs = list(inputs)
       for position, number in self.argument_slots: inputs[position] = arguments[number]
-    if self.kernel.kind == "custom":
-      routine = self.routine.redrawn() if hasattr(self.routine, "redrawn") else self.routine
-      self.backend.run_custom(self.kernel, routine, self.out, inputs)
-    elif self.kernel.output.size > 0:
-      self.backend.run_compute(self.kernel, self.out, inputs)
+    routine = self.routine.redrawn() if hasattr(self.routine, "redrawn") else self.routine
+    devices.run_into(self.kernel, routine, self.backend, self.out, inputs)
 
 
 class _Recorder:

@@ -35,9 +35,9 @@ class CudaBackend:
     self.pool: dict[tuple, list] = {}
     self.pooled_bytes = 0
 
-  def allocate(self, size: int, dt: DType): return self._take(size, device_storage(dt))
+  def allocate(self, size: int, dt: DType): return self._from_pool(size, device_storage(dt))
 
-  def _take(self, size: int, storage: np.dtype):
+  def _from_pool(self, size: int, storage: np.dtype):
     free = self.pool.get((size, storage))
     if free:
       self.pooled_bytes -= free[-1].nbytes
@@ -96,7 +96,7 @@ class CudaBackend:
     outputs = math.prod(s for d, s in enumerate(kernel.loop_shape) if d not in kernel.reduce_axes)
     chunks = split_chunks(kernel)
     if chunks:
-      partials = self._take(outputs * chunks, np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
+      partials = self._from_pool(outputs * chunks, np.dtype(compute_type(kernel.stages[0][1].dtype)[3:]))
       partial_blocks = outputs * chunks if uses_block_reduce(kernel) else -(-outputs * chunks // THREADS)
       self.launch(kernel, partial_blocks, [out, partials, *inputs], "partials", chunks)
       self.launch(kernel, -(-outputs // THREADS), [out, partials, *inputs], "combine", chunks)

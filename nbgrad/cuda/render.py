@@ -61,7 +61,8 @@ UNROLL = 4   # outputs of an elementwise kernel a thread loads the inputs of bef
 
 
 def outputs_per_thread(kernel: Kernel) -> int:
-  """How many outputs a thread of a threads-shape kernel takes per round of its grid-stride loop."""
+  """How many outputs a thread takes per round of its grid-stride loop: UNROLL in an elementwise kernel
+  (render_elementwise), else one."""
   return 1 if kernel.stages else UNROLL
 
 
