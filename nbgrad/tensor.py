@@ -1180,7 +1180,8 @@ class Tensor:
       a, b = self._broadcasted(x.cast(self.dtype), match_dtype=False)
       return a._nondiff(op, b)
     if not isinstance(x, int) or isinstance(x, bool) or x < 0: raise ValueError(f"shift amount must be an int >= 0, got {x!r}")
-    return self._nondiff(op, Tensor(LazyBuffer.full(x, self.shape, self.dtype, self.device)))
+    # the count is held in the tensor's dtype: 64 (which means the same as any larger count) fits every int dtype
+    return self._nondiff(op, Tensor(LazyBuffer.full(min(x, 64), self.shape, self.dtype, self.device)))
   def lshift(self, x) -> Tensor: return self._shift(BinaryOps.SHL, x)
   def rshift(self, x) -> Tensor: return self._shift(BinaryOps.SHR, x)
 

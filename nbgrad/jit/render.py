@@ -92,11 +92,11 @@ BINARY = {
   BinaryOps.AND: lambda dt, a, b: in_dtype(dt, f"({a} & {b})"),
   BinaryOps.OR: lambda dt, a, b: in_dtype(dt, f"({a} | {b})"),
   BinaryOps.XOR: lambda dt, a, b: in_dtype(dt, f"({a} ^ {b})"),
-  # shifts compute in 64 bits, where a count of 64 or more is undefined (the results changed with the tensor's size):
-  # as torch, such a left shift gives 0, a right shift the sign (0 or -1, and 0 for unsigned)
-  BinaryOps.SHL: lambda dt, a, b: in_dtype(dt, f"(({a} << {b}) if {b} < 64 else ({a} ^ {a}))"),
+  # shifts compute in 64 bits, where a negative count or one of 64 or more is undefined (the results changed with the
+  # tensor's size): as torch, such a left shift gives 0, a right shift the sign (0 or -1, and 0 for unsigned)
+  BinaryOps.SHL: lambda dt, a, b: in_dtype(dt, f"(({a} << {b}) if 0 <= {b} < 64 else ({a} ^ {a}))"),
   BinaryOps.SHR: lambda dt, a, b: in_dtype(dt, f"(({a} >> {b}) if {b} < 64 else ({a} ^ {a}))" if dt.kind == "u"
-                                           else f"({a} >> ({b} if {b} < 63 else 63))"),
+                                           else f"({a} >> ({b} if 0 <= {b} < 63 else 63))"),
 }
 REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
 
