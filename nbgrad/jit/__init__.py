@@ -1,16 +1,21 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
 from typing import Optional
+import numba
 import numpy as np
 from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
 from nbgrad.jit.compiler import CompiledKernel, get_kernel, finish_builds, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
 
-# Below this many loop iterations a kernel runs serially. Measured for relu(x*y+z) (float32, 2 cores,
-# per call): 2^14 589 us serial vs 563 us parallel, 2^16 757 vs 673, 2^18 1184 vs 904, 2^20 3268 vs 1730.
+# Below this many loop iterations a kernel runs serially. On OpenMP's pool, measured for relu(x*y+z) (float32,
+# 2 cores, per call): 2^14 589 us serial vs 563 us parallel, 2^16 757 vs 673, 2^18 1184 vs 904, 2^20 3268 vs 1730.
 # Threads start paying at about 2^16, and a serial compile is about four times cheaper than a parallel one.
-PARALLEL_MIN_ELEMENTS = 1 << 16
+# numba's workqueue pool (nbgrad/__init__.py picks it when torch is imported first) wakes sleeping workers for each
+# launch and the calling thread only waits: a launch costs about 50 us, and relu(x+y) (numba functions, 2 cores)
+# took 2^16 16 us serial vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377. In the MLP training step (benchmarks/
+# group train) its parallel kernels also slowed the products that followed them.
+PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
 
 __all__ = ["run_kernel", "finish_builds"]
 
