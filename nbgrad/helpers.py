@@ -1,6 +1,7 @@
 """Settings read from the environment, counters, and small shared helpers."""
 from __future__ import annotations
 import contextlib
+import math
 import os
 
 
@@ -26,6 +27,28 @@ class HashedKey:
   def __hash__(self) -> int: return self._hash
   def __eq__(self, other) -> bool:
     return self is other or (isinstance(other, HashedKey) and self._hash == other._hash and self.value == other.value)
+
+
+class TimedChoice:
+  """The faster of several ways to run the same work (a kernel's serial or parallel build, a product on BLAS's
+  threads or in parts), found by timing each on the first calls, taking turns, and kept from then on. Which way
+  wins depends on the machine: on a 2-core AMD EPYC VM a parallel elementwise kernel was slower than the serial one
+  at every size up to 2^22 elements, where on a 2-core Xeon it was faster from 2^16 on; a threshold measured on one
+  was wrong on the other."""
+  __slots__ = ("best_times", "calls", "chosen")
+  TRIALS = 3   # timed calls of each way: the fastest of them counts, so one call slowed by another process does not
+
+  def __init__(self, ways: int):
+    self.best_times, self.calls, self.chosen = [math.inf] * ways, 0, None
+
+  def next_way(self) -> int:
+    """The way to run the next call: each in turn while timing, then the fastest."""
+    return self.chosen if self.chosen is not None else self.calls % len(self.best_times)
+
+  def timed(self, way: int, seconds: float):
+    self.best_times[way] = min(self.best_times[way], seconds)
+    self.calls += 1
+    if self.calls >= self.TRIALS * len(self.best_times): self.chosen = self.best_times.index(min(self.best_times))
 
 
 class GlobalCounters:

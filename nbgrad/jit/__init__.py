@@ -1,21 +1,23 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
+import time
 from typing import Optional
 import numba
 import numpy as np
 from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
+from nbgrad.helpers import TimedChoice
 from nbgrad.jit.compiler import CompiledKernel, get_kernel, finish_builds, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
 
-# Below this many loop iterations a kernel runs serially. On OpenMP's pool, measured for relu(x*y+z) (float32,
-# 2 cores, per call): 2^14 589 us serial vs 563 us parallel, 2^16 757 vs 673, 2^18 1184 vs 904, 2^20 3268 vs 1730.
-# Threads start paying at about 2^16, and a serial compile is about four times cheaper than a parallel one.
-# numba's workqueue pool (nbgrad/__init__.py picks it when torch is imported first) wakes sleeping workers for each
-# launch and the calling thread only waits: a launch costs about 50 us, and relu(x+y) (numba functions, 2 cores)
-# took 2^16 16 us serial vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377. In the MLP training step (benchmarks/
-# group train) its parallel kernels also slowed the products that followed them.
+# Below this many loop iterations a kernel runs serially, without a parallel build: a parallel compile costs about
+# four times a serial one, and threads cannot pay for themselves on less work. Above it both builds run, and for
+# an elementwise kernel the faster one is kept (TimedChoice). numba's workqueue pool (nbgrad/__init__.py picks it when torch
+# is imported first) wakes sleeping workers for each launch while the calling thread only waits: about 50 us a
+# launch, so it takes more work to pay there. relu(x+y) on it (numba functions, 2-core Xeon) took 2^16 16 us serial
+# vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377.
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
+SERIAL, PARALLEL = 0, 1   # the ways a big kernel can run
 
 __all__ = ["run_kernel", "finish_builds"]
 
@@ -40,7 +42,7 @@ class _Rendered:
   """A kernel structure's compiled kernel and parameter arrays, kept so a kernel seen before is not rendered
   again (rendering costs more than running a small kernel); for a parallel kernel also its launch count and,
   once launched SPECIALIZE_AFTER times, its build with constant parameters."""
-  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized")
+  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized", "choice")
 
   def __init__(self, kernel: Kernel, parallel: bool):
     renderer = Renderer(kernel, parallel)
@@ -49,6 +51,7 @@ class _Rendered:
     self.float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
+    self.choice = TimedChoice(2)   # of a parallel kernel: run it serially or in parallel
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -74,15 +77,22 @@ def _rendered(kernel: Kernel, parallel: bool) -> _Rendered:
 
 
 def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
-  """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache);
-  until then the serial build runs and the parallel one compiles on a background thread, so a first
-  call never waits for a parallel compile."""
+  """Runs a kernel. A big kernel runs serially until its parallel build is ready (in the disk cache, or compiled
+  on a background thread meanwhile), so a first call never waits for a parallel compile. Then an elementwise
+  kernel's two builds take turns on its next launches, timed, and the faster one runs from then on; a reduce keeps
+  the parallel build, which sums in another order than the serial one: chosen by a clock, its bits would be too."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
   if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
     parallel = _rendered(kernel, parallel=True)
     if parallel.compiled.ready or parallel.compiled.on_disk():
-      launch = parallel.fastest(kernel, arrays)
-      with LAUNCH_LOCK: launch(*arrays, parallel.int_params, parallel.float_params)
+      choice = parallel.choice
+      way = PARALLEL if kernel.stages else choice.next_way()
+      build = parallel if way == PARALLEL else _rendered(kernel, parallel=False)
+      launch = parallel.fastest(kernel, arrays) if way == PARALLEL else build.compiled
+      with LAUNCH_LOCK:
+        start = time.perf_counter()
+        launch(*arrays, build.int_params, build.float_params)
+        if choice.chosen is None and not kernel.stages: choice.timed(way, time.perf_counter() - start)
       return
     serial = _rendered(kernel, parallel=False)
     with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
