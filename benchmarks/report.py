@@ -111,6 +111,7 @@ def render(data):
         f"- Machine: {machine.get('cpu_model', 'unknown CPU')}, {cores} cores"
         + (f" ({machine['system']} {machine.get('release', '')})" if machine.get("system") else ""),
         f"- Threads: torch {machine.get('torch_threads', '?')}, numba {machine.get('numba_threads', '?')}",
+        f"- numpy's BLAS (nbgrad's products call it too): {machine.get('blas', 'unknown')}",
         "- Versions: " + ", ".join(f"{name} {versions.get(name, '?')}" for name in ("nbgrad", "numpy", "torch", "numba")),
         f"- Python: {machine.get('python_version', sys.version.split()[0])}",
         "",
