@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 
 
 def getenv(key: str, default=0):
@@ -49,6 +50,29 @@ class TimedChoice:
     self.best_times[way] = min(self.best_times[way], seconds)
     self.calls += 1
     if self.calls >= self.TRIALS * len(self.best_times): self.chosen = self.best_times.index(min(self.best_times))
+
+  def run(self, *ways):
+    """Calls one of ways (functions of no arguments, in this choice's order): the next to time, or the chosen one."""
+    way = self.next_way()
+    if self.chosen is not None: return ways[way]()
+    start = time.perf_counter()
+    result = ways[way]()
+    self.timed(way, time.perf_counter() - start)
+    return result
+
+
+class TimedChoices:
+  """A TimedChoice for each key (a product's shapes and layout, a take's size), made on first use; at most `limit`
+  are kept, then they start again."""
+  def __init__(self, ways: int, limit: int = 4096):
+    self.ways, self.limit, self.by_key = ways, limit, {}
+
+  def __getitem__(self, key) -> TimedChoice:
+    choice = self.by_key.get(key)
+    if choice is None:
+      if len(self.by_key) >= self.limit: self.by_key.clear()
+      choice = self.by_key[key] = TimedChoice(self.ways)
+    return choice
 
 
 class GlobalCounters:

@@ -1,6 +1,5 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
-import time
 from typing import Optional
 import numba
 import numpy as np
@@ -17,7 +16,6 @@ from nbgrad.jit.render import Renderer
 # launch, so it takes more work to pay there. relu(x+y) on it (numba functions, 2-core Xeon) took 2^16 16 us serial
 # vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377.
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
-SERIAL, PARALLEL = 0, 1   # the ways a big kernel can run
 
 __all__ = ["run_kernel", "finish_builds"]
 
@@ -40,18 +38,24 @@ SPECIALIZE_AFTER = 16
 
 class _Rendered:
   """A kernel structure's compiled kernel and parameter arrays, kept so a kernel seen before is not rendered
-  again (rendering costs more than running a small kernel); for a parallel kernel also its launch count and,
-  once launched SPECIALIZE_AFTER times, its build with constant parameters."""
-  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized", "choice")
+  again (rendering costs more than running a small kernel); for a parallel kernel also its launch count, its
+  build with constant parameters once launched SPECIALIZE_AFTER times, and its choice between running serially
+  or in parallel."""
+  __slots__ = ("parallel", "compiled", "int_params", "float_params", "launches", "specialized", "choice")
 
   def __init__(self, kernel: Kernel, parallel: bool):
     renderer = Renderer(kernel, parallel)
+    self.parallel = parallel
     self.compiled = get_kernel(renderer.render("kernel"), parallel, kernel.name)
     self.int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
     self.float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
-    self.choice = TimedChoice(2)   # of a parallel kernel: run it serially or in parallel
+    self.choice = TimedChoice(2) if parallel else None   # a parallel build's: run serially (0) or in parallel (1)
+
+  def launch(self, kernel: Kernel, arrays: list[np.ndarray]):
+    build = self.fastest(kernel, arrays) if self.parallel else self.compiled
+    with LAUNCH_LOCK: build(*arrays, self.int_params, self.float_params)
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -82,21 +86,14 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   kernel's two builds take turns on its next launches, timed, and the faster one runs from then on; a reduce keeps
   the parallel build, which sums in another order than the serial one: chosen by a clock, its bits would be too."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
-  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
-    parallel = _rendered(kernel, parallel=True)
-    if parallel.compiled.ready or parallel.compiled.on_disk():
-      choice = parallel.choice
-      way = PARALLEL if kernel.stages else choice.next_way()
-      build = parallel if way == PARALLEL else _rendered(kernel, parallel=False)
-      launch = parallel.fastest(kernel, arrays) if way == PARALLEL else build.compiled
-      with LAUNCH_LOCK:
-        start = time.perf_counter()
-        launch(*arrays, build.int_params, build.float_params)
-        if choice.chosen is None and not kernel.stages: choice.timed(way, time.perf_counter() - start)
-      return
-    serial = _rendered(kernel, parallel=False)
-    with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
-    parallel.compiled.build_in_background(*arrays, parallel.int_params, parallel.float_params)
+  if prod(kernel.loop_shape) < PARALLEL_MIN_ELEMENTS:
+    _rendered(kernel, parallel=False).launch(kernel, arrays)
     return
-  serial = _rendered(kernel, parallel=False)
-  with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
+  parallel = _rendered(kernel, parallel=True)
+  if not (parallel.compiled.ready or parallel.compiled.on_disk()):
+    _rendered(kernel, parallel=False).launch(kernel, arrays)
+    parallel.compiled.build_in_background(*arrays, parallel.int_params, parallel.float_params)
+  elif kernel.stages:
+    parallel.launch(kernel, arrays)
+  else:
+    parallel.choice.run(lambda: _rendered(kernel, parallel=False).launch(kernel, arrays), lambda: parallel.launch(kernel, arrays))

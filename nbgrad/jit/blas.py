@@ -20,7 +20,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 from numpy.lib.stride_tricks import as_strided
-from nbgrad.helpers import TimedChoice
+from nbgrad.helpers import TimedChoices
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 
@@ -147,33 +147,19 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
       if out.size * a.shape[-1] < SHARE_MIN_MULTIPLY_ADDS or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
       elif _cores_busy_elsewhere(parts): _in_parts(out, a, b, parts, gemms)
       else:
-        choice = _product_choice(out, a, b)
-        way = choice.next_way()
-        start = time.perf_counter()
-        if way == ON_BLAS_THREADS:
+        def on_blas_threads():
           set_(parts)
           np.matmul(a, b, out=out)
-        else:
-          _in_parts(out, a, b, parts, gemms)
-        if choice.chosen is None: choice.timed(way, time.perf_counter() - start)
+        layout = (out.dtype, out.shape, a.shape, b.shape, out.strides, a.strides, b.strides)
+        product_choices[layout].run(lambda: _in_parts(out, a, b, parts, gemms), on_blas_threads)
     finally:
       set_(before)
 
 
 # Below this many multiply-adds a product runs whole on the calling thread with BLAS at one thread
 SHARE_MIN_MULTIPLY_ADDS = 1 << 16
-IN_PARTS, ON_BLAS_THREADS = 0, 1   # the ways a product can share the cores
-_product_choices: dict[tuple, TimedChoice] = {}
-PRODUCT_CHOICES_LIMIT = 4096
-
-
-def _product_choice(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> TimedChoice:
-  key = (out.dtype, out.shape, a.shape, b.shape, out.strides, a.strides, b.strides)
-  choice = _product_choices.get(key)
-  if choice is None:
-    if len(_product_choices) >= PRODUCT_CHOICES_LIMIT: _product_choices.clear()
-    choice = _product_choices[key] = TimedChoice(2)
-  return choice
+IN_PARTS, ON_BLAS_THREADS = 0, 1   # the ways a product can share the cores, in its TimedChoice's order
+product_choices = TimedChoices(2)   # by dtype, shapes and strides of out, a and b
 
 
 def _in_parts(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int, gemms: dict):
