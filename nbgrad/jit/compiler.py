@@ -16,6 +16,7 @@ import threading
 import warnings
 from typing import Optional
 import numba
+import numpy as np
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
 
 COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
@@ -111,14 +112,25 @@ class CachedEntry:
   240 ms that way, of which the registries took about 200)."""
   def __init__(self, dispatcher):
     self.dispatcher = dispatcher
-    self.signatures: set[tuple] = set()
+    self.seen: set[tuple] = set()   # argument_kinds of the calls so far
 
   def __call__(self, *args):
-    signature = tuple(numba.typeof(a) for a in args)
-    if signature not in self.signatures:
-      load_from_disk(self.dispatcher, signature)   # nothing on disk yet: the call below compiles it
-      self.signatures.add(signature)
+    kinds = tuple(map(argument_kind, args))
+    if kinds not in self.seen:
+      load_from_disk(self.dispatcher, tuple(numba.typeof(a) for a in args))   # nothing on disk yet: the call compiles it
+      self.seen.add(kinds)
     return self.dispatcher(*args)
+
+
+def argument_kind(value):
+  """What numba's type for an argument depends on, found faster than numba.typeof (about 3 us for an array, and a
+  take's call passes six arguments): an array's dtype, rank, layout, and whether it is writeable and aligned; any
+  other value's Python type. Two values of one kind that numba still types apart (ints past int64 are uint64) only
+  miss the disk-cache shortcut, and numba's own call path loads or compiles that signature."""
+  if type(value) is np.ndarray:
+    flags = value.flags
+    return value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned
+  return type(value)
 
 
 def purge_cache_entry(path: str):
