@@ -145,6 +145,27 @@ def test_first_dim_index_wraps_negatives_and_reads_zero_out_of_range(source, ind
   np.testing.assert_array_equal(t.grad.numpy(), grad)
 
 
+# a big read of single elements runs serially and in parallel on its first calls, timed, then the faster way: every
+# call gives numpy's values, 8-byte values keep every bit, and out-of-range indices read 0
+BIG_TAKE_DTYPES = {"uint8": np.uint8, "float32": np.float32, "int64": np.int64}
+
+
+@pytest.mark.parametrize("dtype", list(BIG_TAKE_DTYPES))
+def test_big_single_element_reads_take_turns_then_keep_a_way(dtype):
+  from nbgrad.helpers import TimedChoice
+  from nbgrad.jit import PARALLEL_MIN_ELEMENTS
+  from nbgrad.jit.take import take_choices
+  rng = np.random.default_rng(11)
+  values = (rng.integers(0, 2**62, 5000) + 2**62 + 1).astype(BIG_TAKE_DTYPES[dtype])
+  idx = rng.integers(-6000, 6000, PARALLEL_MIN_ELEMENTS)
+  inside = (idx >= -len(values)) & (idx < len(values))
+  expected = np.where(inside, values[np.where(inside, idx, 0)], 0).astype(values.dtype)
+  x, i = Tensor(values).realize(), Tensor(idx).realize()
+  for _ in range(2 * TimedChoice.TRIALS + 1): np.testing.assert_array_equal(x[i].numpy(), expected)
+  choice = take_choices[len(idx), 1, values.itemsize]
+  assert choice.chosen is not None and choice.best_times[choice.chosen] == min(choice.best_times)
+
+
 # out of range: API.md says the result is 0 there (no error), and no gradient reaches the input from those places
 OUT_OF_RANGE_ROWS = {
   "past_end": (T([0, 4, 7]),),

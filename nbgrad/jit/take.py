@@ -4,6 +4,7 @@ compiled element types serve all dtypes."""
 from __future__ import annotations
 import numpy as np
 from numba import njit, prange
+from nbgrad.helpers import TimedChoices
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
@@ -25,11 +26,13 @@ def _take_rows(out, x, positions, offset, row, dim_size, first, last):
   """Rows first..last-1. Plain loops, one call per block of rows, and single elements apart: slices, a call per
   row (numba counts references to its array arguments) or the row loop made 100k rows of one element take 1-4 ms
   instead of 0.33."""
-  if row == 1:
+  if row == 1:   # x is not empty here (take() sees to it), so its first element can stand in for a zero's read
     for i in range(first, last):
       p = _row_start(positions, i, row, dim_size)
-      if p >= 0: out[i] = x[offset + p]
-      else: out[i] = 0   # apart: `x[...] if p >= 0 else 0` unifies uint64 with int as float64, losing bits
+      value = x[np.uint64(offset + max(p, 0))]
+      # a select rather than a branch, and unsigned indices, so LLVM vectorizes the loop (100k of 1M: 166 -> 105 us);
+      # value ^ value is a zero of value's type, where a literal 0 would unify uint64 with int as float64, losing bits
+      out[i] = value if p >= 0 else value ^ value
     return
   for i in range(first, last):
     p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
@@ -72,10 +75,23 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
   """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
   as _row_start finds them)."""
   if out.size == 0: return
-  if out.size < PARALLEL_MIN_ELEMENTS: _take_serial(_bits(out), _bits(x), positions, offset, row, dim_size)
-  else:
-    block = max(1, TAKE_BLOCK // row)
-    with LAUNCH_LOCK: _take_parallel(_bits(out), _bits(x), positions, offset, row, dim_size, block)
+  if x.size == 0:   # every position reads a zero
+    out[:] = 0
+    return
+  out_bits, x_bits = _bits(out), _bits(x)
+  if out.size < PARALLEL_MIN_ELEMENTS:
+    _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
+    return
+
+  def in_parallel():
+    with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, max(1, TAKE_BLOCK // row))
+  take_choices[out.size, row, out.itemsize].run(lambda: _take_serial(out_bits, x_bits, positions, offset, row, dim_size), in_parallel)
+
+
+# A big take runs serially or in parallel, whichever its first calls found faster for its size (both copy the
+# same bits): on a 2-core AMD EPYC VM 100k single elements of 1M took 121 us serially and 140 in parallel, 8192
+# rows of 256 265 us in parallel and 419 serially.
+take_choices = TimedChoices(2)   # by (size, row, itemsize): serially (0) or in parallel (1)
 
 
 def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int, dim_size: int):
