@@ -1,6 +1,7 @@
 """matmul / dot: forward and both gradients against torch (CPU, float64 on the same values), for 1-D,
 2-D, batched and broadcast operands, non-contiguous views, size-1 and zero-size dims, float and int
 dtypes and acc_dtype. Float products run as one BLAS kernel; int products keep the multiply-and-sum path."""
+import collections
 import numba
 import numpy as np
 import pytest
@@ -155,7 +156,7 @@ def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape
   monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: route == "cores_busy")
   forced = TimedChoice(2)
   forced.chosen = blas.ON_BLAS_THREADS if route == "cores_free_blas_threads" else blas.IN_PARTS
-  monkeypatch.setattr(blas, "_product_choice", lambda out, a, b: forced)
+  monkeypatch.setattr(blas, "product_choices", collections.defaultdict(lambda: forced))
   for name in ("_on_worker_threads", "_on_numba_threads"):
     monkeypatch.setattr(blas, name, lambda jobs, *rest, run=getattr(blas, name): in_parts.append(len(jobs)) or run(jobs, *rest))
   rng = np.random.default_rng(3)
@@ -193,16 +194,16 @@ def test_timed_choice_keeps_the_way_whose_fastest_trial_was_fastest():
 
 def test_a_product_on_free_cores_settles_on_a_way_after_its_trials(monkeypatch):
   from nbgrad.jit import blas
-  from nbgrad.helpers import TimedChoice
+  from nbgrad.helpers import TimedChoice, TimedChoices
   if blas._OPENBLAS is None or numba.get_num_threads() == 1: pytest.skip("needs numpy's OpenBLAS and two threads")
   monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: False)
-  monkeypatch.setattr(blas, "_product_choices", {})
+  monkeypatch.setattr(blas, "product_choices", TimedChoices(2))
   rng = np.random.default_rng(6)
   a_data, b_data = rng.standard_normal((300, 200)).astype(np.float32), rng.standard_normal((200, 100)).astype(np.float32)
   a, b = Tensor(a_data).realize(), Tensor(b_data).realize()
   for _ in range(2 * TimedChoice.TRIALS + 2):
     np.testing.assert_allclose((a @ b).numpy(), a_data.astype(np.float64) @ b_data, rtol=1e-4, atol=1e-4)
-  (choice,) = blas._product_choices.values()
+  (choice,) = blas.product_choices.by_key.values()
   assert choice.chosen in (blas.IN_PARTS, blas.ON_BLAS_THREADS)
   assert choice.calls == 2 * TimedChoice.TRIALS and choice.best_times[choice.chosen] == min(choice.best_times)
 
