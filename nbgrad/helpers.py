@@ -31,11 +31,10 @@ class HashedKey:
 
 
 class TimedChoice:
-  """The faster of several ways to run the same work (a kernel's serial or parallel build, a product on BLAS's
-  threads or in parts), found by timing each on the first calls, taking turns, and kept from then on. Which way
-  wins depends on the machine: on a 2-core AMD EPYC VM a parallel elementwise kernel was slower than the serial one
-  at every size up to 2^22 elements, where on a 2-core Xeon it was faster from 2^16 on; a threshold measured on one
-  was wrong on the other."""
+  """The faster of several ways to run the same work (a product on BLAS's threads or in parts, a take serially or
+  in parallel), found by timing each on the first calls, taking turns, and kept from then on. Which way wins
+  depends on the machine: BLAS's threads lost to parts for a product of 64 rows on a 2-core Xeon and won on a
+  2-core AMD EPYC (64x512 @ 512x512: 196 us against 338), so a threshold measured on one was wrong on the other."""
   __slots__ = ("best_times", "calls", "chosen")
   TRIALS = 3   # timed calls of each way: the fastest of them counts, so one call slowed by another process does not
 

@@ -72,26 +72,3 @@ def test_parallel_kernels_from_many_threads_at_once():
   """)
   assert out == "workqueue"
 
-
-def test_a_big_kernel_times_its_serial_and_parallel_builds_then_keeps_the_faster():
-  """A big kernel runs serially while its parallel build compiles; then the two take turns, timed, and the faster
-  one runs from then on. Both builds give the same values."""
-  out = run_python("""
-    import json, math
-    import numpy as np
-    from nbgrad import Tensor
-    from nbgrad.helpers import TimedChoice
-    from nbgrad.jit import PARALLEL_MIN_ELEMENTS, _rendered_cache, finish_builds
-    x_data = np.linspace(-3, 3, PARALLEL_MIN_ELEMENTS, dtype=np.float32)
-    x = Tensor(x_data).realize()
-    first = (x * 2 + 1).relu().numpy()   # serial: the parallel build compiles meanwhile
-    finish_builds()
-    later = [(x * 2 + 1).relu().numpy() for _ in range(2 * TimedChoice.TRIALS + 2)]
-    (choice,) = [rendered.choice for (key, parallel), rendered in _rendered_cache.items() if parallel]
-    print(json.dumps({"right": bool(np.array_equal(first, np.maximum(x_data * 2 + 1, 0))),
-                      "same": all(np.array_equal(values, first) for values in later),
-                      "both_timed": all(math.isfinite(t) for t in choice.best_times),
-                      "calls": choice.calls, "kept_the_faster": choice.best_times[choice.chosen] == min(choice.best_times)}))
-  """)
-  import json
-  assert json.loads(out.splitlines()[-1]) == {"right": True, "same": True, "both_timed": True, "calls": 6, "kept_the_faster": True}

@@ -5,16 +5,20 @@ import numba
 import numpy as np
 from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
-from nbgrad.helpers import TimedChoice
 from nbgrad.jit.compiler import CompiledKernel, get_kernel, finish_builds, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
 
-# Below this many loop iterations a kernel runs serially, without a parallel build: a parallel compile costs about
-# four times a serial one, and threads cannot pay for themselves on less work. Above it both builds run, and for
-# an elementwise kernel the faster one is kept (TimedChoice). numba's workqueue pool (nbgrad/__init__.py picks it when torch
-# is imported first) wakes sleeping workers for each launch while the calling thread only waits: about 50 us a
-# launch, so it takes more work to pay there. relu(x+y) on it (numba functions, 2-core Xeon) took 2^16 16 us serial
-# vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377.
+# Below this many loop iterations a kernel runs serially. On OpenMP's pool, measured for relu(x*y+z) (float32,
+# 2 cores, per call): 2^14 589 us serial vs 563 us parallel, 2^16 757 vs 673, 2^18 1184 vs 904, 2^20 3268 vs 1730.
+# Threads start paying at about 2^16, and a serial compile is about four times cheaper than a parallel one.
+# numba's workqueue pool (nbgrad/__init__.py picks it when torch is imported first) wakes sleeping workers for each
+# launch and the calling thread only waits: a launch costs about 50 us, and relu(x+y) (numba functions, 2 cores)
+# took 2^16 16 us serial vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377. In the MLP training step (benchmarks/
+# group train) its parallel kernels also slowed the products that followed them.
+# The threshold is fixed rather than timed per kernel (as products and takes choose their threads): timing each
+# kernel's serial and parallel builds and keeping the faster put some of the CNN training step's elementwise kernels
+# on one core, which made the parallel kernels after them slower (their data sat in the other core's cache, or
+# its workers slept), and the step took 1.3-1.5 ms longer on a 2-core AMD EPYC VM.
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
 
 __all__ = ["run_kernel", "finish_builds"]
@@ -38,24 +42,17 @@ SPECIALIZE_AFTER = 16
 
 class _Rendered:
   """A kernel structure's compiled kernel and parameter arrays, kept so a kernel seen before is not rendered
-  again (rendering costs more than running a small kernel); for a parallel kernel also its launch count, its
-  build with constant parameters once launched SPECIALIZE_AFTER times, and its choice between running serially
-  or in parallel."""
-  __slots__ = ("parallel", "compiled", "int_params", "float_params", "launches", "specialized", "choice")
+  again (rendering costs more than running a small kernel); for a parallel kernel also its launch count and,
+  once launched SPECIALIZE_AFTER times, its build with constant parameters."""
+  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized")
 
   def __init__(self, kernel: Kernel, parallel: bool):
     renderer = Renderer(kernel, parallel)
-    self.parallel = parallel
     self.compiled = get_kernel(renderer.render("kernel"), parallel, kernel.name)
     self.int_params = np.array(renderer.int_params, np.int64) if renderer.int_params else _EMPTY_INTS
     self.float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
-    self.choice = TimedChoice(2) if parallel else None   # a parallel build's: run serially (0) or in parallel (1)
-
-  def launch(self, kernel: Kernel, arrays: list[np.ndarray]):
-    build = self.fastest(kernel, arrays) if self.parallel else self.compiled
-    with LAUNCH_LOCK: build(*arrays, self.int_params, self.float_params)
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -81,19 +78,19 @@ def _rendered(kernel: Kernel, parallel: bool) -> _Rendered:
 
 
 def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
-  """Runs a kernel. A big kernel runs serially until its parallel build is ready (in the disk cache, or compiled
-  on a background thread meanwhile), so a first call never waits for a parallel compile. Then an elementwise
-  kernel's two builds take turns on its next launches, timed, and the faster one runs from then on; a reduce keeps
-  the parallel build, which sums in another order than the serial one: chosen by a clock, its bits would be too."""
+  """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache);
+  until then the serial build runs and the parallel one compiles on a background thread, so a first
+  call never waits for a parallel compile."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
-  if prod(kernel.loop_shape) < PARALLEL_MIN_ELEMENTS:
-    _rendered(kernel, parallel=False).launch(kernel, arrays)
-    return
-  parallel = _rendered(kernel, parallel=True)
-  if not (parallel.compiled.ready or parallel.compiled.on_disk()):
-    _rendered(kernel, parallel=False).launch(kernel, arrays)
+  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
+    parallel = _rendered(kernel, parallel=True)
+    if parallel.compiled.ready or parallel.compiled.on_disk():
+      launch = parallel.fastest(kernel, arrays)
+      with LAUNCH_LOCK: launch(*arrays, parallel.int_params, parallel.float_params)
+      return
+    serial = _rendered(kernel, parallel=False)
+    with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
     parallel.compiled.build_in_background(*arrays, parallel.int_params, parallel.float_params)
-  elif kernel.stages:
-    parallel.launch(kernel, arrays)
-  else:
-    parallel.choice.run(lambda: _rendered(kernel, parallel=False).launch(kernel, arrays), lambda: parallel.launch(kernel, arrays))
+    return
+  serial = _rendered(kernel, parallel=False)
+  with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
