@@ -67,6 +67,12 @@ WORKLOADS = {
         torch=lambda x, y, z: F.gelu(x, approximate="tanh"),
         nbgrad=lambda x, y, z: x.gelu(),
         rtol=1e-4, atol=1e-5),
+    "sin_cos": Workload(
+        "vectors",
+        numpy=lambda x, y, z: np.sin(x) * np.cos(y),
+        torch=lambda x, y, z: torch.sin(x) * torch.cos(y),
+        nbgrad=lambda x, y, z: x.sin() * y.cos(),
+        rtol=1e-5, atol=1e-6),
     "sum_all": Workload(
         "vectors",
         numpy=lambda x, y, z: x.sum(),
@@ -213,6 +219,12 @@ def test_elementwise_fma_relu(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_gelu_tanh(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "gelu_tanh")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_sin_cos(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sin_cos")
 
 
 # ---------------------------------------------------------------------------------------------
