@@ -631,6 +631,16 @@ def test_sin_cos_of_large_arguments_stay_in_range():
   np.testing.assert_allclose(Tensor(x).cos().numpy(), np.cos(x.astype(np.float64)), atol=1e-6)
 
 
+def test_float32_tanh_within_three_ulps():
+  """The series to 0.4, then (1 - u) / (1 + u) for u = exp(-2|x|); torch's is within an ulp. Dense around the series'
+  limit, where 1 - u cancels most, and out to where tanh is 1."""
+  rng = np.random.default_rng(14)
+  x = np.concatenate([rng.uniform(-0.6, 0.6, 300_000), rng.uniform(-10, 10, 300_000), np.geomspace(1e-30, 40, 2000)]).astype(np.float32)
+  want = np.tanh(x.astype(np.float64))
+  ulps = np.abs(Tensor(x).tanh().numpy().astype(np.float64) - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+  assert ulps.max() <= 3, f"tanh({x[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
+
+
 def test_float32_sin_and_cos_within_an_ulp_at_every_exponent():
   """Past 1e6 the argument is reduced by the bits of 2/pi its exponent needs (Payne and Hanek), with no call of
   numpy's sin in a branch: that branch kept every loop over sin or cos from vectorizing. Against numpy's float64
