@@ -73,6 +73,12 @@ WORKLOADS = {
         torch=lambda x, y, z: torch.sin(x) * torch.cos(y),
         nbgrad=lambda x, y, z: x.sin() * y.cos(),
         rtol=1e-5, atol=1e-6),
+    "tanh": Workload(
+        "vectors",
+        numpy=lambda x, y, z: np.tanh(x),
+        torch=lambda x, y, z: torch.tanh(x),
+        nbgrad=lambda x, y, z: x.tanh(),
+        rtol=1e-6, atol=1e-7),
     "sum_all": Workload(
         "vectors",
         numpy=lambda x, y, z: x.sum(),
@@ -225,6 +231,12 @@ def test_elementwise_gelu_tanh(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_sin_cos(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "sin_cos")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_tanh(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "tanh")
 
 
 # ---------------------------------------------------------------------------------------------
