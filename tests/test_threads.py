@@ -71,4 +71,3 @@ def test_parallel_kernels_from_many_threads_at_once():
     print(numba.threading_layer())
   """)
   assert out == "workqueue"
-
