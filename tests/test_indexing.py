@@ -145,6 +145,15 @@ def test_first_dim_index_wraps_negatives_and_reads_zero_out_of_range(source, ind
   np.testing.assert_array_equal(t.grad.numpy(), grad)
 
 
+@pytest.mark.parametrize("window", [slice(10, None), slice(4, 4), slice(0, 0)], ids=["at_the_end", "in_the_middle", "at_the_start"])
+def test_single_element_reads_from_an_empty_window_of_a_buffer_are_zero(window):
+  """The window has no elements, its buffer does: every index is out of range and reads 0 (the kernel reads no
+  element for them, not even the window's first, which lies past the buffer for a window at its end)."""
+  values = np.arange(10, dtype=np.int64) + 2**40
+  out = Tensor(values).realize()[window][Tensor(np.array([0, -1, 3, 9]))]
+  np.testing.assert_array_equal(out.numpy(), np.zeros(4, np.int64))
+
+
 # a big read of single elements runs serially and in parallel on its first calls, timed, then the faster way: every
 # call gives numpy's values, 8-byte values keep every bit, and out-of-range indices read 0
 BIG_TAKE_DTYPES = {"uint8": np.uint8, "float32": np.float32, "int64": np.int64}

@@ -26,7 +26,7 @@ def _take_rows(out, x, positions, offset, row, dim_size, first, last):
   """Rows first..last-1. Plain loops, one call per block of rows, and single elements apart: slices, a call per
   row (numba counts references to its array arguments) or the row loop made 100k rows of one element take 1-4 ms
   instead of 0.33."""
-  if row == 1:   # x is not empty here (take() sees to it), so its first element can stand in for a zero's read
+  if row == 1:   # rows exist here (take() sees to it), so the first one can stand in for a zero's read
     for i in range(first, last):
       p = _row_start(positions, i, row, dim_size)
       value = x[np.uint64(offset + max(p, 0))]
@@ -75,7 +75,7 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
   """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
   as _row_start finds them)."""
   if out.size == 0: return
-  if x.size == 0:   # every position reads a zero
+  if x.size == 0 or dim_size == 0:   # no rows: every position reads a zero
     out[:] = 0
     return
   out_bits, x_bits = _bits(out), _bits(x)
