@@ -32,18 +32,21 @@ class HashedKey:
 
 class TimedChoice:
   """The faster of several ways to run the same work (a product on BLAS's threads or in parts, a take serially or
-  in parallel), found by timing each on the first calls, taking turns, and kept from then on. Which way wins
-  depends on the machine: BLAS's threads lost to parts for a product of 64 rows on a 2-core Xeon and won on a
-  2-core AMD EPYC (64x512 @ 512x512: 196 us against 338), so a threshold measured on one was wrong on the other."""
+  in parallel), found by timing each on the first calls and kept from then on. Which way wins depends on the
+  machine: BLAS's threads lost to parts for a product of 64 rows on a 2-core Xeon and won on a 2-core AMD EPYC
+  (64x512 @ 512x512: 196 us against 338), so a threshold measured on one was wrong on the other."""
   __slots__ = ("best_times", "calls", "chosen")
-  TRIALS = 3   # timed calls of each way: the fastest of them counts, so one call slowed by another process does not
+  # Timed calls of each way, in a row: the fastest of them counts, so one call slowed by another process does not
+  # decide. In a row rather than taking turns, since a way's speed depends on where the ways before it left the
+  # data: x[100k indices] took 128 us serially after serial calls and 296 after parallel ones, which then won.
+  TRIALS = 3
 
   def __init__(self, ways: int):
     self.best_times, self.calls, self.chosen = [math.inf] * ways, 0, None
 
   def next_way(self) -> int:
-    """The way to run the next call: each in turn while timing, then the fastest."""
-    return self.chosen if self.chosen is not None else self.calls % len(self.best_times)
+    """The way to run the next call: each in turn for TRIALS calls while timing, then the fastest."""
+    return self.chosen if self.chosen is not None else self.calls // self.TRIALS
 
   def timed(self, way: int, seconds: float):
     self.best_times[way] = min(self.best_times[way], seconds)
