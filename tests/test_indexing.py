@@ -154,6 +154,21 @@ def test_single_element_reads_from_an_empty_window_of_a_buffer_are_zero(window):
   np.testing.assert_array_equal(out.numpy(), np.zeros(4, np.int64))
 
 
+def test_timed_choice_keeps_the_way_whose_fastest_trial_was_fastest():
+  """Each way runs TRIALS calls in a row; then the one with the fastest single call is kept, so one call slowed
+  by another process does not decide."""
+  from nbgrad.helpers import TimedChoice
+  choice = TimedChoice(2)
+  times = {0: [1.0, 9.0, 1.1], 1: [1.5, 1.4, 1.6]}   # way 0 had one slow call but the fastest one
+  turns = []
+  for _ in range(2 * TimedChoice.TRIALS):
+    way = choice.next_way()
+    turns.append(way)
+    choice.timed(way, times[way].pop(0))
+  assert turns == [0] * TimedChoice.TRIALS + [1] * TimedChoice.TRIALS
+  assert choice.chosen == 0 and [choice.next_way() for _ in range(3)] == [0, 0, 0]
+
+
 # a big read of single elements runs serially and in parallel on its first calls, timed, then the faster way: every
 # call gives numpy's values, 8-byte values keep every bit, and out-of-range indices read 0
 BIG_TAKE_DTYPES = {"uint8": np.uint8, "float32": np.float32, "int64": np.int64}

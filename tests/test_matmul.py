@@ -1,7 +1,6 @@
 """matmul / dot: forward and both gradients against torch (CPU, float64 on the same values), for 1-D,
 2-D, batched and broadcast operands, non-contiguous views, size-1 and zero-size dims, float and int
 dtypes and acc_dtype. Float products run as one BLAS kernel; int products keep the multiply-and-sum path."""
-import collections
 import numba
 import numpy as np
 import pytest
@@ -140,25 +139,21 @@ def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpo
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-5 * scale)
 
 
-@pytest.mark.parametrize("route", ["cores_busy", "cores_free_blas_threads", "cores_free_parts"])
+@pytest.mark.parametrize("busy", [True, False], ids=["cores_busy", "cores_free"])
 @pytest.mark.parametrize("a_shape,b_shape,dtype", [((6, 100, 200), (6, 200, 100), np.float32), ((300, 200), (200, 100), np.float32),
                                                    ((1, 8, 900), (1, 900, 700), np.float32), ((4, 1, 70, 64), (1, 3, 64, 80), np.float32),
                                                    ((300, 200), (200, 100), np.float64)],
                          ids=["batch", "rows", "columns", "broadcast_batch", "rows_float64"])
-def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape, dtype, route, monkeypatch):
+def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape, dtype, busy, monkeypatch):
   """A big product runs in parts (along the batch, the rows or the columns), each on a thread with BLAS at one
-  thread, when other processes want the cores; on free cores in parts or on BLAS's own threads, whichever its
-  timed first calls chose (forced here). The thread count numpy's BLAS had is set back afterwards."""
+  thread, when other processes want the cores, or when it has few rows or terms, or when it is cut along a batch;
+  else on BLAS's own threads. The thread count numpy's BLAS had is set back afterwards."""
   from nbgrad.jit import blas
-  from nbgrad.helpers import TimedChoice
   before = blas._OPENBLAS[0]() if blas._OPENBLAS else None
   in_parts = []
-  monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: route == "cores_busy")
-  forced = TimedChoice(2)
-  forced.chosen = blas.ON_BLAS_THREADS if route == "cores_free_blas_threads" else blas.IN_PARTS
-  monkeypatch.setattr(blas, "product_choices", collections.defaultdict(lambda: forced))
-  for name in ("_on_worker_threads", "_on_numba_threads"):
-    monkeypatch.setattr(blas, name, lambda jobs, *rest, run=getattr(blas, name): in_parts.append(len(jobs)) or run(jobs, *rest))
+  monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: busy)
+  for route in ("_on_worker_threads", "_on_numba_threads"):
+    monkeypatch.setattr(blas, route, lambda jobs, *rest, run=getattr(blas, route): in_parts.append(len(jobs)) or run(jobs, *rest))
   rng = np.random.default_rng(3)
   a_data, b_data = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
   a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
@@ -173,39 +168,10 @@ def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape
   if before is not None:
     assert blas._OPENBLAS[0]() == before
     if numba.get_num_threads() > 1:
-      assert bool(forward_in_parts) == (route != "cores_free_blas_threads")
+      few_rows_or_terms = min(a_shape[-2], a_shape[-1]) < blas.BLAS_THREADS_MIN_SIDE
+      along_batch = len(a_shape) > 2 and a_shape[0] > 1
+      assert bool(forward_in_parts) == (busy or few_rows_or_terms or along_batch)
       if forward_in_parts: assert forward_in_parts[0] > 1
-
-
-def test_timed_choice_keeps_the_way_whose_fastest_trial_was_fastest():
-  """Each way runs TRIALS calls in a row; then the one with the fastest single call is kept, so one call slowed
-  by another process does not decide."""
-  from nbgrad.helpers import TimedChoice
-  choice = TimedChoice(2)
-  times = {0: [1.0, 9.0, 1.1], 1: [1.5, 1.4, 1.6]}   # way 0 had one slow call but the fastest one
-  turns = []
-  for _ in range(2 * TimedChoice.TRIALS):
-    way = choice.next_way()
-    turns.append(way)
-    choice.timed(way, times[way].pop(0))
-  assert turns == [0] * TimedChoice.TRIALS + [1] * TimedChoice.TRIALS
-  assert choice.chosen == 0 and [choice.next_way() for _ in range(3)] == [0, 0, 0]
-
-
-def test_a_product_on_free_cores_settles_on_a_way_after_its_trials(monkeypatch):
-  from nbgrad.jit import blas
-  from nbgrad.helpers import TimedChoice, TimedChoices
-  if blas._OPENBLAS is None or numba.get_num_threads() == 1: pytest.skip("needs numpy's OpenBLAS and two threads")
-  monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: False)
-  monkeypatch.setattr(blas, "product_choices", TimedChoices(2))
-  rng = np.random.default_rng(6)
-  a_data, b_data = rng.standard_normal((300, 200)).astype(np.float32), rng.standard_normal((200, 100)).astype(np.float32)
-  a, b = Tensor(a_data).realize(), Tensor(b_data).realize()
-  for _ in range(2 * TimedChoice.TRIALS + 2):
-    np.testing.assert_allclose((a @ b).numpy(), a_data.astype(np.float64) @ b_data, rtol=1e-4, atol=1e-4)
-  (choice,) = blas.product_choices.by_key.values()
-  assert choice.chosen in (blas.IN_PARTS, blas.ON_BLAS_THREADS)
-  assert choice.calls == 2 * TimedChoice.TRIALS and choice.best_times[choice.chosen] == min(choice.best_times)
 
 
 def test_products_from_several_python_threads_leave_numpy_blas_threads_as_they_were():

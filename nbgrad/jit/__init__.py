@@ -15,7 +15,7 @@ from nbgrad.jit.render import Renderer
 # launch and the calling thread only waits: a launch costs about 50 us, and relu(x+y) (numba functions, 2 cores)
 # took 2^16 16 us serial vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377. In the MLP training step (benchmarks/
 # group train) its parallel kernels also slowed the products that followed them.
-# The threshold is fixed rather than timed per kernel (as products and takes choose their threads): timing each
+# The threshold is fixed rather than timed per kernel (as a big take chooses its threads): timing each
 # kernel's serial and parallel builds and keeping the faster put some of the CNN training step's elementwise kernels
 # on one core, which made the parallel kernels after them slower (their data sat in the other core's cache, or
 # its workers slept), and the step took 1.3-1.5 ms longer on a 2-core AMD EPYC VM.

@@ -2,12 +2,11 @@
 An operand laid out row- or column-major is read in place (a transpose costs nothing); any other
 layout is copied first, since numpy's fallback loop for such strides is many times slower than BLAS.
 
-A big product is cut into one part per thread, each run by single-threaded BLAS, while other processes want the
-cores: BLAS's threads wait for each other by spinning, and with the cores held by other processes each threaded
-call waits for the scheduler (benchmarks/ group train-busy-core). On free cores it runs whichever way was faster
-for its shape on its first calls: on BLAS's own threads, or in parts. Parts cut along the batch run on numba's
-threads (BLAS's C interface called from a parallel numba function), other parts on a worker thread beside the
-calling one (_product and _in_parts say why)."""
+A big product runs on BLAS's own threads while no other process wants the cores. Else it is cut into one part per
+thread, each run by single-threaded BLAS: BLAS's threads wait for each other by spinning, and with the cores held
+by other processes each threaded call waits for the scheduler (benchmarks/ group train-busy-core). Parts cut along
+the batch always run on numba's threads (BLAS's C interface called from a parallel numba function), other parts on
+a worker thread beside the calling one (_product says why)."""
 from __future__ import annotations
 import ctypes
 import glob
@@ -20,7 +19,6 @@ import numba
 import numpy as np
 from numba import njit, prange
 from numpy.lib.stride_tricks import as_strided
-from nbgrad.helpers import TimedChoices
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 
@@ -108,7 +106,7 @@ def _openblas() -> Optional[tuple]:
 
 
 _OPENBLAS = _openblas()
-# Below this many multiply-adds a product is not cut into parts (handing them out costs ~20 us)
+# Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
 _workers: Optional[ThreadPoolExecutor] = None
@@ -126,15 +124,14 @@ def _gemm_parts(gemm, calls, starts, one, zero):
 
 
 def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
-  """np.matmul(a, b, out=out). A product big enough to share runs on BLAS's own threads or in parts, each on a
-  thread with BLAS at one thread: in parts while other processes want the cores (BLAS's threads wait for each
-  other by spinning, and with the cores taken each threaded call waits for the scheduler: the MLP training step
-  under TinyJit took 13.2-13.9 ms on BLAS's threads against 9.3-11.0 ms in parts on a 2-core Xeon), else the faster
-  of the two for the product's shape and layout, timed on its first calls (TimedChoice). On free cores BLAS's
-  threads share the packing of the operands, where each part packs the whole operand it does not cut: on a
-  2-core Xeon they won for products with at least 128 rows and terms and lost for fewer (a convolution's 32 or 64
-  output channels); on a 2-core AMD EPYC they won for 64 rows too (64x512 @ 512x512: 196 us against 338 in parts)
-  and lost at 128x128 @ 128x128 (43 us against 37 whole on one thread)."""
+  """np.matmul(a, b, out=out), a big one on parts threads. Parts cut along the batch run on numba's threads, where
+  nbgrad's parallel kernels run: on a thread of their own they waited for numba's workers, which spin for a while
+  after each kernel when torch's OpenMP runtime is loaded first (Winograd's 36 x 3136x64 @ 64x64 took 13.5 ms after
+  its input transform that way, 5.2 ms on numba's threads). One matrix runs on BLAS's threads when the cores are
+  free: in the MLP training step under TinyJit (medians of steps interleaved in one process) 5.4-7.0 ms, against
+  8.1-9.2 ms cut into parts, each packing the whole operand it does not cut. With another process busy on a core,
+  the same step took 13.2-13.9 ms on BLAS's threads and 9.3-11.0 ms in parts, so then the parts run on a worker
+  thread beside the calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
   parts = numba.get_num_threads()
   if _OPENBLAS is None or parts == 1:
     np.matmul(a, b, out=out)
@@ -144,37 +141,23 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
     before = get()
     set_(1)
     try:
-      if out.size * a.shape[-1] < SHARE_MIN_MULTIPLY_ADDS or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
-      elif _cores_busy_elsewhere(parts): _in_parts(out, a, b, parts, gemms)
+      jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
+      if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
+      elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, gemms[out.dtype])
+      elif min(out.shape[-2], a.shape[-1]) < BLAS_THREADS_MIN_SIDE or _cores_busy_elsewhere(parts): _on_worker_threads(jobs)
       else:
-        def on_blas_threads():
-          set_(parts)
-          np.matmul(a, b, out=out)
-        layout = (out.dtype, out.shape, a.shape, b.shape, out.strides, a.strides, b.strides)
-        product_choices[layout].run(lambda: _in_parts(out, a, b, parts, gemms), on_blas_threads)
+        set_(parts)
+        np.matmul(a, b, out=out)
     finally:
       set_(before)
 
 
-# Below this many multiply-adds a product runs whole on the calling thread with BLAS at one thread
-SHARE_MIN_MULTIPLY_ADDS = 1 << 16
-IN_PARTS, ON_BLAS_THREADS = 0, 1   # the ways a product can share the cores, in its TimedChoice's order
-product_choices = TimedChoices(2)   # by dtype, shapes and strides of out, a and b
-
-
-def _in_parts(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int, gemms: dict):
-  """The product cut into parts, each run by BLAS at one thread. Parts cut along the batch run on numba's threads,
-  where nbgrad's parallel kernels run: on a thread of their own they waited for numba's workers, which spin for a
-  while after each kernel when torch's OpenMP runtime is loaded first (Winograd's 36 x 3136x64 @ 64x64 took 13.5 ms
-  after its input transform that way, 5.2 ms on numba's threads). Other parts run on a worker thread beside the
-  calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
-  jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
-  if len(jobs) < 2: np.matmul(a, b, out=out)
-  elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, gemms[out.dtype])
-  else: _on_worker_threads(jobs)
-
-
 _CORES = os.cpu_count() or 1
+# A fixed rule rather than timing: timing each product shape's two ways on its first calls and keeping the faster
+# was tried, and on a 2-core AMD EPYC VM the CNN training step took 4-9% longer in three of four interleaved runs
+# (and its choices changed from run to run). A product's own time does not show what its BLAS threads, spinning
+# after it, cost the parallel kernels that follow.
+BLAS_THREADS_MIN_SIDE = 128
 BUSY_CHECK_INTERVAL_S = 0.05   # how long a look at the other processes' demand for cores is trusted
 _busy_checked_at, _busy_seen, _busy = -1.0, True, True
 
