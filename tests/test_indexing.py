@@ -157,7 +157,7 @@ def test_single_element_reads_from_an_empty_window_of_a_buffer_are_zero(window):
 def test_timed_choice_keeps_the_way_whose_fastest_trial_was_fastest():
   """Each way runs TRIALS calls in a row; then the one with the fastest single call is kept, so one call slowed
   by another process does not decide."""
-  from nbgrad.helpers import TimedChoice
+  from nbgrad.jit.take import TimedChoice
   choice = TimedChoice(2)
   times = {0: [1.0, 9.0, 1.1], 1: [1.5, 1.4, 1.6]}   # way 0 had one slow call but the fastest one
   turns = []
@@ -176,9 +176,8 @@ BIG_TAKE_DTYPES = {"uint8": np.uint8, "float32": np.float32, "int64": np.int64}
 
 @pytest.mark.parametrize("dtype", list(BIG_TAKE_DTYPES))
 def test_big_single_element_reads_take_turns_then_keep_a_way(dtype):
-  from nbgrad.helpers import TimedChoice
   from nbgrad.jit import PARALLEL_MIN_ELEMENTS
-  from nbgrad.jit.take import take_choices
+  from nbgrad.jit.take import TimedChoice, take_choice
   rng = np.random.default_rng(11)
   values = (rng.integers(0, 2**62, 5000) + 2**62 + 1).astype(BIG_TAKE_DTYPES[dtype])
   idx = rng.integers(-6000, 6000, PARALLEL_MIN_ELEMENTS)
@@ -186,7 +185,7 @@ def test_big_single_element_reads_take_turns_then_keep_a_way(dtype):
   expected = np.where(inside, values[np.where(inside, idx, 0)], 0).astype(values.dtype)
   x, i = Tensor(values).realize(), Tensor(idx).realize()
   for _ in range(2 * TimedChoice.TRIALS + 1): np.testing.assert_array_equal(x[i].numpy(), expected)
-  choice = take_choices[len(idx), 1, values.itemsize]
+  choice = take_choice(len(idx), 1, values.itemsize)
   assert choice.chosen is not None and choice.best_times[choice.chosen] == min(choice.best_times)
 
 

@@ -2,9 +2,10 @@
 gradient back into them. Take only moves bits, so every buffer goes in as unsigned integers of its item size: four
 compiled element types serve all dtypes."""
 from __future__ import annotations
+import math
+import time
 import numpy as np
 from numba import njit, prange
-from nbgrad.helpers import TimedChoices
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
@@ -71,6 +72,52 @@ def _scatter_add(out, grad, positions, row, dim_size):
 def _bits(buffer: np.ndarray) -> np.ndarray: return buffer.view(np.dtype(f"u{buffer.itemsize}"))
 
 
+class TimedChoice:
+  """The faster of several ways to run a take of one size (serially or in parallel), found by timing each on the
+  first calls and kept from then on: which one wins depends on the machine and the size (on a 2-core AMD EPYC VM,
+  100k single elements of 1M: 128 us serially, 213 in parallel; 8192 rows of 256: 419 and 265). A take's time does
+  not depend much on what runs around it; products and fused kernels chosen this way made the parallel kernels
+  after them slower (see jit/__init__.py and jit/blas.py)."""
+  __slots__ = ("best_times", "calls", "chosen")
+  # Timed calls of each way, in a row: the fastest of them counts, so one call slowed by another process does not
+  # decide. In a row rather than taking turns, since a way's speed depends on where the ways before it left the
+  # data: x[100k indices] took 128 us serially after serial calls and 296 after parallel ones, which then won.
+  TRIALS = 3
+
+  def __init__(self, ways: int):
+    self.best_times, self.calls, self.chosen = [math.inf] * ways, 0, None
+
+  def next_way(self) -> int:
+    """The way to run the next call: each in turn for TRIALS calls while timing, then the fastest."""
+    return self.chosen if self.chosen is not None else self.calls // self.TRIALS
+
+  def timed(self, way: int, seconds: float):
+    self.best_times[way] = min(self.best_times[way], seconds)
+    self.calls += 1
+    if self.calls >= self.TRIALS * len(self.best_times): self.chosen = self.best_times.index(min(self.best_times))
+
+  def run(self, *ways):
+    """Calls one of ways (functions of no arguments, in this choice's order): the next to time, or the chosen one."""
+    way = self.next_way()
+    if self.chosen is not None: return ways[way]()
+    start = time.perf_counter()
+    result = ways[way]()
+    self.timed(way, time.perf_counter() - start)
+    return result
+
+
+_take_choices: dict[tuple, TimedChoice] = {}   # by (size, row, itemsize): serially (0) or in parallel (1)
+TAKE_CHOICES_LIMIT = 4096
+
+
+def take_choice(size: int, row: int, itemsize: int) -> TimedChoice:
+  key = (size, row, itemsize)
+  if key not in _take_choices:
+    if len(_take_choices) >= TAKE_CHOICES_LIMIT: _take_choices.clear()
+    _take_choices[key] = TimedChoice(2)
+  return _take_choices[key]
+
+
 def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int, dim_size: int):
   """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
   as _row_start finds them)."""
@@ -83,15 +130,11 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
     _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
     return
 
+  def serially(): _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
+
   def in_parallel():
     with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, max(1, TAKE_BLOCK // row))
-  take_choices[out.size, row, out.itemsize].run(lambda: _take_serial(out_bits, x_bits, positions, offset, row, dim_size), in_parallel)
-
-
-# A big take runs serially or in parallel, whichever its first calls found faster for its size (both copy the
-# same bits): on a 2-core AMD EPYC VM 100k single elements of 1M took 121 us serially and 140 in parallel, 8192
-# rows of 256 265 us in parallel and 419 serially.
-take_choices = TimedChoices(2)   # by (size, row, itemsize): serially (0) or in parallel (1)
+  take_choice(out.size, row, out.itemsize).run(serially, in_parallel)
 
 
 def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int, dim_size: int):
