@@ -126,15 +126,13 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
     out[:] = 0
     return
   out_bits, x_bits = _bits(out), _bits(x)
-  if out.size < PARALLEL_MIN_ELEMENTS:
-    _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
-    return
 
   def serially(): _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
 
   def in_parallel():
     with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, max(1, TAKE_BLOCK // row))
-  take_choice(out.size, row, out.itemsize).run(serially, in_parallel)
+  if out.size < PARALLEL_MIN_ELEMENTS: serially()
+  else: take_choice(out.size, row, out.itemsize).run(serially, in_parallel)
 
 
 def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int, dim_size: int):
