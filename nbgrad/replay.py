@@ -150,11 +150,11 @@ class TinyJit:
     self.cnt += 1
     if self.cnt < 2: return ret
     self.ret = ret
-    if not recorder.launches:
+    refusal = recorder.refusal or _rebinding_problem(recorder, set(buffers))
+    if refusal is None and not recorder.launches:
       self.reset()
       raise NothingRecorded(f"TinyJit: {self._name} launched no kernel on its recorded "
                             f"call, so there is nothing to replay (Tensor arguments are computed before the call)")
-    refusal = recorder.refusal or _rebinding_problem(recorder, set(buffers))
     if refusal is not None:
       warnings.warn(f"TinyJit: {self._name} runs as it is on every call, its kernels "
                     f"cannot be replayed: {refusal}", stacklevel=2)

@@ -170,6 +170,27 @@ def test_a_function_that_launches_no_kernel_raises_when_recorded():
   with pytest.raises(RuntimeError, match="no kernel"): f(Tensor([1.0]))
 
 
+@pytest.mark.parametrize("step", ["setitem", "assign"])
+def test_a_function_whose_only_work_cannot_be_replayed_warns_and_runs_each_time(step):
+  """A setitem into an argument, or an assign of one argument's buffer to another, launches no kernel: that is
+  no reason to raise, the calls run as they are."""
+  @TinyJit
+  def f(t, a):
+    if step == "setitem": t[2:4, 1:3] = a
+    else: t.assign(a)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for i in range(1, 6):
+      t = Tensor.zeros(6, 6).contiguous().realize()
+      a = Tensor.full((2, 2) if step == "setitem" else (6, 6), float(i)).contiguous()
+      f(t, a)
+      expected = np.zeros((6, 6))
+      if step == "setitem": expected[2:4, 1:3] = i
+      else: expected[:] = i
+      np.testing.assert_array_equal(t.numpy(), expected)
+  assert any("runs as it is" in str(c.message) for c in caught)
+
+
 def test_a_changed_view_of_an_argument_raises():
   f = TinyJit(lambda a: a + 1)
   base = Tensor(np.arange(20, dtype=np.float32).reshape(4, 5)).realize()
