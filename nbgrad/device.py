@@ -22,8 +22,14 @@ class DeviceName(str):
   def synchronize(self): Device.synchronize(str(self))
 
 
+# tinygrad's names for its CPU backends: programs written for it run here unchanged
+CPU_ALIASES = ("CPU", "CLANG", "LLVM")
+
+
 class _DeviceRegistry:
-  """Device names: "CPU", and "CUDA" (= "CUDA:0"), "CUDA:1", ... for NVIDIA GPUs."""
+  """Device names: "CPU" (= "CPU:0"), and "CUDA" (= "CUDA:0"), "CUDA:1", ... for NVIDIA GPUs. "CPU:1", "CPU:2", ...
+  are further CPU devices, as in tinygrad: the same cores and memory, but each its own device, so that code for
+  several devices (copies between them, the error for mixing them) runs on one machine."""
   def __init__(self): self._default: Optional[str] = None
 
   @property
@@ -38,9 +44,10 @@ class _DeviceRegistry:
     if name is None: return self.DEFAULT
     if not isinstance(name, str): raise TypeError(f"device must be a string such as 'CPU' or 'CUDA:0', got {name!r}")
     kind, _, number = name.upper().partition(":")
-    if kind == "CPU" and number in ("", "0"): return "CPU"
-    if kind != "CUDA": raise ValueError(f"unknown device {name!r}; devices are named 'CPU', 'CUDA' or 'CUDA:<index>'")
-    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the CUDA index must be a non-negative integer")
+    if kind not in CPU_ALIASES and kind != "CUDA":
+      raise ValueError(f"unknown device {name!r}; devices are named 'CPU', 'CPU:<index>', 'CUDA' or 'CUDA:<index>'")
+    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the device index must be a non-negative integer")
+    if kind in CPU_ALIASES: return "CPU" if int(number or 0) == 0 else f"CPU:{int(number)}"
     index, count = int(number or 0), cuda_device.device_count()
     if count == 0:
       needs = "" if cuda_device.numba_cuda_installed() else "; GPUs are used through the numba-cuda package: pip install nbgrad[cuda]"
@@ -135,8 +142,11 @@ class CPUBackend:
     if buffer.nbytes >= POOL_MIN_BYTES: weakref.finalize(node, _release, buffer)
 
 
+def is_cpu(device: str) -> bool: return device == "CPU" or device.startswith("CPU:")
+
+
 def backend(device: str):
-  if device == "CPU": return CPUBackend
+  if is_cpu(device): return CPUBackend
   return cuda_device.backend(int(device.partition(":")[2] or 0))
 
 
@@ -145,7 +155,9 @@ def _run(kernel: Kernel, backend_):
   base = kernel.output
   if kernel.kind == "copy":
     src = kernel.inputs[0]
-    return backend_.from_host(backend(src.device).to_host(src.buffer, src.dtype), base.dtype)
+    host = backend(src.device).to_host(src.buffer, src.dtype)
+    if host is src.buffer: host = host.copy()   # between CPU devices: each keeps a buffer of its own
+    return backend_.from_host(host, base.dtype)
   out = backend_.allocate(base.size, base.dtype)
   run_into(kernel, base.arg, backend_, out, [src.buffer for src in kernel.inputs])
   return out

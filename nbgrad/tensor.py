@@ -127,12 +127,12 @@ def filled_dtype(value) -> DType:
 
 
 def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyBuffer:
-  """Host data becomes a CPU buffer, and a (lazy) copy from there on any other device."""
+  """Host data becomes a buffer of a CPU device, and a (lazy) copy from the CPU on a GPU."""
   if dtype is None: dtype = dtypes.from_np(array.dtype)
   if dtype == dtypes.bfloat16: flat = float32_to_bfloat16_bits(array.astype(np.float32).reshape(-1))
   else: flat = np.array(array, dtype=dtype.storage, copy=True, order="C").reshape(-1)
-  lazy = LazyBuffer.from_buffer(flat, array.shape, dtype, "CPU")
-  return lazy if device == "CPU" else lazy.copy_to(device)
+  if devices.is_cpu(device): return LazyBuffer.from_buffer(flat, array.shape, dtype, device)
+  return LazyBuffer.from_buffer(flat, array.shape, dtype, "CPU").copy_to(device)
 
 
 def _tensors_as_arrays(data):
@@ -369,13 +369,13 @@ class Tensor:
   def _realized_array(self) -> Optional[np.ndarray]:
     """The CPU buffer as an array of this tensor's shape, if it is realized and laid out contiguously."""
     lazy = self.lazydata
-    if self.device != "CPU" or lazy.base.buffer is None or not (lazy is lazy.base or lazy.view.is_flat_order()): return None
+    if not devices.is_cpu(self.device) or lazy.base.buffer is None or not (lazy is lazy.base or lazy.view.is_flat_order()): return None
     return lazy.base.buffer.reshape(self.shape)
 
   def numpy(self) -> np.ndarray:
     """A numpy copy of the values."""
     if self.numel() == 0: return np.zeros(self.shape, dtype=self.dtype.np)
-    if self.device != "CPU": return self.to("CPU").numpy()
+    if not devices.is_cpu(self.device): return self.to("CPU").numpy()
     array = self.contiguous().realize()._realized_array()
     if self.dtype == dtypes.bfloat16: return bfloat16_bits_to_float32(array).reshape(self.shape)
     return array.copy()

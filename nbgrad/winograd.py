@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from nbgrad import autograd as F
 from nbgrad.dtype import dtypes
 from nbgrad.helpers import getenv
+from nbgrad.device import is_cpu
 
 if TYPE_CHECKING: from nbgrad.tensor import Tensor
 
@@ -55,7 +56,7 @@ MIN_CHANNELS, MIN_PRODUCT, MIN_PRODUCT_FORWARD_ONLY = 64, 1 << 19, 1 << 22
 def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str, needs_grad: bool) -> bool:
   cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
   tiles = x_shape[0] * math.prod(output_tiles(x_shape[2:])[1])
-  return device == "CPU" and min(cin_group, cout_group) >= MIN_CHANNELS and \
+  return is_cpu(device) and min(cin_group, cout_group) >= MIN_CHANNELS and \
     cin_group * cout_group * tiles >= (MIN_PRODUCT if needs_grad else MIN_PRODUCT_FORWARD_ONLY)
 
 

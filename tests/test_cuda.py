@@ -35,7 +35,7 @@ def test_without_numba_cuda_no_gpu_is_used_and_the_message_says_what_to_install(
     cuda_device.device_count.cache_clear()
 
 
-@pytest.mark.parametrize("name", ["TPU", "CUDA:x", "CPU:3"])
+@pytest.mark.parametrize("name", ["TPU", "CUDA:x", "CPU:-1", "CLANG:one", "DISK"])
 def test_unknown_device_names(name):
   with pytest.raises(ValueError, match="device"):
     Device.canonicalize(name)

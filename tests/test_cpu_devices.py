@@ -1,0 +1,51 @@
+"""CPU devices beyond the first ("CPU:1", ...) and tinygrad's names for the CPU: each its own device on the same
+machine, so that code written for several devices runs, and is checked, on one."""
+import numpy as np
+import pytest
+from nbgrad import Tensor, Device
+
+
+@pytest.mark.parametrize("name, canonical", [("CPU", "CPU"), ("cpu:0", "CPU"), ("CLANG", "CPU"), ("llvm", "CPU"),
+                                             ("CPU:1", "CPU:1"), ("clang:2", "CPU:2"), ("CPU:01", "CPU:1")])
+def test_cpu_names(name, canonical):
+  assert Device.canonicalize(name) == canonical
+  assert Tensor([1.0], device=name).device == canonical
+
+
+def test_values_move_between_cpu_devices_into_buffers_of_their_own():
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  a = Tensor(x).realize()
+  b = a.to("CPU:1").realize()
+  assert b.device == "CPU:1"
+  np.testing.assert_array_equal(b.numpy(), x)
+  b[0] = -1.0   # a setitem on one device's copy leaves the other's alone
+  np.testing.assert_array_equal(a.numpy(), x)
+  np.testing.assert_array_equal(b.to("CPU").numpy(), np.concatenate([np.full((1, 4), -1.0), x[1:]]))
+  view = a.T[1:3].to("CPU:2")   # a strided view arrives in its own order
+  np.testing.assert_array_equal(view.numpy(), x.T[1:3])
+
+
+def test_ops_on_a_second_cpu_device_compute_there():
+  rng = np.random.default_rng(0)
+  x, w = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 2)).astype(np.float32)
+  out = (Tensor(x, device="CPU:1") @ Tensor(w, device="CPU:1")).relu().sum(0)
+  assert out.device == "CPU:1"
+  np.testing.assert_allclose(out.numpy(), np.maximum(x @ w, 0).sum(0), rtol=1e-5, atol=1e-6)
+  Tensor.manual_seed(3)
+  here = Tensor.rand(7).numpy()
+  Tensor.manual_seed(3)
+  np.testing.assert_array_equal(Tensor.rand(7, device="CPU:1").numpy(), here)
+
+
+def test_mixing_cpu_devices_raises_naming_both():
+  with pytest.raises(ValueError, match="CPU and CPU:1"):
+    Tensor([1.0]) + Tensor([2.0], device="CPU:1")
+  with pytest.raises(ValueError, match="CPU:1"):
+    Tensor([1.0]).assign(Tensor([2.0], device="CPU:1"))
+
+
+def test_gradients_flow_back_across_cpu_devices():
+  x = Tensor([1.0, -2.0, 3.0], requires_grad=True)
+  ((x.to("CPU:1") * x.to("CPU:1")).sum().to("CPU") + x.sum()).backward()
+  assert x.grad.device == "CPU"
+  np.testing.assert_array_equal(x.grad.numpy(), 2 * np.array([1.0, -2.0, 3.0]) + 1)
