@@ -306,6 +306,8 @@ class Tensor:
     if value is not None and (not isinstance(value, Tensor) or value.shape != self.shape):
       raise ValueError(f"grad must be None or a Tensor of shape {self.shape}, got "
                        f"{value.shape if isinstance(value, Tensor) else type(value).__name__}")
+    if value is not None and value.device != self.device:
+      raise ValueError(f"grad must be on the tensor's device {self.device}, got one on {value.device}")
     self._grad = value
 
   def _after_op(self) -> Tensor:
@@ -437,16 +439,20 @@ class Tensor:
     return self
 
   def to(self, device: Optional[str]) -> Tensor:
+    """These values on another device; gradients flow back through the copy. A gradient already collected comes
+    along, as in tinygrad."""
     device = Device.canonicalize(device)
     if device == self.device: return self
-    return F.Copy.apply(self, device=device)
+    moved = F.Copy.apply(self, device=device)
+    if self.grad is not None: moved.grad = self.grad.to(device)
+    return moved
 
   def cpu(self) -> Tensor: return self.to("CPU")
   def cuda(self) -> Tensor: return self.to("CUDA")
 
   def to_(self, device: Optional[str]) -> Tensor:
     moved = self.to(device)
-    self.lazydata = moved.lazydata
+    self.lazydata, self.grad = moved.lazydata, moved.grad
     return self
 
   def cast(self, dtype) -> Tensor:

@@ -49,3 +49,22 @@ def test_gradients_flow_back_across_cpu_devices():
   ((x.to("CPU:1") * x.to("CPU:1")).sum().to("CPU") + x.sum()).backward()
   assert x.grad.device == "CPU"
   np.testing.assert_array_equal(x.grad.numpy(), 2 * np.array([1.0, -2.0, 3.0]) + 1)
+
+
+def test_a_collected_gradient_moves_along():
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  (x * 3).sum().backward()
+  moved = x.to("CPU:1")
+  assert moved.requires_grad and moved.grad.device == "CPU:1"
+  np.testing.assert_array_equal(moved.grad.numpy(), [3.0, 3.0])
+  assert Tensor([1.0]).to("CPU:1").grad is None
+  x.to_("CPU:2")
+  assert x.device == x.grad.device == "CPU:2"
+  np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_a_gradient_on_another_device_is_refused():
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  with pytest.raises(ValueError, match="device CPU, got one on CPU:1"):
+    x.grad = Tensor([1.0, 1.0], device="CPU:1")
+  assert x.grad is None
