@@ -200,9 +200,10 @@ def test_train_sgd_step_tinyjit(benchmark, model, lib):
     benchmark_train_step(benchmark, model, lib, tinyjit=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def busy_core():
-    """Other processes spinning on BUSY_CORES cores (default 1) while the benchmark runs."""
+    """Other processes spinning on BUSY_CORES cores (default 1) while the benchmark runs, and only then: scoped to
+    the module, they kept spinning through the benchmarks defined after these (conv5x5 took twice its time)."""
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(os.getenv("BUSY_CORES", "1")))]
     yield
     for spinner in spinners:
