@@ -334,6 +334,17 @@ class Matmul(Function):
     return grad_a, linalg.matmul(linalg.matrix_transpose(self.a), grad)
 
 
+class DirectConv(Function):
+  """A 2-D convolution computed an image at a time (linalg.DirectConv), with its two gradients computed that way."""
+  def forward(self, x, w, geometry, out_shape):
+    self.x, self.w, self.geometry = x, w, geometry
+    return linalg.direct_conv("forward", x, w, geometry, out_shape)
+  def backward(self, grad):
+    grad_x = linalg.direct_conv("input_grad", grad, self.w, self.geometry, self.x.shape) if self.needs_input_grad[0] else None
+    grad_w = linalg.direct_conv("weight_grad", self.x, grad, self.geometry, self.w.shape) if self.needs_input_grad[1] else None
+    return grad_x, grad_w
+
+
 class AxisTransform(Function):
   """A constant matrix applied along some axes: a linear map whose gradient is the transposed matrix
   applied along the same axes. layout orders the forward's buffer and grad_layout the gradient's (both

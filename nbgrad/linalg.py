@@ -14,6 +14,8 @@ from nbgrad.graph.view import contiguous_strides
 from nbgrad.jit import blas
 
 BLAS_DTYPES = (dtypes.float32, dtypes.float64)
+# the dtypes the CPU's direct convolution takes: those with a gemm reachable through numpy's OpenBLAS
+DIRECT_CONV_DTYPES = tuple(dt for dt in BLAS_DTYPES if np.dtype(dt.np) in blas.OPENBLAS_GEMMS)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,41 @@ def overlap_add(x: LazyBuffer, spatial: tuple[int, ...], step: int) -> LazyBuffe
   source = _in_one_buffer(x)
   arg = OverlapAdd(x.dtype, (x.shape[0], *spatial, x.shape[1]), step, _strided(source))
   return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
+
+
+@dataclass(frozen=True)
+class DirectConv:
+  """A 2-D convolution on the CPU, or one of its gradients, an image at a time (nbgrad/jit/conv.py). kind
+  "forward": out (N, Cout, OH, OW) from x (N, C, H, W), read through its strides, and w (Cout, C/groups, KH, KW);
+  "input_grad": out (N, C, H, W) from the output gradient g and w; "weight_grad": out (Cout, C/groups, KH, KW)
+  from x and g. g and w come in flat order. geometry is conv.py's."""
+  kind: str
+  dtype: DType
+  geometry: tuple[int, ...]
+  out_shape: tuple[int, ...]
+  batch: int
+  x: StridedOperand = None
+
+  @property
+  def name(self) -> str: return f"conv_{self.kind}_" + "_".join(map(str, self.out_shape))
+
+  def run(self, out: np.ndarray, first: np.ndarray, second: np.ndarray):
+    from nbgrad.jit import conv   # the CPU routine
+    geometry = np.array(self.geometry, np.int64)
+    if self.kind == "input_grad":
+      conv.input_grad(out, first, second, geometry, self.batch)
+      return
+    x_strides = np.array(self.x.strides, np.int64)
+    if self.kind == "forward": conv.forward(out, first, x_strides, self.x.offset, second, geometry, self.batch)
+    else: conv.weight_grad(out, first, x_strides, self.x.offset, second, geometry, self.batch)
+
+
+def direct_conv(kind: str, first: LazyBuffer, second: LazyBuffer, geometry: tuple, out_shape: tuple) -> LazyBuffer:
+  """The node of DirectConv: first is x (forward, weight_grad) or g (input_grad), second w or g."""
+  first = first.in_flat_order() if kind == "input_grad" else _in_one_buffer(first)
+  arg = DirectConv(kind, first.dtype, tuple(geometry), tuple(out_shape), first.shape[0],
+                   None if kind == "input_grad" else _strided(first))
+  return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, first.dtype, first.device, arg=arg, srcs=(first, second.in_flat_order()))
 
 
 def forget_derived_nodes(base: LazyBuffer):

@@ -96,6 +96,61 @@ def test_conv2d(case):
   np.testing.assert_allclose(gx, th_x.grad.numpy(), err_msg="gradient of x", **TOL)
 
 
+# 2-D convolutions of a batch on the CPU run an image at a time (linalg.DirectConv): each case below checks that
+# they did (the kernel's name) and compares values and both gradients with torch
+DIRECT_CONV_CASES = {
+  "plain": ((3, 4, 9, 8), (6, 4, 3, 3), dict()),
+  "groups_stride_dilation_pad": ((3, 4, 9, 8), (6, 2, 3, 2), dict(groups=2, stride=(2, 1), dilation=(1, 2), padding=(2, 1))),
+  "depthwise_stride3": ((2, 3, 10, 11), (3, 1, 2, 3), dict(groups=3, stride=3)),
+  "pad4_ltrb": ((4, 2, 7, 9), (5, 2, 3, 3), dict(padding=(1, 2, 0, 3))),
+  "k5_pad_same": ((2, 3, 7, 6), (4, 3, 5, 5), dict(padding="same")),
+  "k1x1": ((5, 6, 4, 3), (2, 6, 1, 1), dict()),
+  "padding_wider_than_the_image": ((2, 1, 2, 3), (2, 1, 3, 3), dict(padding=3, dilation=2)),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "permuted_input_transposed_weight"])
+@pytest.mark.parametrize("case", list(DIRECT_CONV_CASES))
+def test_batched_conv2d_an_image_at_a_time(case, layout):
+  xs, ws, kw = DIRECT_CONV_CASES[case]
+  xv, wv, bv = randn(xs, 11), randn(ws, 12), randn((ws[0],), 13)
+  if layout == "contiguous": base_x, base_w = nb_leaf(xv), nb_leaf(wv)
+  else:   # views: x from an (N, H, W, C) buffer, w from a (KW, KH, Cin, Cout) one
+    base_x, base_w = nb_leaf(np.ascontiguousarray(xv.transpose(0, 2, 3, 1))), nb_leaf(np.ascontiguousarray(wv.transpose(3, 2, 1, 0)))
+  nb_x = base_x if layout == "contiguous" else base_x.permute(0, 3, 1, 2)
+  nb_w = base_w if layout == "contiguous" else base_w.permute(3, 2, 1, 0)
+  nb_b = nb_leaf(bv)
+  out = nb_x.conv2d(nb_w, nb_b, **kw)
+  assert any(k.name.startswith("conv_forward") for k in out.schedule())
+  th_x, th_w, th_b = th_leaf(xv), th_leaf(wv), th_leaf(bv)
+  padding = kw.get("padding", 0)
+  th_in = F.pad(th_x, padding) if isinstance(padding, tuple) and len(padding) == 4 else th_x
+  th_kw = {k: v for k, v in kw.items() if k != "padding" or not isinstance(v, tuple) or len(v) == 2}
+  weighted_backward(out, F.conv2d(th_in, th_w, th_b, **th_kw), 14)
+  gx, gw = base_x.grad.numpy(), base_w.grad.numpy()
+  if layout != "contiguous": gx, gw = gx.transpose(0, 3, 1, 2), gw.transpose(3, 2, 1, 0)
+  np.testing.assert_allclose(gx, th_x.grad.numpy(), err_msg="gradient of x", **TOL)
+  np.testing.assert_allclose(gw, th_w.grad.numpy(), err_msg="gradient of w", **TOL)
+  np.testing.assert_allclose(nb_b.grad.numpy(), th_b.grad.numpy(), err_msg="gradient of b", **TOL)
+
+
+@pytest.mark.parametrize("grad_of", ["x", "w"])
+def test_batched_conv2d_float64_and_one_gradient(grad_of):
+  rng = np.random.default_rng(15)
+  xv, wv = rng.standard_normal((3, 2, 6, 7)), rng.standard_normal((4, 2, 3, 2))
+  x, w = Tensor(xv, requires_grad=grad_of == "x"), Tensor(wv, requires_grad=grad_of == "w")
+  out = x.conv2d(w, stride=(1, 2), padding=1)
+  assert out.dtype == dtypes.float64 and any(k.name.startswith("conv_forward") for k in out.schedule())
+  g = rng.standard_normal(out.shape)
+  (out * Tensor(g)).sum().backward()
+  tx, tw = torch.tensor(xv, requires_grad=grad_of == "x"), torch.tensor(wv, requires_grad=grad_of == "w")
+  (F.conv2d(tx, tw, stride=(1, 2), padding=1) * torch.tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), F.conv2d(tx, tw, stride=(1, 2), padding=1).detach().numpy(), rtol=1e-12, atol=1e-12)
+  leaf, oracle = (x, tx) if grad_of == "x" else (w, tw)
+  np.testing.assert_allclose(leaf.grad.numpy(), oracle.grad.numpy(), rtol=1e-12, atol=1e-12)
+  assert (w if grad_of == "x" else x).grad is None
+
+
 # ---------------------------------------------------------------- conv_transpose2d
 # id -> (x shape, weight shape (Cin, Cout/groups, *K), bias?, kwargs)
 CONVT_CASES = {

@@ -8,6 +8,7 @@ by other processes each threaded call waits for the scheduler (benchmarks/ group
 the batch always run on numba's threads (BLAS's C interface called from a parallel numba function), other parts on
 a worker thread beside the calling one (_product says why)."""
 from __future__ import annotations
+import contextlib
 import ctypes
 import glob
 import itertools
@@ -106,6 +107,7 @@ def _openblas() -> Optional[tuple]:
 
 
 _OPENBLAS = _openblas()
+OPENBLAS_GEMMS = {} if _OPENBLAS is None else _OPENBLAS[2]   # dtype -> its gemm through the C interface
 # Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
@@ -136,20 +138,26 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   if _OPENBLAS is None or parts == 1:
     np.matmul(a, b, out=out)
     return
-  get, set_, gemms = _OPENBLAS
-  with LAUNCH_LOCK:   # products from several Python threads take turns, so each sets back the count it found
+  with blas_threads(1):
+    jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
+    if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
+    elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, OPENBLAS_GEMMS[out.dtype])
+    elif min(out.shape[-2], a.shape[-1]) < BLAS_THREADS_MIN_SIDE or _cores_busy_elsewhere(parts): _on_worker_threads(jobs)
+    else:
+      _OPENBLAS[1](parts)
+      np.matmul(a, b, out=out)
+
+
+@contextlib.contextmanager
+def blas_threads(count: int):
+  """OpenBLAS at count threads meanwhile. Callers from several Python threads take turns, so each sets back the
+  count it found."""
+  get, set_, _ = _OPENBLAS
+  with LAUNCH_LOCK:
     before = get()
-    set_(1)
-    try:
-      jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
-      if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
-      elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, gemms[out.dtype])
-      elif min(out.shape[-2], a.shape[-1]) < BLAS_THREADS_MIN_SIDE or _cores_busy_elsewhere(parts): _on_worker_threads(jobs)
-      else:
-        set_(parts)
-        np.matmul(a, b, out=out)
-    finally:
-      set_(before)
+    set_(count)
+    try: yield
+    finally: set_(before)
 
 
 _CORES = os.cpu_count() or 1
