@@ -1582,9 +1582,7 @@ class Tensor:
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     pads = self._conv_padding(padding, kernel, stride, dilation)
     x = self.pad2d(pads)
-    needs_grad = bool(x.requires_grad or weight.requires_grad) and not Tensor.no_grad
-    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and \
-       winograd.chosen(x.shape, weight.shape, groups, x.device, needs_grad):
+    if winograd.eligible(x, weight, stride, dilation, acc_dtype) and winograd.chosen(x.shape, weight.shape, groups, x.device):
       x._check_window_fits(kernel, dilation)
       out = winograd.conv(x, weight, groups)
       return out if bias is None else out + bias.reshape(1, cout, *([1] * dims))
@@ -1611,12 +1609,11 @@ class Tensor:
 
   def _direct_conv_applies(self, weight: Tensor, pads: list, acc_dtype) -> bool:
     """Whether a convolution runs an image at a time (linalg.DirectConv): 2-D, on the CPU, a dtype OpenBLAS
-    multiplies, padding but no cropping, and images for every thread to share. A single image runs as one product
-    over all its positions instead, which BLAS's threads split. (conv5x5 benchmark, 128 x 32 x 24 x 24, both
-    gradients: 74 -> 38 ms; the columns of the whole batch no longer go out to memory.)"""
+    multiplies, padding but no cropping. (conv5x5 benchmark, 128 x 32 x 24 x 24, both gradients: 77.6 -> 36.3 ms;
+    the columns of the whole batch no longer go out to memory.)"""
     return self.ndim == 4 and devices.is_cpu(self.device) and self.dtype == weight.dtype and \
       self.dtype in DIRECT_CONV_DTYPES and acc_dtype in (None, self.dtype) and min(pads) >= 0 and \
-      self.shape[0] >= 2 and self.numel() > 0 and weight.numel() > 0
+      self.numel() > 0 and weight.numel() > 0
 
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,
                        padding=0, output_padding=0) -> Tensor:

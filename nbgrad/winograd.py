@@ -29,35 +29,34 @@ def eligible(x: Tensor, weight: Tensor, stride: tuple, dilation: tuple, acc_dtyp
     and x.dtype == weight.dtype and x.dtype in (dtypes.float32, dtypes.float64) and acc_dtype in (None, x.dtype)
 
 
-def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str, needs_grad: bool) -> bool:
+def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
   """WINO=1 forces Winograd for an eligible convolution and WINO=0 forbids it; otherwise the measured rule.
-  x_shape is the padded input's shape; needs_grad says whether a backward pass will go through it."""
+  x_shape is the padded input's shape."""
   forced = getenv("WINO", -1)
   if forced in (0, 1): return bool(forced)
-  return faster_than_direct(x_shape, weight_shape, groups, device, needs_grad)
+  return faster_than_direct(x_shape, weight_shape, groups, device)
 
 
 # The rule, from benchmarks/test_bench_conv.py on the 2-core CPU (fastest of 30 calls, forward / forward+backward,
-# ms; several runs, since one call of the same path moves by 10-40% between runs on this shared machine):
-#   batch 16,  64 ch, 56x56: Winograd 16.7-22.6 / 48-64,      direct 31.8-42.9 / 87-127
-#   batch 16, 128 ch, 28x28: Winograd 10.5-14.4 / 26-40,      direct 29.3-35.1 / 62-97
-#   batch 16, 256 ch, 14x14: Winograd 11.2-16.1 / 33-42,      direct 20.0-30.2 / 53-81   (14 = 3.5 tiles: 30% of
+# ms; Intel Xeon, 2026-12-02, with the direct convolution an image at a time, nbgrad/jit/conv.py):
+#   batch 16,  64 ch, 56x56: Winograd 15.5-19.8 / 48-57,      direct 21.7-24.4 / 65-72
+#   batch 16, 128 ch, 28x28: Winograd  8.9-10.4 / 26-31,      direct 17.0-18.6 / 53-58
+#   batch 16, 256 ch, 14x14: Winograd 11.7-12.3 / 27-30,      direct 16.9-18.4 / 53-57   (14 = 3.5 tiles: 30% of
 #                            the products pad)
-#   batch 1,   64 ch, 56x56: Winograd 2.3-4.2 / 5.5-9.0,      direct 2.3-3.7 / 6.4-9.1   (the forward: direct
-#                            faster in 9 of 12 runs over two days; forward+backward: Winograd in 9 of 11)
+#   batch 1,   64 ch, 56x56: Winograd  2.8 / 6.7-6.9,         direct 1.7 / 5.8-5.9
 # The tile transforms cost per channel and tile what the products save per channel pair: Winograd pays with
-# wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 0.5M multiply-
-# adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones) when
-# a backward pass follows (its transforms replace direct's costly input gradient), 4M without one.
+# wide layers (64 channels a group or more on both sides) and products big enough to run at speed: 4M multiply-
+# adds or more each (Cin/G x Cout/G x tiles; 0.8M in the batch-1 layer, 12.8M-16.8M in the batch-16 ones).
+# (With the direct convolution as one product over the whole batch's windows, Winograd won the batch-1 layer's
+# forward+backward, and the rule took 0.5M there.)
 # Other devices compute the direct convolution: the transforms have no GPU routine yet.
-MIN_CHANNELS, MIN_PRODUCT, MIN_PRODUCT_FORWARD_ONLY = 64, 1 << 19, 1 << 22
+MIN_CHANNELS, MIN_PRODUCT = 64, 1 << 22
 
 
-def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str, needs_grad: bool) -> bool:
+def faster_than_direct(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
   cin_group, cout_group = weight_shape[1], weight_shape[0] // groups
   tiles = x_shape[0] * math.prod(output_tiles(x_shape[2:])[1])
-  return is_cpu(device) and min(cin_group, cout_group) >= MIN_CHANNELS and \
-    cin_group * cout_group * tiles >= (MIN_PRODUCT if needs_grad else MIN_PRODUCT_FORWARD_ONLY)
+  return is_cpu(device) and min(cin_group, cout_group) >= MIN_CHANNELS and cin_group * cout_group * tiles >= MIN_PRODUCT
 
 
 def output_tiles(spatial: tuple) -> tuple[list[int], list[int]]:

@@ -96,7 +96,7 @@ def test_conv2d(case):
   np.testing.assert_allclose(gx, th_x.grad.numpy(), err_msg="gradient of x", **TOL)
 
 
-# 2-D convolutions of a batch on the CPU run an image at a time (linalg.DirectConv): each case below checks that
+# 2-D convolutions on the CPU run an image at a time (linalg.DirectConv): each case below checks that
 # they did (the kernel's name) and compares values and both gradients with torch
 DIRECT_CONV_CASES = {
   "plain": ((3, 4, 9, 8), (6, 4, 3, 3), dict()),
@@ -106,6 +106,10 @@ DIRECT_CONV_CASES = {
   "k5_pad_same": ((2, 3, 7, 6), (4, 3, 5, 5), dict(padding="same")),
   "k1x1": ((5, 6, 4, 3), (2, 6, 1, 1), dict()),
   "padding_wider_than_the_image": ((2, 1, 2, 3), (2, 1, 3, 3), dict(padding=3, dilation=2)),
+  # a single image's output rows are cut into blocks that the threads share
+  "single_image": ((1, 3, 9, 7), (4, 3, 3, 3), dict(padding=1)),
+  "single_image_groups_stride": ((1, 4, 9, 8), (6, 2, 3, 2), dict(groups=2, stride=(2, 1), dilation=(1, 2), padding=(2, 1))),
+  "single_image_one_row": ((1, 2, 1, 7), (3, 2, 1, 3), dict()),
 }
 
 

@@ -2,7 +2,8 @@
 
 Each thread takes a share of the batch. For an image it copies the windows its product reads (im2col) into a
 buffer of its own, which stays in the core's cache, and calls single-threaded BLAS on it through the C interface
-(nbgrad/jit/blas.py's gemm). Done for the whole batch at once, the columns make a matrix of batch x positions
+(nbgrad/jit/blas.py's gemm). With fewer images than threads, each image's output rows are cut into blocks, and
+the threads share the blocks. Done for the whole batch at once, the columns make a matrix of batch x positions
 rows that goes out to memory and back (a 128 x 32 x 24 x 24 batch with a 5x5 kernel: 164 MB, written by one kernel,
 read by the product, and written again by the input gradient's product for its col2im kernel to read).
 
@@ -29,9 +30,9 @@ def _valid_columns(kx, dx, pl, sx, width, ow):
 # The geometry is read into locals first: numba tells LLVM nothing about aliasing, so a value read from the geometry
 # array inside the loops would be read again after every store into the columns.
 @njit(nogil=True, cache=True)
-def _im2col(cols, x, x_strides, x_offset, n, group, geometry):
-  """cols[(c, ky, kx), (oy, ox)] = the input at (n, group's channel c, oy * sy + ky * dy - pt, ox * sx + kx * dx - pl),
-  0 in the padding."""
+def _im2col(cols, x, x_strides, x_offset, n, group, first_row, end_row, geometry):
+  """cols[(c, ky, kx), (oy - first_row, ox)] = the input at (n, group's channel c, oy * sy + ky * dy - pt,
+  ox * sx + kx * dx - pl) for the output rows oy in [first_row, end_row), 0 in the padding."""
   channels, height, width = geometry[C] // geometry[GROUPS], geometry[H], geometry[W]
   kh, kw, sy, sx, dy, dx, pt, pl = geometry[KH], geometry[KW], geometry[SY], geometry[SX], geometry[DY], geometry[DX], geometry[PT], geometry[PL]
   oh, ow = geometry[OH], geometry[OW]
@@ -42,10 +43,10 @@ def _im2col(cols, x, x_strides, x_offset, n, group, geometry):
     channel_start = x_offset + n * stride_n + (group * channels + c) * stride_c
     for ky in range(kh):
       for kx in range(kw):
-        row = ((c * kh + ky) * kw + kx) * oh * ow
+        row = ((c * kh + ky) * kw + kx) * (end_row - first_row) * ow
         low, high, shift = _valid_columns(kx, dx, pl, sx, width, ow)
-        for oy in range(oh):
-          start, iy = row + oy * ow, oy * sy + ky * dy - pt
+        for oy in range(first_row, end_row):
+          start, iy = row + (oy - first_row) * ow, oy * sy + ky * dy - pt
           if iy < 0 or iy >= height:
             for ox in range(ow): cols[np.uint64(start + ox)] = zero
             continue
@@ -59,7 +60,7 @@ def _im2col(cols, x, x_strides, x_offset, n, group, geometry):
 
 
 @njit(nogil=True, cache=True)
-def _col2im_add(dx_buffer, cols, n, group, geometry):
+def _col2im_add(dx_buffer, cols, n, group, first_row, end_row, geometry):
   """The transpose of _im2col: each column entry added into dx (N, C, H, W, contiguous) where it was read from."""
   channels, height, width = geometry[C] // geometry[GROUPS], geometry[H], geometry[W]
   kh, kw, sy, sx, dy, dx, pt, pl = geometry[KH], geometry[KW], geometry[SY], geometry[SX], geometry[DY], geometry[DX], geometry[PT], geometry[PL]
@@ -68,90 +69,118 @@ def _col2im_add(dx_buffer, cols, n, group, geometry):
     channel_start = (n * geometry[C] + group * channels + c) * height * width
     for ky in range(kh):
       for kx in range(kw):
-        row = ((c * kh + ky) * kw + kx) * oh * ow
+        row = ((c * kh + ky) * kw + kx) * (end_row - first_row) * ow
         low, high, shift = _valid_columns(kx, dx, pl, sx, width, ow)
-        for oy in range(oh):
+        for oy in range(first_row, end_row):
           iy = oy * sy + ky * dy - pt
           if iy < 0 or iy >= height: continue
-          target, start = channel_start + iy * width + shift, row + oy * ow
+          target, start = channel_start + iy * width + shift, row + (oy - first_row) * ow
           if sx == 1:
             for ox in range(low, high): dx_buffer[np.uint64(target + ox)] += cols[np.uint64(start + ox)]
           else:
             for ox in range(low, high): dx_buffer[np.uint64(target + ox * sx)] += cols[np.uint64(start + ox)]
 
 
-def _parts(batch: int, threads: int) -> np.ndarray:
-  return np.array([batch * p // threads for p in range(threads + 1)], np.int64)
+@njit(nogil=True, cache=True)
+def _block(item, blocks, oh):
+  """Work item item's image and its output rows [first, end): images cut into blocks of rows."""
+  n, block = item // blocks, item % blocks
+  return n, oh * block // blocks, oh * (block + 1) // blocks
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _forward(gemm, out, x, x_strides, x_offset, w, geometry, parts, one, zero):
+def _forward(gemm, out, x, x_strides, x_offset, w, geometry, parts, blocks, one, zero):
   """out (N, Cout, OH, OW) = the convolution of x with w."""
   channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], out.itemsize
+  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], out.itemsize
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * positions, out.dtype)
-    for n in range(parts[part], parts[part + 1]):
+    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], out.dtype)
+    for item in range(parts[part], parts[part + 1]):
+      n, first, end = _block(item, blocks, geometry[OH])
+      count = (end - first) * geometry[OW]
       for group in range(geometry[GROUPS]):
-        _im2col(cols, x, x_strides, x_offset, n, group, geometry)
-        gemm(ROW_MAJOR, NO_TRANSPOSE, NO_TRANSPOSE, cout, positions, depth, one, w.ctypes.data + group * cout * depth * item,
-             depth, cols.ctypes.data, positions, zero, out.ctypes.data + (n * geometry[COUT] + group * cout) * positions * item, positions)
+        _im2col(cols, x, x_strides, x_offset, n, group, first, end, geometry)
+        target = out.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        gemm(ROW_MAJOR, NO_TRANSPOSE, NO_TRANSPOSE, cout, count, depth, one, w.ctypes.data + group * cout * depth * item_size,
+             depth, cols.ctypes.data, count, zero, target, positions)
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _input_grad(gemm, dx, g, w, geometry, parts, one, zero):
-  """dx (N, C, H, W) = the gradient of the convolution's input for output gradient g."""
+def _input_grad(gemm, dx, g, w, geometry, parts, blocks, one, zero):
+  """dx (N, C, H, W) = the gradient of the convolution's input for output gradient g. With blocks > 1 the blocks
+  of an image overlap in its rows, and dx holds one such gradient per part, each from the part's blocks."""
   channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], dx.itemsize
+  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], dx.itemsize
   image = geometry[C] * geometry[H] * geometry[W]
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * positions, dx.dtype)
-    for n in range(parts[part], parts[part + 1]):
-      dx[n * image:(n + 1) * image] = zero
+    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], dx.dtype)
+    target = dx[part * (dx.size // (len(parts) - 1)):] if blocks > 1 else dx
+    if blocks > 1: target[:dx.size // (len(parts) - 1)] = zero
+    for item in range(parts[part], parts[part + 1]):
+      n, first, end = _block(item, blocks, geometry[OH])
+      count = (end - first) * geometry[OW]
+      if blocks == 1: target[n * image:(n + 1) * image] = zero
       for group in range(geometry[GROUPS]):
-        gemm(ROW_MAJOR, TRANSPOSE, NO_TRANSPOSE, depth, positions, cout, one, w.ctypes.data + group * cout * depth * item, depth,
-             g.ctypes.data + (n * geometry[COUT] + group * cout) * positions * item, positions, zero, cols.ctypes.data, positions)
-        _col2im_add(dx, cols, n, group, geometry)
+        source = g.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        gemm(ROW_MAJOR, TRANSPOSE, NO_TRANSPOSE, depth, count, cout, one, w.ctypes.data + group * cout * depth * item_size, depth,
+             source, positions, zero, cols.ctypes.data, count)
+        _col2im_add(target, cols, n, group, first, end, geometry)
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _weight_grad_parts(gemm, partials, x, x_strides, x_offset, g, geometry, parts, one, zero):
+def _weight_grad_parts(gemm, partials, x, x_strides, x_offset, g, geometry, parts, blocks, one, zero):
   """partials[part, group] (C/groups * KH * KW, Cout/groups) = the transposed weight gradient of the group from
-  the part's images. Transposed, the columns are BLAS's first operand: 128 products of 800x400 @ 400x32 took 30 ms
+  the part's work. Transposed, the columns are BLAS's first operand: 128 products of 800x400 @ 400x32 took 30 ms
   where 32x400 @ 400x800 took 46 (single-threaded)."""
   channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], partials.itemsize
+  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], partials.itemsize
   size = geometry[COUT] * depth
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * positions, partials.dtype)
+    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], partials.dtype)
     partial = partials[part * size:(part + 1) * size]
     partial[:] = zero
-    for n in range(parts[part], parts[part + 1]):
+    for item in range(parts[part], parts[part + 1]):
+      n, first, end = _block(item, blocks, geometry[OH])
+      count = (end - first) * geometry[OW]
       for group in range(geometry[GROUPS]):
-        _im2col(cols, x, x_strides, x_offset, n, group, geometry)
-        gemm(ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE, depth, cout, positions, one, cols.ctypes.data, positions,
-             g.ctypes.data + (n * geometry[COUT] + group * cout) * positions * item, positions, one,
-             partial.ctypes.data + group * cout * depth * item, cout)
+        _im2col(cols, x, x_strides, x_offset, n, group, first, end, geometry)
+        source = g.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        gemm(ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE, depth, cout, count, one, cols.ctypes.data, count, source, positions, one,
+             partial.ctypes.data + group * cout * depth * item_size, cout)
 
-def run(routine, out: np.ndarray, *args):
-  """routine(gemm, out, *args, parts, 1, 0): the batch (out's first dim, or args' last) in one part per thread,
-  BLAS single-threaded meanwhile."""
-  batch = args[-1]
-  dtype = out.dtype
+
+def _work(batch: int, rows: int) -> tuple[int, int, np.ndarray]:
+  """(threads, row blocks per image, the parts' first work items): one block per image when there are images
+  for every thread, else as many blocks as it takes (at most one per output row). Smaller blocks, to keep the
+  columns within 0.5-2 MB, were no faster (a 1 x 64 x 56 x 56 3x3 layer, 128 x 32 x 24 x 24 5x5, 4 x 128 x 28 x 28)."""
+  threads = numba.get_num_threads()
+  blocks = 1 if batch >= threads else min(rows, -(-threads // batch))
+  items = batch * blocks
+  threads = min(threads, items)
+  return threads, blocks, np.array([items * p // threads for p in range(threads + 1)], np.int64)
+
+
+def forward(out, x, x_strides, x_offset, w, geometry, batch):
+  _, blocks, parts = _work(batch, int(geometry[OH]))
   with blas_threads(1):
-    routine(OPENBLAS_GEMMS[dtype], out, *args[:-1], _parts(batch, numba.get_num_threads()), dtype.type(1), dtype.type(0))
+    _forward(OPENBLAS_GEMMS[out.dtype], out, x, x_strides, x_offset, w, geometry, parts, blocks, out.dtype.type(1), out.dtype.type(0))
 
 
-def forward(out, x, x_strides, x_offset, w, geometry, batch): run(_forward, out, x, x_strides, x_offset, w, geometry, batch)
-def input_grad(dx, g, w, geometry, batch): run(_input_grad, dx, g, w, geometry, batch)
+def input_grad(dx, g, w, geometry, batch):
+  threads, blocks, parts = _work(batch, int(geometry[OH]))
+  target = dx if blocks == 1 else np.empty(threads * dx.size, dx.dtype)
+  with blas_threads(1):
+    _input_grad(OPENBLAS_GEMMS[dx.dtype], target, g, w, geometry, parts, blocks, dx.dtype.type(1), dx.dtype.type(0))
+  if blocks > 1: np.sum(target.reshape(threads, dx.size), axis=0, out=dx)
 
 
 def weight_grad(dw, x, x_strides, x_offset, g, geometry, batch):
-  threads = min(numba.get_num_threads(), batch)
+  threads, blocks, parts = _work(batch, int(geometry[OH]))
   partials = np.empty(threads * dw.size, dw.dtype)
   with blas_threads(1):
-    _weight_grad_parts(OPENBLAS_GEMMS[dw.dtype], partials, x, x_strides, x_offset, g, geometry, _parts(batch, threads),
+    _weight_grad_parts(OPENBLAS_GEMMS[dw.dtype], partials, x, x_strides, x_offset, g, geometry, parts, blocks,
                        dw.dtype.type(1), dw.dtype.type(0))
   groups, cout = geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
   summed = partials.reshape(threads, groups, dw.size // (groups * cout), cout).sum(axis=0)
   dw.reshape(groups, cout, -1)[...] = summed.transpose(0, 2, 1)
+
