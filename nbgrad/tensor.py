@@ -941,7 +941,10 @@ class Tensor:
   def abs(self) -> Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
     if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
-    return self.relu() + (-self).relu()
+    # the sign bit cleared: one AND, where relu(x) + relu(-x) took two NaN-aware maxima, a negation and an addition
+    bits = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]
+    magnitude = (self.detach().bitcast(bits) & ((1 << (8 * self.dtype.itemsize - 1)) - 1)).bitcast(self.dtype)
+    return _with_derivatives((self,), magnitude, (lambda: self.detach().sign(),))
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
 
   # activations
