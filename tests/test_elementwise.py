@@ -856,6 +856,24 @@ def test_integer_division_and_abs_at_the_limits_of_the_type(name):
     check(lhs.abs(), np.abs(a), name)
 
 
+@pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+def test_float_abs_clears_only_the_sign_and_its_gradient_is_the_sign(dtype):
+  """abs(-0.0) is +0.0 and abs(-nan) a nan, as numpy's; the gradient is torch's: sign(x), 0 at both zeros."""
+  x = np.array([-0.0, 0.0, -2.5, 3.0, -np.inf, np.nan, -np.nan, -1e-30], np.float64)
+  rounded = Tensor(x, dtype=dtype).numpy().astype(np.float64)   # -1e-30 is -0.0 in float16
+  t = Tensor(x, dtype=dtype, requires_grad=True)
+  got = t.abs()
+  assert got.dtype == dtype
+  values = got.numpy().astype(np.float64)
+  np.testing.assert_array_equal(values, np.abs(rounded))
+  assert not np.signbit(values).any()
+  (got * Tensor(np.arange(1, 9, dtype=np.float64), dtype=dtype)).sum().backward()
+  tt = torch.tensor(rounded, requires_grad=True)
+  (tt.abs() * torch.arange(1, 9, dtype=torch.float64)).sum().backward()
+  numbers = ~np.isnan(x)
+  np.testing.assert_array_equal(t.grad.numpy().astype(np.float64)[numbers], tt.grad.numpy()[numbers])
+
+
 BAD_SHIFTS = [
   ("float32_lshift", lambda: Tensor(np.array([1.0], np.float32)).lshift(1)),
   ("negative_shift", lambda: Tensor(np.array([1, 2], np.uint8)).lshift(-1)),
