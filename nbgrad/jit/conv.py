@@ -2,10 +2,10 @@
 
 Each thread takes a share of the batch. For an image it copies the windows its product reads (im2col) into a
 buffer of its own, which stays in the core's cache, and calls single-threaded BLAS on it through the C interface
-(nbgrad/jit/blas.py's gemm). With fewer images than threads, each image's output rows are cut into blocks, and
-the threads share the blocks. Done for the whole batch at once, the columns make a matrix of batch x positions
+(nbgrad/jit/blas.py's gemm). Done for the whole batch at once, the columns make a matrix of batch x positions
 rows that goes out to memory and back (a 128 x 32 x 24 x 24 batch with a 5x5 kernel: 164 MB, written by one kernel,
-read by the product, and written again by the input gradient's product for its col2im kernel to read).
+read by the product, and written again by the input gradient's product for its col2im kernel to read). With
+fewer images than threads, each image's output rows are cut into blocks, and the threads share the blocks.
 
 geometry: (C, H, W, Cout, groups, KH, KW, stride y, stride x, dilation y, dilation x, pad top, pad left, OH, OW);
 x is read through its (N, C, H, W) strides and offset, the other operands are contiguous: w (Cout, C/groups,
