@@ -337,9 +337,11 @@ class Matmul(Function):
 class DirectConv(Function):
   """A 2-D convolution computed an image at a time (linalg.DirectConv), with its two gradients computed that way."""
   def forward(self, x, w, geometry, out_shape):
-    self.x, self.w, self.geometry = x, w, geometry
-    return linalg.direct_conv("forward", x, w, geometry, out_shape)
+    out = linalg.direct_conv("forward", x, w, geometry, out_shape)
+    (self.x, self.w), self.geometry = out.srcs, geometry   # as the forward reads them: the gradients copy nothing again
+    return out
   def backward(self, grad):
+    grad = grad.in_flat_order()   # both gradients read it: copied once, if at all
     grad_x = linalg.direct_conv("input_grad", grad, self.w, self.geometry, self.x.shape) if self.needs_input_grad[0] else None
     grad_w = linalg.direct_conv("weight_grad", self.x, grad, self.geometry, self.w.shape) if self.needs_input_grad[1] else None
     return grad_x, grad_w

@@ -88,19 +88,33 @@ def _block(item, blocks, oh):
   return n, oh * block // blocks, oh * (block + 1) // blocks
 
 
+@njit(nogil=True, cache=True)
+def _sizes(geometry, blocks):
+  """(output channels per group, rows of the columns (C/groups * KH * KW), output positions per channel, the most
+  columns a block of output rows has)."""
+  depth = geometry[C] // geometry[GROUPS] * geometry[KH] * geometry[KW]
+  return geometry[COUT] // geometry[GROUPS], depth, geometry[OH] * geometry[OW], (geometry[OH] + blocks - 1) // blocks * geometry[OW]
+
+
+@njit(nogil=True, cache=True)
+def _output_start(geometry, n, group, first_row):
+  """Where the rows from first_row of group's output channels of image n start in an (N, Cout, OH, OW) buffer."""
+  return ((n * geometry[COUT] + group * (geometry[COUT] // geometry[GROUPS])) * geometry[OH] + first_row) * geometry[OW]
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def _forward(gemm, out, x, x_strides, x_offset, w, geometry, parts, blocks, one, zero):
   """out (N, Cout, OH, OW) = the convolution of x with w."""
-  channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], out.itemsize
+  cout, depth, positions, most_columns = _sizes(geometry, blocks)
+  item_size = out.itemsize
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], out.dtype)
+    cols = np.empty(depth * most_columns, out.dtype)
     for item in range(parts[part], parts[part + 1]):
       n, first, end = _block(item, blocks, geometry[OH])
       count = (end - first) * geometry[OW]
       for group in range(geometry[GROUPS]):
         _im2col(cols, x, x_strides, x_offset, n, group, first, end, geometry)
-        target = out.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        target = out.ctypes.data + _output_start(geometry, n, group, first) * item_size
         gemm(ROW_MAJOR, NO_TRANSPOSE, NO_TRANSPOSE, cout, count, depth, one, w.ctypes.data + group * cout * depth * item_size,
              depth, cols.ctypes.data, count, zero, target, positions)
 
@@ -109,11 +123,10 @@ def _forward(gemm, out, x, x_strides, x_offset, w, geometry, parts, blocks, one,
 def _input_grad(gemm, dx, g, w, geometry, parts, blocks, one, zero):
   """dx (N, C, H, W) = the gradient of the convolution's input for output gradient g. With blocks > 1 the blocks
   of an image overlap in its rows, and dx holds one such gradient per part, each from the part's blocks."""
-  channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], dx.itemsize
-  image = geometry[C] * geometry[H] * geometry[W]
+  cout, depth, positions, most_columns = _sizes(geometry, blocks)
+  item_size, image = dx.itemsize, geometry[C] * geometry[H] * geometry[W]
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], dx.dtype)
+    cols = np.empty(depth * most_columns, dx.dtype)
     target = dx[part * (dx.size // (len(parts) - 1)):] if blocks > 1 else dx
     if blocks > 1: target[:dx.size // (len(parts) - 1)] = zero
     for item in range(parts[part], parts[part + 1]):
@@ -121,7 +134,7 @@ def _input_grad(gemm, dx, g, w, geometry, parts, blocks, one, zero):
       count = (end - first) * geometry[OW]
       if blocks == 1: target[n * image:(n + 1) * image] = zero
       for group in range(geometry[GROUPS]):
-        source = g.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        source = g.ctypes.data + _output_start(geometry, n, group, first) * item_size
         gemm(ROW_MAJOR, TRANSPOSE, NO_TRANSPOSE, depth, count, cout, one, w.ctypes.data + group * cout * depth * item_size, depth,
              source, positions, zero, cols.ctypes.data, count)
         _col2im_add(target, cols, n, group, first, end, geometry)
@@ -132,11 +145,10 @@ def _weight_grad_parts(gemm, partials, x, x_strides, x_offset, g, geometry, part
   """partials[part, group] (C/groups * KH * KW, Cout/groups) = the transposed weight gradient of the group from
   the part's work. Transposed, the columns are BLAS's first operand: 128 products of 800x400 @ 400x32 took 30 ms
   where 32x400 @ 400x800 took 46 (single-threaded)."""
-  channels, cout = geometry[C] // geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
-  depth, positions, item_size = channels * geometry[KH] * geometry[KW], geometry[OH] * geometry[OW], partials.itemsize
-  size = geometry[COUT] * depth
+  cout, depth, positions, most_columns = _sizes(geometry, blocks)
+  item_size, size = partials.itemsize, geometry[COUT] * depth
   for part in prange(len(parts) - 1):
-    cols = np.empty(depth * ((geometry[OH] + blocks - 1) // blocks) * geometry[OW], partials.dtype)
+    cols = np.empty(depth * most_columns, partials.dtype)
     partial = partials[part * size:(part + 1) * size]
     partial[:] = zero
     for item in range(parts[part], parts[part + 1]):
@@ -144,7 +156,7 @@ def _weight_grad_parts(gemm, partials, x, x_strides, x_offset, g, geometry, part
       count = (end - first) * geometry[OW]
       for group in range(geometry[GROUPS]):
         _im2col(cols, x, x_strides, x_offset, n, group, first, end, geometry)
-        source = g.ctypes.data + ((n * geometry[COUT] + group * cout) * positions + first * geometry[OW]) * item_size
+        source = g.ctypes.data + _output_start(geometry, n, group, first) * item_size
         gemm(ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE, depth, cout, count, one, cols.ctypes.data, count, source, positions, one,
              partial.ctypes.data + group * cout * depth * item_size, cout)
 
