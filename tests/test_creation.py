@@ -7,11 +7,7 @@ import pytest
 import torch
 
 from nbgrad import Device, Tensor, dtypes
-
-NP_DTYPES = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
-             "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
-             "float16": dtypes.float16, "float32": dtypes.float32, "float64": dtypes.float64}
-NB_OF = {np.dtype(name): dt for name, dt in NP_DTYPES.items()}
+from same_values import NB_OF, NP_DTYPES, check_same
 
 
 def make(shape, npdt=np.float32, seed=0):
@@ -22,16 +18,6 @@ def make(shape, npdt=np.float32, seed=0):
   if npdt.kind == "f": return np.asarray(rng.integers(-40, 40, shape) / 8, npdt)
   if npdt.kind == "u": return np.asarray(rng.integers(0, 120, shape), npdt)
   return np.asarray(rng.integers(-60, 60, shape), npdt)
-
-
-def check_same(out: Tensor, ref):
-  ref = np.asarray(ref)
-  assert isinstance(out.shape, tuple) and all(type(s) is int for s in out.shape), out.shape
-  assert out.shape == ref.shape, (out.shape, ref.shape)
-  assert out.dtype == NB_OF[ref.dtype], (out.dtype, ref.dtype)
-  got = out.numpy()
-  assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, got.dtype, ref.shape, ref.dtype)
-  np.testing.assert_array_equal(got, ref)
 
 
 # ---------- construction ----------

@@ -5,11 +5,11 @@ import torch
 import torch.nn.functional as F
 
 from nbgrad import Tensor, dtypes
+from same_values import NB_OF, check_same
 
 # (name, nbgrad dtype, numpy dtype)
 DTYPES = [("float32", dtypes.float32, np.float32), ("int32", dtypes.int32, np.int32), ("bool", dtypes.bool, np.bool_),
           ("float64", dtypes.float64, np.float64), ("uint8", dtypes.uint8, np.uint8)]
-NB_OF = {np.dtype(npdt): dt for _, dt, npdt in DTYPES}
 
 
 def make(shape, npdt=np.float32, seed=0):
@@ -26,16 +26,6 @@ def make(shape, npdt=np.float32, seed=0):
 def via_torch(fn):
   """A reference computed by torch on a numpy array, returned as numpy."""
   return lambda a: fn(torch.from_numpy(np.array(a, order="C", copy=True))).numpy()
-
-
-def check_same(out: Tensor, ref: np.ndarray):
-  ref = np.asarray(ref)
-  assert isinstance(out.shape, tuple) and all(type(s) is int for s in out.shape), out.shape
-  assert out.shape == ref.shape, (out.shape, ref.shape)
-  assert out.dtype == NB_OF[ref.dtype], (out.dtype, ref.dtype)
-  got = out.numpy()
-  assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, got.dtype, ref.shape, ref.dtype)
-  np.testing.assert_array_equal(got, ref)
 
 
 def _chain_nb(t):
