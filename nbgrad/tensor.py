@@ -273,6 +273,7 @@ class Tensor:
     dtype = None if dtype is None else to_dtype(dtype)
     if isinstance(data, Tensor): data = data.detach().lazydata   # a new leaf over the same values (torch copies)
     elif isinstance(data, (range, memoryview)): data = list(data) if isinstance(data, range) else np.asarray(data)
+    elif hasattr(data, "__array__") and not isinstance(data, (np.ndarray, np.generic)): data = np.asarray(data)   # a torch CPU tensor, ...
     if isinstance(data, LazyBuffer):
       lazy = data.cast(dtype)
     elif data is None:
@@ -290,7 +291,7 @@ class Tensor:
       if dtype is not None and dtype != dtypes.bfloat16: array = array.astype(dtype.np)
       lazy = _np_to_lazy(array, dtype, device)
     else:
-      raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array, bytes or None")
+      raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array (or an object numpy converts), bytes or None")
     self.lazydata: LazyBuffer = lazy
     self.requires_grad: Optional[bool] = requires_grad
     self._grad: Optional[Tensor] = None

@@ -165,6 +165,19 @@ def test_construction_from_ranges_memoryviews_and_tensors_as_torch():
   assert copy.dtype == dtypes.float64 and copy.tolist() == [1.0, 2.0] and copy._ctx is None
 
 
+class ArrayLike:
+  """An object numpy converts through __array__ (as it does torch CPU tensors and pandas columns)."""
+  def __array__(self, dtype=None, copy=None): return np.array([[1, 2], [3, 4]], np.int16)
+
+
+def test_construction_from_torch_tensors_and_other_array_likes_as_numpy_converts_them():
+  for source, dtype in ((torch.tensor([[1.5, 2.0]], dtype=torch.float16), dtypes.float16), (torch.arange(3), dtypes.int64),
+                        (ArrayLike(), dtypes.int16)):
+    t = Tensor(source)
+    assert t.dtype == dtype and t.tolist() == np.asarray(source).tolist()
+  assert Tensor(torch.arange(3), dtype=dtypes.float32).tolist() == [0.0, 1.0, 2.0]
+
+
 def test_a_constant_past_the_half_range_is_inf_without_a_warning():
   with np.errstate(all="raise"):
     assert (Tensor([1.0], dtype=dtypes.float16) + 1e5).tolist() == (torch.tensor([1.0], dtype=torch.float16) + 1e5).tolist()
