@@ -1,0 +1,167 @@
+"""Layers: callable objects that hold their parameters as Tensors (tinygrad 0.9.0's nn). A model is any object
+whose attributes are layers and tensors; nbgrad.nn.state finds its parameters, nbgrad.nn.optim updates them.
+
+Weights start as tinygrad's do: Linear and the convolutions draw kaiming_uniform(a=sqrt(5)) weights and
+uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) biases (what torch draws, from nbgrad's generator), Embedding draws
+glorot_uniform, the norms start at weight 1 and bias 0."""
+from __future__ import annotations
+import math
+from typing import Optional, Union
+from nbgrad.tensor import Tensor
+from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
+
+
+def _sizes(value, dims: int, name: str) -> tuple[int, ...]:
+  """An int or a tuple of dims positive ints, as a tuple."""
+  sizes = (value,) * dims if isinstance(value, int) else tuple(value)
+  if len(sizes) != dims or not all(isinstance(s, int) and s > 0 for s in sizes):
+    raise ValueError(f"{name} must be a positive int or {dims} of them, got {value!r}")
+  return sizes
+
+
+def _uniform_bias(size: int, fan_in: int) -> Tensor:
+  bound = 1 / math.sqrt(max(fan_in, 1))
+  return Tensor.uniform(size, low=-bound, high=bound)
+
+
+class Linear:
+  """y = x @ weight.T + bias, weight (out_features, in_features)."""
+  def __init__(self, in_features: int, out_features: int, bias: bool = True):
+    self.weight = Tensor.kaiming_uniform(out_features, in_features, a=math.sqrt(5))
+    self.bias = _uniform_bias(out_features, in_features) if bias else None
+
+  def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.transpose(), self.bias)
+
+
+class Conv2d:
+  """A convolution over as many spatial dims as kernel_size has (two for an int): weight (out, in/groups, *kernel)."""
+  def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+               bias: bool = True):
+    self.kernel_size = _sizes(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
+    if groups < 1 or in_channels % groups or out_channels % groups:
+      raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
+    self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+    self.weight = self.initialize_weight(out_channels, in_channels, groups)
+    self.bias = _uniform_bias(out_channels, math.prod(self.weight.shape[1:])) if bias else None
+
+  def initialize_weight(self, out_channels: int, in_channels: int, groups: int) -> Tensor:
+    return Tensor.kaiming_uniform(out_channels, in_channels // groups, *self.kernel_size, a=math.sqrt(5))
+
+  def __call__(self, x: Tensor) -> Tensor:
+    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding)
+
+
+class ConvTranspose2d(Conv2d):
+  """The transposed convolution (the gradient of Conv2d by its input): weight (in, out/groups, *kernel)."""
+  def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, dilation=1,
+               groups: int = 1, bias: bool = True):
+    super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+    self.output_padding = output_padding
+
+  def initialize_weight(self, out_channels: int, in_channels: int, groups: int) -> Tensor:
+    return Tensor.kaiming_uniform(in_channels, out_channels // groups, *self.kernel_size, a=math.sqrt(5))
+
+  def __call__(self, x: Tensor) -> Tensor:
+    return x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
+                              padding=self.padding, output_padding=self.output_padding)
+
+
+def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups: int = 1,
+           bias: bool = True) -> Conv2d:
+  return Conv2d(in_channels, out_channels, _sizes(kernel_size, 1, "kernel_size"), stride, padding, dilation, groups, bias)
+
+
+def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, output_padding=0, dilation=1,
+                    groups: int = 1, bias: bool = True) -> ConvTranspose2d:
+  return ConvTranspose2d(in_channels, out_channels, _sizes(kernel_size, 1, "kernel_size"), stride, padding, output_padding,
+                         dilation, groups, bias)
+
+
+class BatchNorm:
+  """Normalizes each channel (axis 1) over the batch and every other axis. While Tensor.training it uses the batch's
+  statistics and moves the running ones toward them (running_var takes the unbiased variance, as in torch);
+  otherwise it uses the running statistics, or the batch's when track_running_stats is False."""
+  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
+    self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
+    self.weight, self.bias = (Tensor.ones(sz), Tensor.zeros(sz)) if affine else (None, None)
+    self.running_mean, self.running_var = Tensor.zeros(sz, requires_grad=False), Tensor.ones(sz, requires_grad=False)
+    self.num_batches_tracked = Tensor.zeros(1, requires_grad=False)
+
+  def __call__(self, x: Tensor) -> Tensor:
+    channels = self.running_mean.shape[0]
+    if x.ndim < 2 or x.shape[1] != channels:
+      raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
+    if not Tensor.training and self.track_running_stats:
+      return x.batchnorm(self.weight, self.bias, self.running_mean, self.running_var.add(self.eps).rsqrt())
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean = x.mean(axis=axes)
+    centered = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # the variance's gradient through the mean is 0
+    var = (centered * centered).mean(axis=axes)
+    if Tensor.training and self.track_running_stats:
+      count = x.numel() // channels
+      self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
+      self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * count / max(count - 1, 1) * var.detach())
+      self.num_batches_tracked.assign(self.num_batches_tracked + 1)
+    return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt())
+
+
+BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
+
+
+class LayerNorm:
+  """Normalizes over the last len(normalized_shape) axes, then scales and shifts by weight and bias of that shape."""
+  def __init__(self, normalized_shape: Union[int, tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True):
+    self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    self.axis = tuple(-1 - i for i in range(len(self.normalized_shape)))
+    self.eps, self.elementwise_affine = eps, elementwise_affine
+    self.weight, self.bias = (Tensor.ones(*self.normalized_shape), Tensor.zeros(*self.normalized_shape)) if elementwise_affine else (None, None)
+
+  def __call__(self, x: Tensor) -> Tensor:
+    if x.shape[x.ndim - len(self.normalized_shape):] != self.normalized_shape:
+      raise ValueError(f"LayerNorm over {self.normalized_shape} got an input of shape {x.shape}: its last dims must be {self.normalized_shape}")
+    x = x.layernorm(axis=self.axis, eps=self.eps)
+    return x * self.weight + self.bias if self.elementwise_affine else x
+
+
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channels (axis 1) of an (N, C, H, W) input."""
+  def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def _channel_affine(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
+  if weight is None: return x
+  shape = (1, -1) + (1,) * (x.ndim - 2)
+  return x * weight.reshape(shape) + bias.reshape(shape)
+
+
+class GroupNorm:
+  """Normalizes each of num_groups groups of channels over its channels and the spatial axes."""
+  def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
+    if num_groups < 1 or num_channels % num_groups: raise ValueError(f"num_groups={num_groups} must divide num_channels={num_channels}")
+    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+    self.weight, self.bias = (Tensor.ones(num_channels), Tensor.zeros(num_channels)) if affine else (None, None)
+
+  def __call__(self, x: Tensor) -> Tensor:
+    if x.ndim < 2 or x.shape[1] != self.num_channels:
+      raise ValueError(f"{type(self).__name__} of {self.num_channels} channels got an input of shape {x.shape}")
+    x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
+    return _channel_affine(x, self.weight, self.bias)
+
+
+class InstanceNorm(GroupNorm):
+  """Normalizes each channel of each sample over the spatial axes (a GroupNorm with a group per channel)."""
+  def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = True):
+    super().__init__(num_features, num_features, eps, affine)
+    self.num_features = num_features
+
+
+class Embedding:
+  """Rows of weight (vocab_size, embed_size) picked by an int tensor of indices: out shape idx.shape + (embed_size,)."""
+  def __init__(self, vocab_size: int, embed_size: int):
+    self.vocab_sz, self.embed_sz = vocab_size, embed_size
+    self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
+
+  def __call__(self, idx: Tensor) -> Tensor:
+    if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
+    if idx.dtype.kind not in "iu": raise TypeError(f"Embedding indices must be an int tensor, got {idx.dtype}")
+    return self.weight[idx]

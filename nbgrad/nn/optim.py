@@ -1,0 +1,133 @@
+"""Optimizers (tinygrad 0.9.0's): each step assigns new values to its parameters (and its state tensors), so a
+step is lazy graph work like any other and fuses, and a TinyJit-wrapped training step replays it.
+
+The learning rate is a tensor (opt.lr, shape (1,)): changing it with opt.lr.assign(...) changes no kernel.
+SGD is LARS without its trust ratio; Adam and AdamW are LAMB without it."""
+from __future__ import annotations
+from nbgrad.dtype import dtypes, least_upper_dtype
+from nbgrad.tensor import Tensor
+
+
+def _unique(tensors) -> list[Tensor]:
+  seen, out = set(), []
+  for t in tensors:
+    if id(t) not in seen:
+      seen.add(id(t))
+      out.append(t)
+  return out
+
+
+class Optimizer:
+  """params: the tensors to update (those with requires_grad None are made to require it); the ones that do not
+  require grad (a BatchNorm's running statistics) are realized with each step."""
+  def __init__(self, params: list[Tensor], lr: float):
+    params = list(params)
+    for t in params:
+      if not isinstance(t, Tensor): raise TypeError(f"an optimizer takes a list of Tensors, got a {type(t).__name__}")
+      if t.requires_grad is None: t.requires_grad = True
+    self.params = _unique(t for t in params if t.requires_grad)
+    if not self.params: raise ValueError("an optimizer needs at least one parameter that requires grad")
+    self.device = self.params[0].device
+    self.buffers = _unique(t for t in params if not t.requires_grad)
+    self.lr = Tensor([lr], requires_grad=False, device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32)).realize()
+
+  def zero_grad(self):
+    for t in self.params: t.grad = None
+
+  def step(self):
+    """One update of every parameter, computed now."""
+    Tensor.realize(*self.schedule_step())
+
+  def schedule_step(self) -> list[Tensor]:
+    """The tensors a step writes (not yet realized): state, parameters, buffers."""
+    if not Tensor.training:
+      raise RuntimeError("an optimizer step needs Tensor.training: set Tensor.training = True, or step inside `with Tensor.train():`")
+    for i, t in enumerate(self.params):
+      if t.grad is None:
+        raise RuntimeError(f"parameter {i} (shape {t.shape}) has no gradient: call backward() on a loss that uses it before step()")
+    return self._step() + self.params + self.buffers
+
+  def _step(self) -> list[Tensor]: raise NotImplementedError(type(self).__name__)
+
+  def _update(self, t: Tensor, change: Tensor):
+    """t -= lr * change, in t's dtype (the learning rate is a 0-d view of opt.lr, so 0-d parameters stay 0-d)."""
+    t.assign((t.detach() - self.lr.reshape(()) * change).cast(t.dtype))
+
+
+class OptimizerGroup(Optimizer):
+  """Several optimizers (say, one per group of parameters with its own learning rate) stepped as one."""
+  def __init__(self, *optimizers: Optimizer):   # the parts hold the learning rates and the state
+    self.optimizers = optimizers
+    self.params = [t for o in optimizers for t in o.params]
+    self.buffers = [t for o in optimizers for t in o.buffers]
+
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  def zero_grad(self):
+    for o in self.optimizers: o.zero_grad()
+  def _step(self) -> list[Tensor]: return [t for o in self.optimizers for t in o._step()]
+
+
+class LARS(Optimizer):
+  """SGD with momentum and weight decay, each parameter's step scaled by the trust ratio
+  tcoef * |w| / (|g| + weight_decay * |w|) (1 where a norm is 0). classic=True applies the learning rate before the
+  momentum, False after it (PyTorch's SGD)."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001):
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
+    self.b = [Tensor.zeros(*t.shape, dtype=t.dtype, device=t.device, requires_grad=False).contiguous() for t in self.params] if momentum else []
+
+  def _step(self) -> list[Tensor]:
+    for i, t in enumerate(self.params):
+      g = t.grad.contiguous()
+      if self.tcoef != 0:
+        w_norm, g_norm = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
+        ratio = (w_norm > 0).where((g_norm > 0).where(self.tcoef * w_norm / (g_norm + self.wd * w_norm), 1.0), 1.0)
+      else: ratio = 1.0
+      g = g + self.wd * t.detach()
+      if self.classic: g = g * ratio * self.lr.reshape(())
+      if self.momentum:
+        self.b[i].assign(self.momentum * self.b[i] + g)   # zeros before the first step: no special case
+        g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
+      if self.classic: t.assign((t.detach() - g).cast(t.dtype))
+      else: self._update(t, g * ratio)
+    return self.b
+
+
+def SGD(params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False) -> LARS:
+  """Stochastic gradient descent: w -= lr * g, with PyTorch's momentum (b = momentum * b + g) and weight decay."""
+  return LARS(params, lr, momentum, weight_decay, nesterov, classic, tcoef=0.0)
+
+
+class LAMB(Optimizer):
+  """Adam's moments (kept in float32) with decoupled weight decay, each parameter's step scaled by the trust ratio
+  |w| / |step| (1 where a norm is 0); adam=True leaves the ratio out (AdamW)."""
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
+    super().__init__(params, lr)
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self.b1_t, self.b2_t = (Tensor([1], dtype=dtypes.float32, device=self.device, requires_grad=False).realize() for _ in range(2))
+    self.m = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False).contiguous() for t in self.params]
+    self.v = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False).contiguous() for t in self.params]
+
+  def _step(self) -> list[Tensor]:
+    self.b1_t.assign(self.b1_t * self.b1)
+    self.b2_t.assign(self.b2_t * self.b2)
+    b1_power, b2_power = self.b1_t.reshape(()), self.b2_t.reshape(())
+    for i, t in enumerate(self.params):
+      self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * t.grad)
+      self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (t.grad * t.grad))
+      m_hat, v_hat = self.m[i] / (1.0 - b1_power), self.v[i] / (1.0 - b2_power)
+      change = m_hat / (v_hat.sqrt() + self.eps) + self.wd * t.detach()
+      if not self.adam:
+        w_norm, change_norm = t.detach().square().sum().sqrt(), change.square().sum().sqrt()
+        change = change * (w_norm > 0).where((change_norm > 0).where(w_norm / change_norm, 1.0), 1.0)
+      self._update(t, change)
+    return [self.b1_t, self.b2_t] + self.m + self.v
+
+
+def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01) -> LAMB:
+  """Adam with decoupled weight decay: w -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)."""
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+
+def Adam(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8) -> LAMB:
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)

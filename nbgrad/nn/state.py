@@ -1,0 +1,198 @@
+"""A model's tensors by name (state dicts), and reading and writing them: safetensors files, and the zip files
+torch.save writes. Files are read whole into host memory; each tensor is made on the default device."""
+from __future__ import annotations
+import json
+import os
+import pickle
+import zipfile
+from collections import OrderedDict
+from typing import Any, Optional, Union
+import numpy as np
+from nbgrad.dtype import DType, dtypes
+from nbgrad.tensor import Tensor
+
+# safetensors' dtype names
+SAFE_DTYPES = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16,
+               "I32": dtypes.int32, "U32": dtypes.uint32, "I64": dtypes.int64, "U64": dtypes.uint64,
+               "F16": dtypes.float16, "BF16": dtypes.bfloat16, "F32": dtypes.float32, "F64": dtypes.float64}
+SAFE_NAMES = {dt: name for name, dt in SAFE_DTYPES.items()}
+
+
+def get_state_dict(obj, prefix: str = "", tensor_type=Tensor) -> dict[str, Tensor]:
+  """Every tensor reachable through obj's attributes, lists, tuples and dicts, named by its path ("l1.weight",
+  "layers.0.bias")."""
+  if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
+  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)   # a namedtuple
+  if isinstance(obj, OrderedDict): return get_state_dict(dict(obj), prefix, tensor_type)
+  if hasattr(obj, "__dict__"): return get_state_dict(obj.__dict__, prefix, tensor_type)
+  found: dict[str, Tensor] = {}
+  if isinstance(obj, (list, tuple)):
+    for i, x in enumerate(obj): found.update(get_state_dict(x, f"{prefix}{i}.", tensor_type))
+  elif isinstance(obj, dict):
+    for k, x in obj.items(): found.update(get_state_dict(x, f"{prefix}{k}.", tensor_type))
+  return found
+
+
+def get_parameters(obj) -> list[Tensor]:
+  """The tensors of get_state_dict(obj), in its order."""
+  return list(get_state_dict(obj).values())
+
+
+def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False) -> None:
+  """Gives each tensor of the model the values (and dtype) of the tensor of its name, moved to the model tensor's
+  device. strict: every model tensor must be in state_dict (KeyError naming the missing ones). consume: drops
+  each loaded entry from state_dict. verbose is accepted for tinygrad's signature; nothing is printed."""
+  targets = get_state_dict(model)
+  missing = [name for name in targets if name not in state_dict]
+  if strict and missing: raise KeyError(f"load_state_dict: the state dict has no tensor for {missing}")
+  for name, target in targets.items():
+    if name not in state_dict: continue
+    source = state_dict[name]
+    if not isinstance(source, Tensor): source = Tensor(source)
+    if source.shape != target.shape:
+      raise ValueError(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
+    target.replace(source.to(target.device).detach()).realize()
+    if consume: del state_dict[name]
+
+
+# ---- safetensors: an 8-byte little-endian header length, a JSON header, then the tensors' bytes
+def _file_bytes(fn: Union[Tensor, str, os.PathLike]) -> np.ndarray:
+  if isinstance(fn, Tensor):
+    if fn.dtype != dtypes.uint8 or fn.ndim != 1: raise TypeError(f"a safetensors Tensor must hold 1-D uint8 bytes, got {fn.dtype} {fn.shape}")
+    return fn.numpy()
+  return np.fromfile(fn, dtype=np.uint8)
+
+
+def _storage_dtype(dtype: DType) -> np.dtype:
+  """The numpy dtype that holds dtype's bytes: bfloat16, which numpy lacks, as its 16-bit patterns."""
+  return np.dtype(np.uint16 if dtype == dtypes.bfloat16 else dtype.np)
+
+
+def _tensor_of(array: np.ndarray, dtype: DType) -> Tensor:
+  """array (of _storage_dtype(dtype)) as a tensor of dtype."""
+  return Tensor(array).bitcast(dtypes.bfloat16) if dtype == dtypes.bfloat16 else Tensor(array)
+
+
+def _array_as_tensor(values: np.ndarray, dtype: DType, shape) -> Tensor:
+  """values (the raw little-endian bytes of dtype) as a tensor of shape."""
+  storage = _storage_dtype(dtype).newbyteorder("<")
+  return _tensor_of(np.frombuffer(values.tobytes(), dtype=storage).astype(storage.newbyteorder("="), copy=False).reshape(shape), dtype)
+
+
+def safe_load_metadata(fn: Union[Tensor, str, os.PathLike]) -> tuple[Tensor, int, Any]:
+  """(the file's bytes as a uint8 tensor, the header's length, the parsed header)."""
+  data = _file_bytes(fn)
+  header_length, header = _safetensors_header(data, fn)
+  return Tensor(data), header_length, header
+
+
+def _safetensors_header(data: np.ndarray, fn) -> tuple[int, dict]:
+  where = fn if not isinstance(fn, Tensor) else "the tensor"
+  if data.size < 8: raise ValueError(f"{where} is not a safetensors file: {data.size} bytes, no header length")
+  header_length = int(data[:8].view("<u8")[0])
+  if 8 + header_length > data.size: raise ValueError(f"{where} is not a safetensors file: a header of {header_length} bytes in {data.size}")
+  try: header = json.loads(data[8:8 + header_length].tobytes())
+  except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{where} has no valid safetensors header: {e}") from None
+  if not isinstance(header, dict): raise ValueError(f"{where} has no valid safetensors header: a {type(header).__name__}")
+  return header_length, header
+
+
+def safe_load(fn: Union[Tensor, str, os.PathLike]) -> dict[str, Tensor]:
+  """The tensors of a safetensors file (a path, or its bytes as a uint8 tensor), by name."""
+  data = _file_bytes(fn)
+  header_length, header = _safetensors_header(data, fn)
+  start = 8 + header_length
+  tensors = {}
+  for name, entry in header.items():
+    if name == "__metadata__": continue
+    if entry.get("dtype") not in SAFE_DTYPES: raise ValueError(f"safetensors tensor {name!r} has an unknown dtype {entry.get('dtype')!r}")
+    dtype, shape, (begin, end) = SAFE_DTYPES[entry["dtype"]], tuple(entry["shape"]), entry["data_offsets"]
+    if end - begin != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize or start + end > data.size:
+      raise ValueError(f"safetensors tensor {name!r}: bytes {begin}..{end} do not hold {shape} of {dtype}")
+    tensors[name] = _array_as_tensor(data[start + begin:start + end], dtype, shape)
+  return tensors
+
+
+def _tensor_bytes(t: Tensor) -> bytes:
+  values = t.bitcast(dtypes.uint16) if t.dtype == dtypes.bfloat16 else t
+  return np.asarray(values.detach().numpy(), order="C").astype(np.dtype(values.dtype.np).newbyteorder("<"), copy=False).tobytes()
+
+
+def safe_save(tensors: dict[str, Tensor], fn: Union[str, os.PathLike], metadata: Optional[dict[str, Any]] = None):
+  """Writes tensors (by name) to a safetensors file, with an optional string-to-string metadata dict."""
+  header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
+  blobs, offset = [], 0
+  for name, t in tensors.items():
+    if not isinstance(t, Tensor): raise TypeError(f"safe_save: {name!r} is a {type(t).__name__}, not a Tensor")
+    if t.dtype not in SAFE_NAMES: raise TypeError(f"safe_save: {name!r} has dtype {t.dtype}, which safetensors has no name for")
+    blobs.append(_tensor_bytes(t))
+    header[name] = {"dtype": SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blobs[-1])]}
+    offset += len(blobs[-1])
+  text = json.dumps(header, separators=(",", ":"))
+  text += " " * (-len(text) % 8)   # the tensors start 8-byte aligned
+  with open(fn, "wb") as f:
+    f.write(len(text).to_bytes(8, "little"))
+    f.write(text.encode())
+    for blob in blobs: f.write(blob)
+
+
+# ---- torch.save's zip files: a pickle whose tensors name storages kept as files beside it
+TORCH_STORAGES = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
+                  "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32,
+                  "ShortStorage": dtypes.int16, "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool,
+                  "UInt16Storage": dtypes.uint16, "UInt32Storage": dtypes.uint32, "UInt64Storage": dtypes.uint64}
+
+
+class _StorageType:
+  def __init__(self, name: str):
+    self.name = name
+    self.dtype = TORCH_STORAGES.get(name)
+
+
+class _Stub:
+  """What a pickled object of a class outside torch, collections and numpy loads as (an optimizer's, a model's)."""
+  def __init__(self, *args, **kwargs): pass
+  def __setstate__(self, state): self.state = state
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=None, backward_hooks=None, metadata=None) -> Tensor:
+  dtype, values = storage
+  flat = np.frombuffer(values, dtype=_storage_dtype(dtype))
+  if flat.size == 0: return _tensor_of(flat.reshape(size), dtype)
+  view = np.lib.stride_tricks.as_strided(flat[storage_offset:], tuple(size), tuple(s * flat.itemsize for s in stride))
+  return _tensor_of(np.array(view, order="C"), dtype)   # a copy (ascontiguousarray would make a 0-d view 1-d)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, *extra) -> Tensor: return data
+
+
+class _TorchUnpickler(pickle.Unpickler):
+  def __init__(self, file, archive: zipfile.ZipFile, data_folder: str, fn):
+    super().__init__(file)
+    self.archive, self.data_folder, self.fn = archive, data_folder, fn
+
+  def find_class(self, module: str, name: str):
+    if module == "torch._utils" and name == "_rebuild_tensor_v2": return _rebuild_tensor
+    if module == "torch._utils" and name == "_rebuild_parameter": return _rebuild_parameter
+    if module == "torch" and name.endswith("Storage"): return _StorageType(name)
+    if module.split(".")[0] in ("collections", "numpy", "_codecs", "builtins"): return super().find_class(module, name)
+    if module == "torch" and name == "Size": return tuple
+    return _Stub
+
+  def persistent_load(self, pid):
+    kind, storage_type, key, _location, _numel = pid
+    if kind != "storage" or not isinstance(storage_type, _StorageType): raise ValueError(f"{self.fn}: an unknown torch storage {pid!r}")
+    if storage_type.dtype is None: raise TypeError(f"{self.fn}: torch storage type {storage_type.name} has no nbgrad dtype")
+    return storage_type.dtype, self.archive.read(self.data_folder + key)
+
+
+def torch_load(fn: Union[str, os.PathLike]) -> dict[str, Tensor]:
+  """What torch.save wrote to fn (a state dict, or any nesting of dicts and lists of tensors), with its tensors as
+  nbgrad Tensors. Objects of other classes load as stubs holding their pickled state."""
+  if not zipfile.is_zipfile(fn):
+    raise ValueError(f"{fn} is not a zip file: torch_load reads what torch.save writes by default (torch 1.6 and later)")
+  with zipfile.ZipFile(fn) as archive:
+    pickles = [n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+    if not pickles: raise ValueError(f"{fn} holds no data.pkl: not a file torch.save wrote")
+    data_folder = pickles[0][:-len("data.pkl")] + "data/"   # the storages sit in data/ beside data.pkl
+    with archive.open(pickles[0]) as f: return _TorchUnpickler(f, archive, data_folder, fn).load()

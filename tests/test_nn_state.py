@@ -1,0 +1,157 @@
+"""nbgrad.nn.state: state dicts of nested models, load_state_dict, safetensors files (checked against the format
+read and written by hand here) and torch.save files (written by torch)."""
+import collections
+import json
+import struct
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes, nn
+from nbgrad.nn.state import get_state_dict, get_parameters, load_state_dict, safe_save, safe_load, safe_load_metadata, torch_load
+from same_values import check_same
+
+
+class Block:
+  def __init__(self):
+    self.norm = nn.LayerNorm(3)
+    self.layers = [nn.Linear(3, 4), nn.Linear(4, 2, bias=False)]
+    self.extra = {"scale": Tensor([2.0])}
+    self.name = "not a tensor"
+
+
+Pair = collections.namedtuple("Pair", "left right")
+
+
+def test_state_dict_names_follow_attributes_lists_dicts_and_namedtuples():
+  model = Block()
+  names = list(get_state_dict(model))
+  assert names == ["norm.weight", "norm.bias", "layers.0.weight", "layers.0.bias", "layers.1.weight", "extra.scale"]
+  assert get_state_dict(model)["layers.0.weight"] is model.layers[0].weight
+  assert [t.shape for t in get_parameters(model)] == [(3,), (3,), (4, 3), (4,), (2, 4), (1,)]
+  assert list(get_state_dict(Pair(Tensor([1]), [Tensor([2])]), prefix="p.")) == ["p.left", "p.right.0"]
+  assert list(get_state_dict(collections.OrderedDict(b=Tensor([1]), a=Tensor([2])))) == ["b", "a"]
+
+
+def test_load_state_dict_takes_values_shapes_must_match():
+  model, other = Block(), Block()
+  load_state_dict(other, get_state_dict(model))
+  for name, t in get_state_dict(model).items(): np.testing.assert_array_equal(get_state_dict(other)[name].numpy(), t.numpy())
+  state = {k: v for k, v in get_state_dict(model).items() if k != "extra.scale"}
+  with pytest.raises(KeyError, match="extra.scale"): load_state_dict(other, state)
+  load_state_dict(other, state, strict=False, consume=True)
+  assert state == {}
+  with pytest.raises(ValueError, match=r"'norm.weight' has shape \(4,\) in the state dict, \(3,\) in the model"):
+    load_state_dict(other, {**get_state_dict(model), "norm.weight": Tensor.ones(4)})
+
+
+# ---- safetensors
+def tensors_of_every_dtype():
+  rng = np.random.default_rng(0)
+  out = {}
+  for dt in (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64,
+             dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64):
+    out[dt.name] = Tensor(rng.integers(0, 100, (2, 3)).astype(np.dtype(dt.np)))
+  out["bfloat16"] = Tensor([[1.5, -2.0, 3.25]]).cast(dtypes.bfloat16)
+  out["scalar"], out["empty"] = Tensor(7.5), Tensor.zeros(0, 4)
+  out["view"] = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).T[1:]   # not contiguous
+  return out
+
+
+def read_safetensors_by_hand(path):
+  raw = open(path, "rb").read()
+  (length,) = struct.unpack("<Q", raw[:8])
+  header = json.loads(raw[8:8 + length])
+  return header, raw[8 + length:], length
+
+
+def test_safe_save_writes_the_format():
+  tensors = tensors_of_every_dtype()
+  safe_save(tensors, "/tmp/nbgrad_test_every_dtype.safetensors", metadata={"format": "pt"})
+  header, data, length = read_safetensors_by_hand("/tmp/nbgrad_test_every_dtype.safetensors")
+  assert length % 8 == 0 and header["__metadata__"] == {"format": "pt"}
+  assert header["bfloat16"]["dtype"] == "BF16" and header["int64"]["dtype"] == "I64" and header["bool"]["dtype"] == "BOOL"
+  for name, t in tensors.items():
+    begin, end = header[name]["data_offsets"]
+    assert header[name]["shape"] == list(t.shape)
+    expected = t.bitcast(dtypes.uint16).numpy() if t.dtype == dtypes.bfloat16 else t.numpy()
+    assert data[begin:end] == np.ascontiguousarray(expected).tobytes(), name
+
+
+def test_safe_load_reads_back_every_dtype():
+  tensors = tensors_of_every_dtype()
+  safe_save(tensors, "/tmp/nbgrad_test_round_trip.safetensors")
+  loaded = safe_load("/tmp/nbgrad_test_round_trip.safetensors")
+  assert list(loaded) == list(tensors)
+  for name, t in tensors.items():
+    assert loaded[name].dtype == t.dtype and loaded[name].shape == t.shape, name
+    if t.dtype == dtypes.bfloat16: np.testing.assert_array_equal(loaded[name].bitcast(dtypes.uint16).numpy(), t.bitcast(dtypes.uint16).numpy())
+    else: check_same(loaded[name], t.numpy())
+
+
+def test_safe_load_reads_a_file_written_by_hand():
+  values = np.arange(6, dtype=np.float32).reshape(2, 3)
+  header = json.dumps({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                       "i": {"dtype": "I16", "shape": [2], "data_offsets": [24, 28]}}).encode()
+  with open("/tmp/nbgrad_test_by_hand.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(header)) + header + values.tobytes() + np.array([-3, 9], np.int16).tobytes())
+  loaded = safe_load("/tmp/nbgrad_test_by_hand.safetensors")
+  check_same(loaded["w"], values)
+  check_same(loaded["i"], np.array([-3, 9], np.int16))
+  data, length, parsed = safe_load_metadata("/tmp/nbgrad_test_by_hand.safetensors")
+  assert length == len(header) and parsed["w"]["shape"] == [2, 3] and data.dtype == dtypes.uint8
+  check_same(safe_load(data)["i"], np.array([-3, 9], np.int16))   # the file's bytes as a tensor
+
+
+def test_a_model_saved_and_loaded_through_safetensors_computes_the_same():
+  model, copy = nn.Linear(3, 2), nn.Linear(3, 2)
+  safe_save(get_state_dict(model), "/tmp/nbgrad_test_model.safetensors")
+  load_state_dict(copy, safe_load("/tmp/nbgrad_test_model.safetensors"))
+  x = Tensor(np.ones((1, 3), np.float32))
+  np.testing.assert_array_equal(copy(x).numpy(), model(x).numpy())
+
+
+@pytest.mark.parametrize("content, match", [(b"\x01", "no header length"), (struct.pack("<Q", 100) + b"{}", "a header of 100 bytes"),
+                                            (struct.pack("<Q", 2) + b"{x", "no valid safetensors header"),
+                                            (struct.pack("<Q", 2) + b"[]", "no valid safetensors header")],
+                         ids=["short", "header_past_end", "bad_json", "not_an_object"])
+def test_safe_load_of_a_broken_file_raises(content, match):
+  with open("/tmp/nbgrad_test_broken.safetensors", "wb") as f: f.write(content)
+  with pytest.raises(ValueError, match=match): safe_load("/tmp/nbgrad_test_broken.safetensors")
+
+
+def test_safe_save_refuses_what_it_cannot_write():
+  with pytest.raises(TypeError, match="'x' is a ndarray"): safe_save({"x": np.ones(2)}, "/tmp/nbgrad_test_refused.safetensors")
+
+
+# ---- torch.save files
+def test_torch_load_reads_what_torch_saves():
+  base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+  saved = collections.OrderedDict([
+    ("weight", base), ("transposed", base.t()), ("sliced", base[1:, 2:]), ("half", base.half()), ("bf16", base.bfloat16()),
+    ("int64", torch.tensor([-5, 2**40])), ("int8", torch.tensor([-3, 4], dtype=torch.int8)), ("bool", torch.tensor([True, False])),
+    ("scalar", torch.tensor(2.5, dtype=torch.float64)), ("parameter", torch.nn.Parameter(torch.ones(2))), ("empty", torch.zeros(0, 3)),
+    ("nested", [torch.tensor([1, 2]), {"inner": torch.tensor([3.0])}]), ("step", 7)])
+  torch.save(saved, "/tmp/nbgrad_test_torch.pt")
+  loaded = torch_load("/tmp/nbgrad_test_torch.pt")
+  assert list(loaded) == list(saved) and loaded["step"] == 7
+  for name in ("weight", "transposed", "sliced", "half", "int64", "int8", "bool", "scalar", "parameter", "empty"):
+    check_same(loaded[name], saved[name].detach().numpy())
+  assert loaded["bf16"].dtype == dtypes.bfloat16
+  np.testing.assert_array_equal(loaded["bf16"].numpy(), base.numpy())   # small integers are exact in bfloat16
+  check_same(loaded["nested"][0], np.array([1, 2]))
+  check_same(loaded["nested"][1]["inner"], np.array([3.0], np.float32))
+
+
+def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer():
+  theirs = torch.nn.Linear(3, 2)
+  torch.save(theirs.state_dict(), "/tmp/nbgrad_test_linear.pt")
+  ours = nn.Linear(3, 2)
+  load_state_dict(ours, torch_load("/tmp/nbgrad_test_linear.pt"))
+  x = np.ones((1, 3), np.float32)
+  np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-6)
+
+
+def test_torch_load_of_a_file_that_is_not_a_zip_raises():
+  with open("/tmp/nbgrad_test_not_zip.pt", "wb") as f: f.write(b"not a zip")
+  with pytest.raises(ValueError, match="not a zip file"): torch_load("/tmp/nbgrad_test_not_zip.pt")
