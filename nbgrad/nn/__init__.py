@@ -79,8 +79,9 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
 
 class BatchNorm:
   """Normalizes each channel (axis 1) over the batch and every other axis. While Tensor.training it uses the batch's
-  statistics and moves the running ones toward them (running_var takes the unbiased variance, as in torch);
-  otherwise it uses the running statistics, or the batch's when track_running_stats is False."""
+  statistics, and with track_running_stats moves the running ones toward them (running_var takes the unbiased
+  variance, as in torch); otherwise it uses the running statistics (as tinygrad does, also without
+  track_running_stats, where torch would use the batch's)."""
   def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight, self.bias = (Tensor.ones(sz), Tensor.zeros(sz)) if affine else (None, None)
@@ -91,13 +92,13 @@ class BatchNorm:
     channels = self.running_mean.shape[0]
     if x.ndim < 2 or x.shape[1] != channels:
       raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
-    if not Tensor.training and self.track_running_stats:
+    if not Tensor.training:
       return x.batchnorm(self.weight, self.bias, self.running_mean, self.running_var.add(self.eps).rsqrt())
     axes = tuple(i for i in range(x.ndim) if i != 1)
     mean = x.mean(axis=axes)
     centered = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # the variance's gradient through the mean is 0
     var = (centered * centered).mean(axis=axes)
-    if Tensor.training and self.track_running_stats:
+    if self.track_running_stats:
       count = x.numel() // channels
       self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
       self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * count / max(count - 1, 1) * var.detach())
