@@ -374,6 +374,8 @@ WRITE_THROUGH_ROWS = {
   "transpose": (lambda x: x.T, (slice(None), 1), 7.0),
   "stepped_columns": (lambda x: x[:, ::2], Ellipsis, -1.0),
   "reshape": (lambda x: x.reshape(6, 5), 3, 5.0),
+  "reshape_of_a_flip": (lambda x: x[::-1, ::-1].reshape(30), 4, 3.0),
+  "reshape_of_every_other": (lambda x: x.reshape(30)[::2].reshape(3, 5), (1, 2), 8.0),
 }
 
 

@@ -171,6 +171,14 @@ class Affine:
     return strides, sum(bs * k for bs, (_, k) in zip(base_strides, self.rows))
 
 
+def _sequence_step(shape, strides) -> Optional[int]:
+  """k when the strides read element offset + k * i at flat (row-major) index i of shape, else None."""
+  sized = [(st, c) for st, c, n in zip(strides, contiguous_strides(shape), shape) if n != 1]
+  if not sized: return 1
+  step = sized[-1][0] // sized[-1][1]
+  return step if all(st == step * c for st, c in sized) else None
+
+
 @dataclass(frozen=True)
 class View:
   """A chain of affine maps from the tensor's index (levels[0]) down to its base (levels[-1]).
@@ -241,15 +249,17 @@ class View:
   def _flattened(self) -> View:
     """The same map into the flat buffer under the base: one row of strides. Kernels read buffers this
     way, and neighbouring loop dims then merge whenever the strides line up. Where a level reads the
-    buffer in order with no gaps, the level above it (a reshape of it, then any movement) folds into one
-    row too, so a transpose of a reshaped buffer is still one set of strides."""
+    buffer as one arithmetic sequence (in order with no gaps, backwards after a flip of every dim, or every
+    k-th element), the level above it (a reshape of it, then any movement) folds into one row too, so a
+    transpose of a reshaped buffer, or a reshape of a flipped one, is still one set of strides."""
     last = self.levels[-1]
     shape, levels, conds = last.shape, self.levels[:-1], last.conds
     strides, offset = last.strides_into(contiguous_strides(last.base_shape))
-    while levels and not conds and all(s == c for s, c, n in zip(strides, contiguous_strides(shape), shape) if n != 1):
+    while levels and not conds and (step := _sequence_step(shape, strides)) is not None:
       upper, levels = levels[-1], levels[:-1]
-      strides, upper_offset = upper.strides_into(contiguous_strides(upper.base_shape))
-      shape, conds, offset = upper.shape, upper.conds, offset + upper_offset
+      upper_strides, upper_offset = upper.strides_into(contiguous_strides(upper.base_shape))
+      strides, offset = tuple(step * s for s in upper_strides), offset + step * upper_offset
+      shape, conds = upper.shape, upper.conds
     flat = Affine(shape, (prod(last.base_shape),), ((strides, offset),), conds)
     return View(levels + (flat,))
 
