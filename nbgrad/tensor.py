@@ -1204,8 +1204,15 @@ class Tensor:
   def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
   def clip(self, min_=None, max_=None) -> Tensor:
     if min_ is None and max_ is None: raise ValueError("clip needs min_ or max_")
+    min_, max_ = self._clip_bound(min_), self._clip_bound(max_)
     out = self if min_ is None else self.maximum(min_)
     return out if max_ is None else out.minimum(max_)
+
+  def _clip_bound(self, bound):
+    """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and
+    the bound does not wrap around into the range (int8 clip(-1000, 1000) changes nothing)."""
+    if not dtypes.is_int(self.dtype) or not isinstance(bound, (int, np.integer)) or isinstance(bound, bool): return bound
+    return min(max(int(bound), dtypes.min(self.dtype)), dtypes.max(self.dtype))
   clamp = clip
 
   def where(self, x, y) -> Tensor:
@@ -1450,14 +1457,18 @@ class Tensor:
     _check_int("triu k", k, low=None)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
-    return keep.where(self, 0)
+    return keep.where(self, self._zero_scalar())
 
   def tril(self, k: int = 0) -> Tensor:
     self._check_matrices("tril")
     _check_int("tril k", k, low=None)
     rows, cols = self.shape[-2], self.shape[-1]
     keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
-    return keep.where(self, 0)
+    return keep.where(self, self._zero_scalar())
+
+  def _zero_scalar(self):
+    """The Python zero that keeps self's dtype in an op with self (False for bool, which 0 would make int32)."""
+    return False if self.dtype == dtypes.bool else 0
 
   # ---- gather, einsum
   def gather(self, dim: int, index: Tensor) -> Tensor:

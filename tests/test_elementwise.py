@@ -1085,6 +1085,11 @@ CLIP_ROWS = [
    "float32"),
   ("int", lambda: Tensor(I34).clip(-1, 2), lambda: np.clip(I34, -1, 2), "int32"),
   ("uint8", lambda: Tensor(U8_34).clip(10, 200), lambda: np.clip(U8_34, 10, 200), "uint8"),
+  # bounds past the dtype's range bound nothing (they must not wrap around into it)
+  ("int8_bounds_past_the_range", lambda: Tensor(I34.astype(np.int8)).clip(-1000, 1000), lambda: I34.astype(np.int8), "int8"),
+  ("uint8_negative_min", lambda: Tensor(U8_34).clip(-3, 100), lambda: np.clip(U8_34, 0, 100), "uint8"),
+  ("int16_numpy_int_bounds", lambda: Tensor(I34.astype(np.int16)).clip(np.int64(-70000), np.int64(2)),
+   lambda: np.clip(I34.astype(np.int16), -32768, 2), "int16"),
   ("transposed", lambda: Tensor(A34).T.clip(-1, 1), lambda: np.clip(A34.T, -1, 1), "float32"),
   ("float16", lambda: Tensor(A34.astype(np.float16)).clip(-0.5, 0.5), lambda: np.clip(A34.astype(np.float16), -0.5, 0.5),
    "float16"),
@@ -1096,6 +1101,19 @@ CLIP_ROWS = [
 @pytest.mark.parametrize("fn,ref,out", [pytest.param(*r[1:], id=r[0]) for r in CLIP_ROWS])
 def test_clip(fn, ref, out):
   check(fn(), ref(), out)
+
+
+TRIANGLE_SOURCES = {"float32": A34, "int32": I34, "uint8": U8_34, "bool": I34 > 0}
+
+
+@pytest.mark.parametrize("name", list(TRIANGLE_SOURCES))
+@pytest.mark.parametrize("k", [0, 1, -2])
+def test_triu_and_tril_keep_the_dtype_as_numpy(name, k):
+  a = TRIANGLE_SOURCES[name]
+  check(Tensor(a).triu(k), np.triu(a, k), name)
+  check(Tensor(a).tril(k), np.tril(a, k), name)
+  stacked = np.stack([a, a[::-1]])
+  check(Tensor(stacked).transpose(1, 2).tril(k), np.tril(stacked.transpose(0, 2, 1), k), name)   # batched, a view
 
 
 W34 = _r.uniform(0, 1, (3, 4)).astype(np.float32)
