@@ -20,13 +20,21 @@ def _bool_mask(i) -> Optional[np.ndarray]:
   return None
 
 
+def _index_items(indices) -> tuple:
+  """indices as a tuple of index items. A list of ints or bools is one index array; any other list is a tuple of
+  indices (x[[t, 1]] is x[t, 1]), as in tinygrad. A 0-d integer tensor is an int, as in torch and tinygrad."""
+  from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes
+  if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
+  if not isinstance(indices, tuple): indices = (indices,)
+  return tuple(int(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and dtypes.is_int(i.dtype) else i for i in indices)
+
+
 def _normalize(indices, shape: tuple[int, ...]) -> list:
   """The index items, one per dim of shape (None adds one): the Ellipsis and the dims left out become full
   slices, and a boolean mask becomes the integer arrays of its True positions, one per dim it covers (numpy's
   rule: x[mask] is x[mask.nonzero()])."""
-  # a list of ints or bools is one index array; any other list is a tuple of indices (x[[t, 1]] is x[t, 1]), as in tinygrad
-  if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
-  if not isinstance(indices, tuple): indices = (indices,)
+  indices = _index_items(indices)
   if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have one ellipsis (...)")
   masks = [_bool_mask(i) for i in indices]
   consumed = sum(1 if m is None else m.ndim for i, m in zip(indices, masks) if i is not None and i is not Ellipsis)
@@ -152,7 +160,8 @@ def advanced_index(tensor, items: list):
   x = basic_index(tensor, tuple(basic))
   if positions == [0]: return _read_rows(x, index_tensor(index_items[0], x.device))
   wrapped = [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
-  batch = broadcast_shape(*[index.shape for index, _ in wrapped])
+  try: batch = broadcast_shape(*[index.shape for index, _ in wrapped])
+  except ValueError: raise IndexError(f"index arrays of shapes {[index.shape for index, _ in wrapped]} cannot be broadcast together") from None
   row_dims = x.ndim - 1 - positions[-1]
   rest = [d for d in range(x.ndim - row_dims) if d not in positions]
   adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
@@ -234,8 +243,8 @@ def set_basic_index(tensor, indices, value):
   if tensor.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
-  items = indices if isinstance(indices, tuple) else (indices,)
-  if any(_is_array_index(i) for i in items):
+  indices = _index_items(indices)
+  if any(_is_array_index(i) for i in indices):
     raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")
   target = tensor[indices]   # checks the indices before anything changes
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):

@@ -305,6 +305,7 @@ BAD_INDEX_ROWS = {
   "bool_mask_of_the_wrong_shape": (lambda: np.ones((4, 6), np.bool_), IndexError),
   "bool_mask_beyond_the_last_dim": (lambda: (slice(None), slice(None), np.ones((6, 1), np.bool_)), IndexError),
   "float_tensor_beside_int_tensor": (lambda: (Tensor([0, 1]), Tensor([1.0, 2.0])), IndexError),
+  "index_arrays_that_do_not_broadcast": (lambda: ([0, 1], [0, 1, 2]), IndexError),   # as numpy, torch and tinygrad
 }
 
 
@@ -353,6 +354,29 @@ def test_setitem_basic(row, lazy):
   assert t.shape == SHAPE and t.dtype == dtypes.float32
   np.testing.assert_array_equal(t.numpy(), expected)
   np.testing.assert_array_equal((t + 1).numpy(), expected + 1)   # later computations read the new values
+
+
+def test_a_0d_int_tensor_indexes_as_an_int_as_in_torch():
+  a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  for index in [(Tensor(1),), (Tensor(0), slice(None), [0, 2]), (slice(None), Tensor(-1), Tensor([1, 3]))]:
+    as_torch = tuple(torch.tensor(i.item()) if isinstance(i, Tensor) and i.ndim == 0 else
+                     torch.from_numpy(i.numpy()) if isinstance(i, Tensor) else i for i in index)
+    np.testing.assert_array_equal(Tensor(a)[index].numpy(), torch.from_numpy(a)[as_torch].numpy())
+  t = Tensor(a).realize()
+  t[Tensor(1), Tensor(2)] = -1.0
+  expected = a.copy()
+  expected[1, 2] = -1.0
+  np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_setitem_with_a_list_of_ints_and_slices_is_the_tuple_as_in_getitem():
+  a = make(SHAPE)
+  t = Tensor(a).realize()
+  t[[1, slice(None, None, 2)]] = 4.0
+  expected = a.copy()
+  expected[1, ::2] = 4.0
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal(t[[1, slice(None, None, 2)]].numpy(), expected[1, ::2])
 
 
 def test_setitem_int_tensor_and_views_taken_after():
