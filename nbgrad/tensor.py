@@ -755,7 +755,7 @@ class Tensor:
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
     if all(b == 0 and a == 0 for b, a in resolved): return self
     padded = F.Pad.apply(self, arg=resolved)
-    if value == 0: return padded
+    if value == 0 and math.copysign(1, value) > 0: return padded   # the pads read +0 (-0.0 takes the where below)
     inside = Tensor(LazyBuffer.full(True, self.shape, dtypes.bool, self.device)).pad(resolved)
     return inside.where(padded, value)
 

@@ -209,6 +209,14 @@ def test_pad_value_dtypes(name, npdt, value):
   check_same(Tensor(a).pad(((1, 1), (2, 0)), value=value), np.pad(a, ((1, 1), (2, 0)), constant_values=value))
 
 
+def test_pad_with_negative_zero_pads_negative_zeros():
+  a = np.array([-0.0, 1.0, 0.0], np.float32)
+  for value in (-0.0, 0.0):
+    got = Tensor(a).pad(((2, 1),), value=value).numpy()
+    expected = np.pad(a, ((2, 1),), constant_values=value)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 @pytest.mark.parametrize("name,shape,fn,ref,pure", [r for r in MOVE_ROWS if r[4]], ids=[r[0] for r in MOVE_ROWS if r[4]])
 def test_movement_of_realized_tensor_schedules_nothing(name, shape, fn, ref, pure):
   a = make(shape, np.float32)
