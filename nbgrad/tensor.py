@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import string
 from typing import Optional, Sequence, Union
 import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
@@ -243,6 +244,22 @@ def _einsum_diagonal(term: str, x: Tensor) -> tuple[str, Tensor]:
     flat = x.permute(rest + [first, second]).reshape(tuple(x.shape[i] for i in rest) + (n * n,))
     return _einsum_diagonal("".join(term[i] for i in rest) + letter, flat[..., ::n + 1])
   return term, x
+
+
+def _einsum_ellipsis(terms: list[str], output: str, explicit: bool, operands) -> tuple[list[str], str]:
+  """The terms and output with each '...' spelled out in letters the formula does not use, one per dim it covers,
+  aligned from the right across the terms as broadcasting aligns them (as in torch). Without '->' the output
+  starts with them."""
+  for term in terms + [output]:
+    if term.replace("...", "", 1).count("."):
+      raise ValueError(f"einsum term {term!r}: an ellipsis is '...', at most once a term")
+  covered = [x.ndim - (len(term) - 3) if "..." in term else 0 for term, x in zip(terms, operands)]
+  for term, x, n in zip(terms, operands, covered):
+    if n < 0: raise ShapeMismatch(f"einsum term {term!r} names {len(term) - 3} dims besides '...' for a tensor of shape {x.shape}")
+  unused = [c for c in string.ascii_letters if c not in "".join(terms) + output]
+  letters = "".join(unused[:max(covered)])
+  spelled = [term.replace("...", letters[len(letters) - n:] if n else "") for term, n in zip(terms, covered)]
+  return spelled, output.replace("...", letters) if explicit else letters
 
 
 class Tensor:
@@ -1500,12 +1517,12 @@ class Tensor:
     terms = inputs.split(",")
     if len(terms) != len(operands):
       raise ShapeMismatch(f"einsum formula {formula!r} names {len(terms)} operands, got {len(operands)}")
-    if "." in formula: raise ValueError("einsum ellipsis ('...') is not supported")
+    if "." in formula: terms, output = _einsum_ellipsis(terms, output, bool(arrow), operands)
     counts: dict = {}
     for term, x in zip(terms, operands):
       if len(term) != x.ndim: raise ShapeMismatch(f"einsum term {term!r} has {len(term)} letters for a tensor of shape {x.shape}")
       for letter in term: counts[letter] = counts.get(letter, 0) + 1
-    if not arrow: output = "".join(sorted(letter for letter, c in counts.items() if c == 1))
+    if not arrow: output += "".join(sorted(letter for letter, c in counts.items() if c == 1 and letter not in output))
     if (unknown := [letter for letter in output if letter not in counts]):
       raise ValueError(f"einsum output letter(s) {''.join(unknown)!r} of {formula!r} appear in no input term")
     if len(set(output)) != len(output): raise ValueError(f"einsum output {output!r} of {formula!r} repeats a letter")

@@ -311,6 +311,14 @@ EINSUM_CASES = {
   "repeat_apart_times_matrix": ("iji,jk->ik", [(2, 3, 2), (3, 4)]),
   "three_times_repeated": ("iii->i", [(2, 2, 2)]),
   "empty_trace": ("ii->", [(0, 0)]),
+  # '...': the dims it covers, aligned from the right across operands (broadcasting), as torch
+  "ellipsis_batched_matmul": ("...ij,jk->...ik", [(2, 3, 4, 5), (5, 2)]),
+  "ellipsis_broadcast_batches": ("...ij,...jk->...ik", [(2, 3, 4, 5), (3, 5, 2)]),
+  "ellipsis_implicit_output_first": ("...ij,jk", [(2, 4, 5), (5, 3)]),
+  "ellipsis_summed_when_left_out": ("b...,b...->b", [(2, 3, 4), (2, 3, 4)]),
+  "ellipsis_at_the_end": ("ij...->j...i", [(2, 3, 4)]),
+  "ellipsis_diagonal": ("...ii->...i", [(2, 3, 3)]),
+  "ellipsis_covering_nothing": ("...i,...i->...", [(4,), (4,)]),
 }
 
 
@@ -350,7 +358,17 @@ def _einsum_diagonal_of_unequal_axes():
   Tensor.einsum("ii->i", Tensor(randn((2, 3), 0)))
 
 
+def _einsum_two_dots():
+  Tensor.einsum("..ij->ij", Tensor(randn((2, 3), 0)))
+
+
+def _einsum_ellipsis_past_the_dims():
+  Tensor.einsum("...ijk->ij", Tensor(randn((2, 3), 0)))
+
+
 BAD_CASES = {
+  "einsum_two_dots": (_einsum_two_dots, ValueError),
+  "einsum_ellipsis_past_the_dims": (_einsum_ellipsis_past_the_dims, ValueError),
   "conv_channel_mismatch": (_conv_channel_mismatch, ValueError),
   "conv_group_mismatch": (_conv_group_mismatch, ValueError),
   "gather_index_wrong_rank": (_gather_wrong_rank, IndexError),
