@@ -92,3 +92,13 @@ def test_cumsum_of_expression_is_linear_in_work():
   x = Tensor(sample((64, 64), np.float32))
   kernels = ((x * 2 + 1).cumsum(1)).schedule()
   assert len(kernels) == 2 and kernels[-1].name.startswith("scan_sum")
+
+
+@pytest.mark.parametrize("shape, axis", [((1 << 20,), 0), ((6, 200_000), 1), ((3000, 700), 0)], ids=["long_row", "rows_side_by_side", "columns"])
+def test_long_float32_running_sums_keep_float64_precision_as_torch(shape, axis):
+  """float32 sums added in float32 drift (a million 0.1s came to 100958.34); torch and nbgrad add in float64 and round
+  each output once."""
+  value = np.full(shape, 0.1, np.float32) + sample(shape, np.float32, 3) * np.float32(1e-3)
+  exact = np.cumsum(value.astype(np.float64), axis).astype(np.float32)
+  np.testing.assert_array_equal(Tensor(value).cumsum(axis).numpy(), exact)
+  np.testing.assert_array_equal(torch.cumsum(torch.from_numpy(value), axis).numpy(), exact)
