@@ -2,7 +2,9 @@
 read and written by hand here) and torch.save files (written by torch)."""
 import collections
 import json
+import pickle
 import struct
+import zipfile
 import numpy as np
 import pytest
 import torch
@@ -152,6 +154,32 @@ def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer():
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-6)
 
 
-def test_torch_load_of_a_file_that_is_not_a_zip_raises():
-  with open("/tmp/nbgrad_test_not_zip.pt", "wb") as f: f.write(b"not a zip")
-  with pytest.raises(ValueError, match="not a zip file"): torch_load("/tmp/nbgrad_test_not_zip.pt")
+def test_torch_load_reads_torch_s_format_before_zip_files():
+  base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+  saved = {"transposed": base.t(), "int64": torch.tensor([-1, 2**40]), "half": base.half(), "step": 3}
+  torch.save(saved, "/tmp/nbgrad_test_legacy.pt", _use_new_zipfile_serialization=False)
+  loaded = torch_load("/tmp/nbgrad_test_legacy.pt")
+  assert loaded["step"] == 3
+  for name in ("transposed", "int64", "half"): check_same(loaded[name], saved[name].numpy())
+
+
+def test_torch_load_builds_containers_and_arrays_and_no_other_callable():
+  saved = {"array": np.arange(3), "labels": {1, 2}, "optimizer": torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.5).state_dict()}
+  torch.save(saved, "/tmp/nbgrad_test_mixed.pt")
+  loaded = torch_load("/tmp/nbgrad_test_mixed.pt")
+  np.testing.assert_array_equal(loaded["array"], np.arange(3))
+  assert loaded["labels"] == {1, 2} and loaded["optimizer"]["param_groups"][0]["lr"] == 0.5
+
+  class RunsCode:
+    def __reduce__(self): return (print, ("unpickling ran code",))
+  with zipfile.ZipFile("/tmp/nbgrad_test_mixed.pt") as archive: files = {n: archive.read(n) for n in archive.namelist()}
+  files[next(n for n in files if n.endswith("data.pkl"))] = pickle.dumps({"payload": RunsCode()})
+  with zipfile.ZipFile("/tmp/nbgrad_test_hostile.pt", "w") as archive:
+    for name, content in files.items(): archive.writestr(name, content)
+  loaded = torch_load("/tmp/nbgrad_test_hostile.pt")   # print is no class it may build: a stub stands in
+  assert type(loaded["payload"]).__name__ == "_Stub"
+
+
+def test_torch_load_of_a_file_torch_did_not_write_raises():
+  with open("/tmp/nbgrad_test_not_torch.pt", "wb") as f: f.write(b"not a zip")
+  with pytest.raises(ValueError, match="neither a zip file nor torch's earlier format"): torch_load("/tmp/nbgrad_test_not_torch.pt")

@@ -136,7 +136,7 @@ def safe_save(tensors: dict[str, Tensor], fn: Union[str, os.PathLike], metadata:
     for blob in blobs: f.write(blob)
 
 
-# ---- torch.save's zip files: a pickle whose tensors name storages kept as files beside it
+# ---- torch.save's files: a pickle whose tensors name storages, kept as files beside it (zip) or after it
 TORCH_STORAGES = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
                   "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32,
                   "ShortStorage": dtypes.int16, "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool,
@@ -150,7 +150,7 @@ class _StorageType:
 
 
 class _Stub:
-  """What a pickled object of a class outside torch, collections and numpy loads as (an optimizer's, a model's)."""
+  """What a pickled object of any class outside SAFE_CLASSES loads as (a model's, a callable's): no code runs."""
   def __init__(self, *args, **kwargs): pass
   def __setstate__(self, state): self.state = state
 
@@ -166,33 +166,66 @@ def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=None, b
 def _rebuild_parameter(data, requires_grad, backward_hooks, *extra) -> Tensor: return data
 
 
+# what a checkpoint's pickle may build besides tensors: containers, numbers and numpy arrays
+SAFE_CLASSES = {("collections", "OrderedDict"), ("_codecs", "encode"),
+                *(("builtins", n) for n in ("set", "frozenset", "tuple", "list", "dict", "int", "float", "complex", "bool", "slice", "bytearray")),
+                *((m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")),
+                ("numpy", "ndarray"), ("numpy", "dtype")}
+
+
 class _TorchUnpickler(pickle.Unpickler):
-  def __init__(self, file, archive: zipfile.ZipFile, data_folder: str, fn):
+  """Unpickles what torch.save pickled, each storage's bytes from read_storage(key, dtype). skim: tensors load as
+  None, so that a first pass can find the storages a file keeps after its pickle."""
+  def __init__(self, file, read_storage, fn, skim=False):
     super().__init__(file)
-    self.archive, self.data_folder, self.fn = archive, data_folder, fn
+    self.read_storage, self.fn, self.skim = read_storage, fn, skim
 
   def find_class(self, module: str, name: str):
-    if module == "torch._utils" and name == "_rebuild_tensor_v2": return _rebuild_tensor
+    if module == "torch._utils" and name == "_rebuild_tensor_v2": return (lambda *args, **kwargs: None) if self.skim else _rebuild_tensor
     if module == "torch._utils" and name == "_rebuild_parameter": return _rebuild_parameter
     if module == "torch" and name.endswith("Storage"): return _StorageType(name)
-    if module.split(".")[0] in ("collections", "numpy", "_codecs", "builtins"): return super().find_class(module, name)
+    if ({"__builtin__": "builtins"}.get(module, module), name) in SAFE_CLASSES: return super().find_class(module, name)   # protocol 2's name
     if module == "torch" and name == "Size": return tuple
-    return _Stub
+    return _Stub   # never a function: unpickling must not run code the file names
 
   def persistent_load(self, pid):
-    kind, storage_type, key, _location, _numel = pid
+    kind, storage_type, key = pid[:3]   # ("storage", its type, its key, its device, its size[, a view's metadata])
     if kind != "storage" or not isinstance(storage_type, _StorageType): raise ValueError(f"{self.fn}: an unknown torch storage {pid!r}")
     if storage_type.dtype is None: raise TypeError(f"{self.fn}: torch storage type {storage_type.name} has no nbgrad dtype")
-    return storage_type.dtype, self.archive.read(self.data_folder + key)
+    return storage_type.dtype, self.read_storage(key, storage_type.dtype)
+
+
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C   # the first pickle of a file torch.save wrote in its format before 1.6
 
 
 def torch_load(fn: Union[str, os.PathLike]) -> dict[str, Tensor]:
   """What torch.save wrote to fn (a state dict, or any nesting of dicts and lists of tensors), with its tensors as
-  nbgrad Tensors. Objects of other classes load as stubs holding their pickled state."""
-  if not zipfile.is_zipfile(fn):
-    raise ValueError(f"{fn} is not a zip file: torch_load reads what torch.save writes by default (torch 1.6 and later)")
+  nbgrad Tensors: the zip files torch writes by default, and its earlier format (_use_new_zipfile_serialization=False).
+  Objects of other classes load as stubs holding their pickled state."""
+  if not zipfile.is_zipfile(fn): return _torch_load_legacy(fn)
   with zipfile.ZipFile(fn) as archive:
     pickles = [n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
     if not pickles: raise ValueError(f"{fn} holds no data.pkl: not a file torch.save wrote")
     data_folder = pickles[0][:-len("data.pkl")] + "data/"   # the storages sit in data/ beside data.pkl
-    with archive.open(pickles[0]) as f: return _TorchUnpickler(f, archive, data_folder, fn).load()
+    with archive.open(pickles[0]) as f: return _TorchUnpickler(f, lambda key, dtype: archive.read(data_folder + key), fn).load()
+
+
+def _torch_load_legacy(fn):
+  """The format before zip files: pickles of the magic number, the protocol and the machine's sizes, the object, the
+  storages' keys in order, then each storage as its element count (8 bytes) and its bytes."""
+  with open(fn, "rb") as f:
+    dtypes_of: dict = {}
+    def skim(): return _TorchUnpickler(f, lambda key, dtype: dtypes_of.setdefault(key, dtype), fn, skim=True).load()
+    try: magic = skim()
+    except Exception: magic = None   # any bytes that are no pickle: the error below says what the file should be
+    if magic != LEGACY_MAGIC:
+      raise ValueError(f"{fn} is neither a zip file nor torch's earlier format: torch_load reads what torch.save writes")
+    skim(), skim()   # the protocol version, the machine's sizes
+    start = f.tell()
+    skim()   # the object, its tensors as None: the storages' dtypes
+    storages = {}
+    for key in skim():
+      count = int.from_bytes(f.read(8), "little")
+      storages[key] = f.read(count * dtypes_of[key].itemsize)
+    f.seek(start)
+    return _TorchUnpickler(f, lambda key, dtype: storages[key], fn).load()
