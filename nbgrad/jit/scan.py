@@ -19,7 +19,6 @@ SCAN_BLOCK = 512   # inner columns per work item: 2 KiB of float32 running sums
 ROWS_TOGETHER = 4   # rows (inner == 1) an item scans side by side: their adds overlap instead of waiting in one chain
 
 
-@njit(cache=True, nogil=True)
 def work_items(outer: int, inner: int) -> int:
   return (outer + ROWS_TOGETHER - 1) // ROWS_TOGETHER if inner == 1 else outer * ((inner + SCAN_BLOCK - 1) // SCAN_BLOCK)
 
@@ -71,23 +70,24 @@ def _scan_item(out, x, outer, length, inner, item, sums):
 
 @CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scan_serial(out, x, outer, length, inner, scratch):
-  for item in range(work_items(outer, inner)): _scan_item(out, x, outer, length, inner, item, scratch[0])
+def _scan_serial(out, x, outer, length, inner, items, scratch):
+  for item in range(items): _scan_item(out, x, outer, length, inner, item, scratch[0])
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _scan_parallel(out, x, outer, length, inner, scratch):
-  for item in prange(work_items(outer, inner)): _scan_item(out, x, outer, length, inner, item, scratch[numba.get_thread_id()])
+def _scan_parallel(out, x, outer, length, inner, items, scratch):
+  for item in prange(items): _scan_item(out, x, outer, length, inner, item, scratch[numba.get_thread_id()])
 
 
 def cumulative_sum(out: np.ndarray, x: np.ndarray, outer: int, length: int, inner: int):
   """out = the running sum of x along the middle axis of (outer, length, inner)."""
   if x.size == 0: return
-  serial = x.size < PARALLEL_MIN_ELEMENTS or work_items(outer, inner) == 1
+  items = work_items(outer, inner)
+  serial = x.size < PARALLEL_MIN_ELEMENTS or items == 1
   # a row of running sums for each thread that may run an item
   scratch = np.empty((1 if serial else numba.config.NUMBA_NUM_THREADS, min(SCAN_BLOCK, max(inner, ROWS_TOGETHER))),
                      np.float64 if x.dtype.kind == "f" else x.dtype)
-  if serial: _scan_serial(out, x, outer, length, inner, scratch)
+  if serial: _scan_serial(out, x, outer, length, inner, items, scratch)
   else:
-    with LAUNCH_LOCK: _scan_parallel(out, x, outer, length, inner, scratch)
+    with LAUNCH_LOCK: _scan_parallel(out, x, outer, length, inner, items, scratch)
