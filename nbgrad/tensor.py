@@ -1224,13 +1224,13 @@ class Tensor:
     min_, max_ = self._clip_bound(min_), self._clip_bound(max_)
     out = self if min_ is None else self.maximum(min_)
     return out if max_ is None else out.minimum(max_)
+  clamp = clip
 
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and
     the bound does not wrap around into the range (int8 clip(-1000, 1000) changes nothing)."""
     if not dtypes.is_int(self.dtype) or not isinstance(bound, (int, np.integer)) or isinstance(bound, bool): return bound
     return min(max(int(bound), dtypes.min(self.dtype)), dtypes.max(self.dtype))
-  clamp = clip
 
   def where(self, x, y) -> Tensor:
     cond = self.cast(dtypes.bool)
@@ -1469,23 +1469,17 @@ class Tensor:
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
-  def triu(self, k: int = 0) -> Tensor:
-    self._check_matrices("triu")
-    _check_int("triu k", k, low=None)
-    rows, cols = self.shape[-2], self.shape[-1]
-    keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k <= Tensor.arange(cols, device=self.device).reshape(1, cols)
-    return keep.where(self, self._zero_scalar())
+  def triu(self, k: int = 0) -> Tensor: return self._triangle("triu", k, upper=True)
+  def tril(self, k: int = 0) -> Tensor: return self._triangle("tril", k, upper=False)
 
-  def tril(self, k: int = 0) -> Tensor:
-    self._check_matrices("tril")
-    _check_int("tril k", k, low=None)
+  def _triangle(self, op: str, k: int, upper: bool) -> Tensor:
+    """The elements on and above (upper) or below the k-th diagonal of the last two dims, zeros elsewhere, in self's
+    dtype (False for bool, which 0 would make int32)."""
+    self._check_matrices(op)
+    _check_int(f"{op} k", k, low=None)
     rows, cols = self.shape[-2], self.shape[-1]
-    keep = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k >= Tensor.arange(cols, device=self.device).reshape(1, cols)
-    return keep.where(self, self._zero_scalar())
-
-  def _zero_scalar(self):
-    """The Python zero that keeps self's dtype in an op with self (False for bool, which 0 would make int32)."""
-    return False if self.dtype == dtypes.bool else 0
+    row, col = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k, Tensor.arange(cols, device=self.device).reshape(1, cols)
+    return (row <= col if upper else row >= col).where(self, False if self.dtype == dtypes.bool else 0)
 
   # ---- gather, einsum
   def gather(self, dim: int, index: Tensor) -> Tensor:

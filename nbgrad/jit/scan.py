@@ -13,7 +13,7 @@ from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
-SCAN_BLOCK = 512   # inner columns per work item: 2 KiB of float32 running sums
+SCAN_BLOCK = 512   # inner columns per work item: 4 KiB of float64 running sums
 
 
 ROWS_TOGETHER = 4   # rows (inner == 1) an item scans side by side: their adds overlap instead of waiting in one chain

@@ -7,6 +7,7 @@ glorot_uniform, the norms start at weight 1 and bias 0."""
 from __future__ import annotations
 import math
 from typing import Optional, Union
+from nbgrad.dtype import dtypes
 from nbgrad.tensor import Tensor
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
@@ -164,5 +165,5 @@ class Embedding:
 
   def __call__(self, idx: Tensor) -> Tensor:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
-    if idx.dtype.kind not in "iu": raise TypeError(f"Embedding indices must be an int tensor, got {idx.dtype}")
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int tensor, got {idx.dtype}")
     return self.weight[idx]

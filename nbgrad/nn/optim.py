@@ -8,13 +8,7 @@ from nbgrad.dtype import dtypes, least_upper_dtype
 from nbgrad.tensor import Tensor
 
 
-def _unique(tensors) -> list[Tensor]:
-  seen, out = set(), []
-  for t in tensors:
-    if id(t) not in seen:
-      seen.add(id(t))
-      out.append(t)
-  return out
+def _unique(tensors) -> list[Tensor]: return list({id(t): t for t in tensors}.values())   # in order, each once
 
 
 class Optimizer:
