@@ -11,17 +11,17 @@ from nbgrad.nn import optim
 STEPS = 3
 
 
-def start():
+def start(dtype=np.float32):
   rng = np.random.default_rng(0)
-  return [rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(3).astype(np.float32)], \
-    rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
+  return [rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)], \
+    rng.standard_normal((5, 4)).astype(dtype), rng.standard_normal((5, 3)).astype(dtype)
 
 
 def loss_of(x, w, b, target): return ((x @ w + b - target) ** 2).mean()
 
 
-def nbgrad_trajectory(make_optimizer):
-  values, x, target = start()
+def nbgrad_trajectory(make_optimizer, dtype=np.float32):
+  values, x, target = start(dtype)
   params = [Tensor(v, requires_grad=True) for v in values]
   opt = make_optimizer(params)
   seen = []
@@ -34,8 +34,8 @@ def nbgrad_trajectory(make_optimizer):
   return seen
 
 
-def torch_trajectory(make_optimizer):
-  values, x, target = start()
+def torch_trajectory(make_optimizer, dtype=np.float32):
+  values, x, target = start(dtype)
   params = [torch.tensor(v, requires_grad=True) for v in values]
   opt = make_optimizer(params)
   seen = []
@@ -64,6 +64,15 @@ def test_optimizer_steps_match_torch(ours, theirs):
   for step, (mine, reference) in enumerate(zip(nbgrad_trajectory(ours), torch_trajectory(theirs))):
     for got, want in zip(mine, reference):
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"step {step + 1}")
+
+
+@pytest.mark.parametrize("ours, theirs", [row[1:] for row in AGAINST_TORCH], ids=[row[0] for row in AGAINST_TORCH])
+def test_float64_parameters_step_in_float64(ours, theirs):
+  """Rates, moments and momenta of float64 weights are float64: torch's float64 steps to 12 digits."""
+  for step, (mine, reference) in enumerate(zip(nbgrad_trajectory(ours, np.float64), torch_trajectory(theirs, np.float64))):
+    for got, want in zip(mine, reference):
+      assert got.dtype == np.float64
+      np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg=f"step {step + 1}")
 
 
 def numpy_gradients(w, b, x, target):
@@ -201,6 +210,25 @@ def test_half_precision_parameters_keep_their_dtype_with_float32_moments():
     opt.step()
   assert w.dtype == dtypes.float16 and opt.m[0].dtype == dtypes.float32
   np.testing.assert_allclose(w.numpy().astype(np.float32), [0.9, -1.9], rtol=1e-3)
+
+
+@pytest.mark.parametrize("make", [lambda p: optim.LARS(p, lr=0.1), lambda p: optim.SGD(p, lr=0.1, momentum=0.9),
+                                  lambda p: optim.LAMB(p, lr=0.1), lambda p: optim.Adam(p, lr=0.1)], ids=["lars", "sgd", "lamb", "adam"])
+def test_parameters_of_mixed_dtypes_share_one_optimizer(make):
+  """Each parameter keeps its dtype and moves as a lone float64 parameter would, to its own precision."""
+  start_value = np.array([1.0, -2.0])
+  mixed = [Tensor(start_value.astype(dt), requires_grad=True) for dt in (np.float16, np.float32, np.float64)]
+  alone = Tensor(start_value, requires_grad=True)
+  for params in (mixed, [alone]):
+    opt = make(params)
+    with Tensor.train():
+      for _ in range(2):
+        opt.zero_grad()
+        sum((p.cast(dtypes.float64) ** 2).sum() for p in params).backward()
+        opt.step()
+  for p, dtype, rtol in zip(mixed, (dtypes.float16, dtypes.float32, dtypes.float64), (2e-3, 1e-6, 1e-12)):
+    assert p.dtype == dtype
+    np.testing.assert_allclose(p.numpy().astype(np.float64), alone.numpy(), rtol=rtol)
 
 
 MISUSE = [

@@ -11,6 +11,11 @@ from nbgrad.tensor import Tensor
 def _unique(tensors) -> list[Tensor]: return list({id(t): t for t in tensors}.values())   # in order, each once
 
 
+def _zeros_state(t: Tensor) -> Tensor:
+  """A zero state tensor (momentum, moment) for parameter t: float32, or t's dtype where that is wider."""
+  return Tensor.zeros(*t.shape, dtype=least_upper_dtype(t.dtype, dtypes.float32), device=t.device, requires_grad=False).contiguous()
+
+
 class Optimizer:
   """params: the tensors to update (those with requires_grad None are made to require it); the ones that do not
   require grad (a BatchNorm's running statistics) are realized with each step."""
@@ -23,7 +28,9 @@ class Optimizer:
     if not self.params: raise ValueError("an optimizer needs at least one parameter that requires grad")
     self.device = self.params[0].device
     self.buffers = _unique(t for t in params if not t.requires_grad)
-    self.lr = Tensor([lr], requires_grad=False, device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32)).realize()
+    # float32 at least, wider where a parameter is (float64 weights get float64 rates and moments)
+    self.state_dtype = least_upper_dtype(dtypes.default_float, dtypes.float32, *(t.dtype for t in self.params))
+    self.lr = Tensor([lr], requires_grad=False, device=self.device, dtype=self.state_dtype).realize()
 
   def zero_grad(self):
     for t in self.params: t.grad = None
@@ -68,7 +75,7 @@ class LARS(Optimizer):
   def __init__(self, params: list[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001):
     super().__init__(params, lr)
     self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
-    self.b = [Tensor.zeros(*t.shape, dtype=t.dtype, device=t.device, requires_grad=False).contiguous() for t in self.params] if momentum else []
+    self.b = [_zeros_state(t) for t in self.params] if momentum else []
 
   def _step(self) -> list[Tensor]:
     for i, t in enumerate(self.params):
@@ -80,7 +87,7 @@ class LARS(Optimizer):
       g = g + self.wd * t.detach()
       if self.classic: g = g * ratio * self.lr.reshape(())
       if self.momentum:
-        self.b[i].assign(self.momentum * self.b[i] + g)   # zeros before the first step: no special case
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))   # zeros at first: no special case
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.classic: t.assign((t.detach() - g).cast(t.dtype))
       else: self._update(t, g * ratio)
@@ -93,14 +100,13 @@ def SGD(params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov
 
 
 class LAMB(Optimizer):
-  """Adam's moments (kept in float32) with decoupled weight decay, each parameter's step scaled by the trust ratio
+  """Adam's moments with decoupled weight decay, each parameter's step scaled by the trust ratio
   |w| / |step| (1 where a norm is 0); adam=True leaves the ratio out (AdamW)."""
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
     super().__init__(params, lr)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
-    self.b1_t, self.b2_t = (Tensor([1], dtype=dtypes.float32, device=self.device, requires_grad=False).realize() for _ in range(2))
-    self.m = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False).contiguous() for t in self.params]
-    self.v = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False).contiguous() for t in self.params]
+    self.b1_t, self.b2_t = (Tensor([1], dtype=self.state_dtype, device=self.device, requires_grad=False).realize() for _ in range(2))
+    self.m, self.v = ([_zeros_state(t) for t in self.params] for _ in range(2))
 
   def _step(self) -> list[Tensor]:
     self.b1_t.assign(self.b1_t * self.b1)
