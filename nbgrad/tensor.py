@@ -1663,9 +1663,9 @@ class Tensor:
     if len(extra) != dims or any(not 0 <= e < max(s, d) for e, s, d in zip(extra, stride, dilation)):
       raise ValueError(f"output_padding {output_padding} must be {dims} value(s), each below its stride {stride} or dilation {dilation}")
     out_size = [(n - 1) * s - 2 * p + d * (k - 1) + e + 1 for n, s, p, d, k, e in zip(self.shape[2:], stride, pads, dilation, kernel, extra)]
-    if any(size < 0 for size in out_size):
+    if any(size < 1 for size in out_size):
       raise ValueError(f"conv_transpose2d of input {self.shape} with weight {weight.shape}, stride {stride}, padding {pads}, "
-                       f"dilation {dilation} and output_padding {extra} gives a negative output size {tuple(out_size)}")
+                       f"dilation {dilation} and output_padding {extra} gives an output size {tuple(out_size)}, below 1")
     x = self
     for axis, s in enumerate(stride):   # put s-1 zeros between neighbouring inputs
       if s == 1: continue
