@@ -67,10 +67,10 @@ def read_safetensors_by_hand(path):
   return header, raw[8 + length:], length
 
 
-def test_safe_save_writes_the_format():
+def test_safe_save_writes_the_format(tmp_path):
   tensors = tensors_of_every_dtype()
-  safe_save(tensors, "/tmp/nbgrad_test_every_dtype.safetensors", metadata={"format": "pt"})
-  header, data, length = read_safetensors_by_hand("/tmp/nbgrad_test_every_dtype.safetensors")
+  safe_save(tensors, tmp_path / "every_dtype.safetensors", metadata={"format": "pt"})
+  header, data, length = read_safetensors_by_hand(tmp_path / "every_dtype.safetensors")
   assert length % 8 == 0 and header["__metadata__"] == {"format": "pt"}
   assert header["bfloat16"]["dtype"] == "BF16" and header["int64"]["dtype"] == "I64" and header["bool"]["dtype"] == "BOOL"
   for name, t in tensors.items():
@@ -80,10 +80,10 @@ def test_safe_save_writes_the_format():
     assert data[begin:end] == np.ascontiguousarray(expected).tobytes(), name
 
 
-def test_safe_load_reads_back_every_dtype():
+def test_safe_load_reads_back_every_dtype(tmp_path):
   tensors = tensors_of_every_dtype()
-  safe_save(tensors, "/tmp/nbgrad_test_round_trip.safetensors")
-  loaded = safe_load("/tmp/nbgrad_test_round_trip.safetensors")
+  safe_save(tensors, tmp_path / "round_trip.safetensors")
+  loaded = safe_load(tmp_path / "round_trip.safetensors")
   assert list(loaded) == list(tensors)
   for name, t in tensors.items():
     assert loaded[name].dtype == t.dtype and loaded[name].shape == t.shape, name
@@ -91,24 +91,24 @@ def test_safe_load_reads_back_every_dtype():
     else: check_same(loaded[name], t.numpy())
 
 
-def test_safe_load_reads_a_file_written_by_hand():
+def test_safe_load_reads_a_file_written_by_hand(tmp_path):
   values = np.arange(6, dtype=np.float32).reshape(2, 3)
   header = json.dumps({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
                        "i": {"dtype": "I16", "shape": [2], "data_offsets": [24, 28]}}).encode()
-  with open("/tmp/nbgrad_test_by_hand.safetensors", "wb") as f:
+  with open(tmp_path / "by_hand.safetensors", "wb") as f:
     f.write(struct.pack("<Q", len(header)) + header + values.tobytes() + np.array([-3, 9], np.int16).tobytes())
-  loaded = safe_load("/tmp/nbgrad_test_by_hand.safetensors")
+  loaded = safe_load(tmp_path / "by_hand.safetensors")
   check_same(loaded["w"], values)
   check_same(loaded["i"], np.array([-3, 9], np.int16))
-  data, length, parsed = safe_load_metadata("/tmp/nbgrad_test_by_hand.safetensors")
+  data, length, parsed = safe_load_metadata(tmp_path / "by_hand.safetensors")
   assert length == len(header) and parsed["w"]["shape"] == [2, 3] and data.dtype == dtypes.uint8
   check_same(safe_load(data)["i"], np.array([-3, 9], np.int16))   # the file's bytes as a tensor
 
 
-def test_a_model_saved_and_loaded_through_safetensors_computes_the_same():
+def test_a_model_saved_and_loaded_through_safetensors_computes_the_same(tmp_path):
   model, copy = nn.Linear(3, 2), nn.Linear(3, 2)
-  safe_save(get_state_dict(model), "/tmp/nbgrad_test_model.safetensors")
-  load_state_dict(copy, safe_load("/tmp/nbgrad_test_model.safetensors"))
+  safe_save(get_state_dict(model), tmp_path / "model.safetensors")
+  load_state_dict(copy, safe_load(tmp_path / "model.safetensors"))
   x = Tensor(np.ones((1, 3), np.float32))
   np.testing.assert_array_equal(copy(x).numpy(), model(x).numpy())
 
@@ -117,25 +117,25 @@ def test_a_model_saved_and_loaded_through_safetensors_computes_the_same():
                                             (struct.pack("<Q", 2) + b"{x", "no valid safetensors header"),
                                             (struct.pack("<Q", 2) + b"[]", "no valid safetensors header")],
                          ids=["short", "header_past_end", "bad_json", "not_an_object"])
-def test_safe_load_of_a_broken_file_raises(content, match):
-  with open("/tmp/nbgrad_test_broken.safetensors", "wb") as f: f.write(content)
-  with pytest.raises(ValueError, match=match): safe_load("/tmp/nbgrad_test_broken.safetensors")
+def test_safe_load_of_a_broken_file_raises(content, match, tmp_path):
+  with open(tmp_path / "broken.safetensors", "wb") as f: f.write(content)
+  with pytest.raises(ValueError, match=match): safe_load(tmp_path / "broken.safetensors")
 
 
-def test_safe_save_refuses_what_it_cannot_write():
-  with pytest.raises(TypeError, match="'x' is a ndarray"): safe_save({"x": np.ones(2)}, "/tmp/nbgrad_test_refused.safetensors")
+def test_safe_save_refuses_what_it_cannot_write(tmp_path):
+  with pytest.raises(TypeError, match="'x' is a ndarray"): safe_save({"x": np.ones(2)}, tmp_path / "refused.safetensors")
 
 
 # ---- torch.save files
-def test_torch_load_reads_what_torch_saves():
+def test_torch_load_reads_what_torch_saves(tmp_path):
   base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
   saved = collections.OrderedDict([
     ("weight", base), ("transposed", base.t()), ("sliced", base[1:, 2:]), ("half", base.half()), ("bf16", base.bfloat16()),
     ("int64", torch.tensor([-5, 2**40])), ("int8", torch.tensor([-3, 4], dtype=torch.int8)), ("bool", torch.tensor([True, False])),
     ("scalar", torch.tensor(2.5, dtype=torch.float64)), ("parameter", torch.nn.Parameter(torch.ones(2))), ("empty", torch.zeros(0, 3)),
     ("nested", [torch.tensor([1, 2]), {"inner": torch.tensor([3.0])}]), ("step", 7)])
-  torch.save(saved, "/tmp/nbgrad_test_torch.pt")
-  loaded = torch_load("/tmp/nbgrad_test_torch.pt")
+  torch.save(saved, tmp_path / "torch.pt")
+  loaded = torch_load(tmp_path / "torch.pt")
   assert list(loaded) == list(saved) and loaded["step"] == 7
   for name in ("weight", "transposed", "sliced", "half", "int64", "int8", "bool", "scalar", "parameter", "empty"):
     check_same(loaded[name], saved[name].detach().numpy())
@@ -145,41 +145,41 @@ def test_torch_load_reads_what_torch_saves():
   check_same(loaded["nested"][1]["inner"], np.array([3.0], np.float32))
 
 
-def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer():
+def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer(tmp_path):
   theirs = torch.nn.Linear(3, 2)
-  torch.save(theirs.state_dict(), "/tmp/nbgrad_test_linear.pt")
+  torch.save(theirs.state_dict(), tmp_path / "linear.pt")
   ours = nn.Linear(3, 2)
-  load_state_dict(ours, torch_load("/tmp/nbgrad_test_linear.pt"))
+  load_state_dict(ours, torch_load(tmp_path / "linear.pt"))
   x = np.ones((1, 3), np.float32)
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-6)
 
 
-def test_torch_load_reads_torch_s_format_before_zip_files():
+def test_torch_load_reads_torch_s_format_before_zip_files(tmp_path):
   base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
   saved = {"transposed": base.t(), "int64": torch.tensor([-1, 2**40]), "half": base.half(), "step": 3}
-  torch.save(saved, "/tmp/nbgrad_test_legacy.pt", _use_new_zipfile_serialization=False)
-  loaded = torch_load("/tmp/nbgrad_test_legacy.pt")
+  torch.save(saved, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+  loaded = torch_load(tmp_path / "legacy.pt")
   assert loaded["step"] == 3
   for name in ("transposed", "int64", "half"): check_same(loaded[name], saved[name].numpy())
 
 
-def test_torch_load_builds_containers_and_arrays_and_no_other_callable():
+def test_torch_load_builds_containers_and_arrays_and_no_other_callable(tmp_path):
   saved = {"array": np.arange(3), "labels": {1, 2}, "optimizer": torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.5).state_dict()}
-  torch.save(saved, "/tmp/nbgrad_test_mixed.pt")
-  loaded = torch_load("/tmp/nbgrad_test_mixed.pt")
+  torch.save(saved, tmp_path / "mixed.pt")
+  loaded = torch_load(tmp_path / "mixed.pt")
   np.testing.assert_array_equal(loaded["array"], np.arange(3))
   assert loaded["labels"] == {1, 2} and loaded["optimizer"]["param_groups"][0]["lr"] == 0.5
 
   class RunsCode:
     def __reduce__(self): return (print, ("unpickling ran code",))
-  with zipfile.ZipFile("/tmp/nbgrad_test_mixed.pt") as archive: files = {n: archive.read(n) for n in archive.namelist()}
+  with zipfile.ZipFile(tmp_path / "mixed.pt") as archive: files = {n: archive.read(n) for n in archive.namelist()}
   files[next(n for n in files if n.endswith("data.pkl"))] = pickle.dumps({"payload": RunsCode()})
-  with zipfile.ZipFile("/tmp/nbgrad_test_hostile.pt", "w") as archive:
+  with zipfile.ZipFile(tmp_path / "hostile.pt", "w") as archive:
     for name, content in files.items(): archive.writestr(name, content)
-  loaded = torch_load("/tmp/nbgrad_test_hostile.pt")   # print is no class it may build: a stub stands in
+  loaded = torch_load(tmp_path / "hostile.pt")   # print is no class it may build: a stub stands in
   assert type(loaded["payload"]).__name__ == "_Stub"
 
 
-def test_torch_load_of_a_file_torch_did_not_write_raises():
-  with open("/tmp/nbgrad_test_not_torch.pt", "wb") as f: f.write(b"not a zip")
-  with pytest.raises(ValueError, match="neither a zip file nor torch's earlier format"): torch_load("/tmp/nbgrad_test_not_torch.pt")
+def test_torch_load_of_a_file_torch_did_not_write_raises(tmp_path):
+  with open(tmp_path / "not_torch.pt", "wb") as f: f.write(b"not a zip")
+  with pytest.raises(ValueError, match="neither a zip file nor torch's earlier format"): torch_load(tmp_path / "not_torch.pt")
