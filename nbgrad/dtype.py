@@ -1,9 +1,11 @@
 """Dtypes: names, sizes, the promotion lattice and the numpy mapping. Every dtype fact lives here."""
 from __future__ import annotations
 import functools
+import math
 import os
 from dataclasses import dataclass
 import numpy as np
+from nbgrad.helpers import ValueOutOfRange
 
 
 @functools.total_ordering   # ordered by promotion priority, as tinygrad's dtypes compare
@@ -165,6 +167,16 @@ def int_dtype_holding(low: int, high: int) -> DType:
 
 
 _LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's largest finite values
+
+
+def check_storable(value, dt: DType, what: str = "value"):
+  """Raises ValueOutOfRange where an int dtype cannot hold a Python number (stored, not cast: a cast wraps)."""
+  if dt.kind not in "iu" or isinstance(value, bool): return
+  if isinstance(value, float):
+    if not math.isfinite(value): raise ValueOutOfRange(f"{what} {value} cannot be stored in {dt.name}: it has no int value")
+    value = int(value)   # as a cast: toward zero
+  low, high = dtype_limits(dt)
+  if not low <= value <= high: raise ValueOutOfRange(f"{what} {value} does not fit in {dt.name} ({low} to {high})")
 
 
 def cast_scalar(value, dt: DType):

@@ -83,5 +83,9 @@ class JitArgumentMismatch(ValueError, AssertionError):
   buffer passed as two arguments."""
 
 
+class ValueOutOfRange(OverflowError, ValueError):
+  """A number that the dtype it is stored in cannot hold (300 as uint8, nan as int32), as numpy raises."""
+
+
 class ItemSizeMismatch(ValueError, RuntimeError):
   """A bitcast between dtypes of different sizes."""

@@ -10,13 +10,13 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, int_dtype_holding
+  float32_to_bfloat16_bits, int_dtype_holding, check_storable
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, eager_enabled
+from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, eager_enabled
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -156,8 +156,8 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   if dtype is not None and dtype != dtypes.bfloat16:
     try:
       return np.array(data, dtype=dtype.np)   # exact: numpy reads [2**64 - 1, 5] alone as float64
-    except OverflowError:   # ints out of the dtype's range wrap, as a cast does
-      return (np.array(data, dtype=object) % (1 << 8 * dtype.itemsize)).astype(np.uint64).astype(dtype.np)
+    except (OverflowError, ValueError) as e:   # 300 as uint8, nan as int32: stored, not cast, so not wrapped
+      raise ValueOutOfRange(f"a list value does not fit in {dtype.name}: {e}") from None
   if huge_ints:
     if dtype is None and not any(isinstance(v, float) for v in array.flat):
       raise ValueError("a list's ints span more than int64 and uint64 hold; give a float dtype to store them as floats")
@@ -297,6 +297,7 @@ class Tensor:
       lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
     elif isinstance(data, (bool, int, float)) and (isinstance(data, float) or not isinstance(data, np.generic)):
       data = float(data) if isinstance(data, float) else data   # np.float64 is a Python float: float32, as in tinygrad
+      if dtype is not None: check_storable(data, dtype)
       lazy = LazyBuffer.full(data, (), dtype or filled_dtype(data), device)
     elif isinstance(data, (list, tuple)):
       array = _list_to_array(data, dtype)   # floats as dtypes.default_float (bfloat16 arrives as float32)
@@ -545,6 +546,7 @@ class Tensor:
     shape = shape_arg(shape)
     if not isinstance(fill_value, (bool, int, float, np.generic)): raise TypeError(f"fill value must be a number, got {fill_value!r}")
     dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
+    check_storable(fill_value.item() if isinstance(fill_value, np.generic) else fill_value, dtype, "fill value")
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
   @staticmethod
@@ -771,6 +773,7 @@ class Tensor:
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
     if all(b == 0 and a == 0 for b, a in resolved): return self
+    if isinstance(value, int): check_storable(value, self.dtype, "pad value")   # a float value makes the result float
     padded = F.Pad.apply(self, arg=resolved)
     if value == 0 and math.copysign(1, value) > 0: return padded   # the pads read +0 (-0.0 takes the where below)
     inside = Tensor(LazyBuffer.full(True, self.shape, dtypes.bool, self.device)).pad(resolved)

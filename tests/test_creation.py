@@ -85,7 +85,6 @@ PRECISE_LIST_ROWS = [
   ("float_as_int64", [2.0**40 + 1], dtypes.int64, [2**40 + 1]),
   ("big_uint64", [2**64 - 1, 5], dtypes.uint64, [2**64 - 1, 5]),
   ("int64_limits", [2**63 - 1, -2**63], dtypes.int64, [2**63 - 1, -2**63]),
-  ("out_of_range_wraps", [300, -1], dtypes.uint8, [44, 255]),
 ]
 
 
@@ -93,6 +92,46 @@ PRECISE_LIST_ROWS = [
 def test_list_with_dtype_keeps_full_precision(name, data, dt, expected):
   t = Tensor(data, dtype=dt)
   assert t.dtype == dt and t.tolist() == expected
+
+
+def _set_first(t: Tensor, value):
+  t[0:1] = value
+  return t
+
+
+# a number stored in a dtype that cannot hold it raises, as numpy's np.array(value, dtype) and torch do (a cast wraps)
+OUT_OF_RANGE_ROWS = [
+  ("list_300_as_uint8", lambda: Tensor([1, 300], dtype=dtypes.uint8), lambda: np.array([1, 300], dtype=np.uint8), "300"),
+  ("list_minus_1_as_uint32", lambda: Tensor([[-1]], dtype=dtypes.uint32), lambda: np.array([[-1]], dtype=np.uint32), "-1"),
+  ("list_nan_as_int32", lambda: Tensor([float("nan")], dtype=dtypes.int32), lambda: np.array([float("nan")], dtype=np.int32), "NaN"),
+  ("list_float_past_int32", lambda: Tensor([1e10], dtype=dtypes.int32), lambda: np.array([1e10], dtype=np.int32), "int32"),
+  ("list_past_uint64", lambda: Tensor([2**64], dtype=dtypes.uint64), lambda: np.array([2**64], dtype=np.uint64), "uint64"),
+  ("scalar_2_40_as_int32", lambda: Tensor(2**40, dtype=dtypes.int32), lambda: np.array(2**40, dtype=np.int32), "1099511627776"),
+  ("scalar_inf_as_int8", lambda: Tensor(float("inf"), dtype=dtypes.int8), lambda: np.array(float("inf"), dtype=np.int8), "inf"),
+  ("full_300_as_uint8", lambda: Tensor.full((2,), 300, dtype=dtypes.uint8), lambda: np.full((2,), 300, dtype=np.uint8), "300"),
+  ("pad_value_300_into_uint8", lambda: Tensor([1, 2], dtype=dtypes.uint8).pad(((1, 1),), value=300),
+   lambda: torch.nn.functional.pad(torch.tensor([1, 2], dtype=torch.uint8), (1, 1), value=300), "300"),   # numpy's pad casts
+  ("setitem_200_into_int8", lambda: _set_first(Tensor([0, 0], dtype=dtypes.int8).contiguous().realize(), 200),
+   lambda: _set_first(np.zeros(2, np.int8), 200), "200"),
+  ("setitem_list_into_int8", lambda: _set_first(Tensor([0, 0], dtype=dtypes.int8).contiguous().realize(), [300]),
+   lambda: _set_first(np.zeros(2, np.int8), [300]), "300"),
+]
+
+
+@pytest.mark.parametrize("ours, reference, named", [r[1:] for r in OUT_OF_RANGE_ROWS], ids=[r[0] for r in OUT_OF_RANGE_ROWS])
+def test_a_number_the_dtype_cannot_hold_raises_as_in_numpy_and_torch(ours, reference, named):
+  with pytest.raises((OverflowError, ValueError, RuntimeError)): reference()
+  with pytest.raises(OverflowError, match=named) as raised: ours()
+  assert isinstance(raised.value, ValueError)   # numpy raises either, so the error is both
+
+
+def test_values_the_dtype_holds_are_stored_and_casts_still_wrap():
+  assert Tensor([255, 0], dtype=dtypes.uint8).tolist() == [255, 0]
+  assert Tensor([-2.7, 127.9], dtype=dtypes.int8).tolist() == [-2, 127]   # toward zero, as numpy
+  assert Tensor.full((1,), -128, dtype=dtypes.int8).tolist() == [-128]
+  assert Tensor([1, 2], dtype=dtypes.int8).pad(((1, 0),), value=1.5).tolist() == [1.5, 1.0, 2.0]   # a float pad makes floats
+  assert Tensor([300, -1]).cast(dtypes.uint8).tolist() == np.array([300, -1]).astype(np.uint8).tolist()
+  assert (Tensor([1], dtype=dtypes.uint8) + 300).tolist() == (np.array([1], np.uint8) + np.uint8(300 % 256)).tolist()
 
 
 # ints past 64 bits: stored as floats when a float dtype asks for it or a float sits beside them (numpy, torch)
