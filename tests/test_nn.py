@@ -118,6 +118,17 @@ def test_batchnorm_training_then_evaluation_matches_torch(make_ours, make_theirs
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), reference.detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_batchnorm_of_float64_batches_moves_its_float32_statistics_as_torch():
+  ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3).double()
+  x = rand(4, 3, 2, 2).astype(np.float64) * 3 + 1
+  with Tensor.train(): mine = ours(Tensor(x))
+  reference = theirs(torch.from_numpy(x))
+  assert mine.dtype == dtypes.float64 and ours.running_mean.dtype == dtypes.float32
+  np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(), rtol=1e-12, atol=1e-12)   # batch statistics
+  np.testing.assert_allclose(ours.running_mean.numpy(), theirs.running_mean.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6)
+
+
 def test_batchnorm_gradients_of_weight_and_bias_match_torch():
   ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
   randomize(ours)

@@ -154,6 +154,18 @@ def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer(tmp_path):
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-6)
 
 
+def test_a_torch_batchnorm_state_dict_loads_with_its_0d_batch_count(tmp_path):
+  theirs = torch.nn.BatchNorm2d(3)
+  x = np.random.default_rng(1).standard_normal((4, 3, 2, 2)).astype(np.float32)
+  theirs(torch.from_numpy(x) * 2 + 1)   # training mode: the running statistics and num_batches_tracked move
+  torch.save(theirs.state_dict(), tmp_path / "batchnorm.pt")
+  ours = nn.BatchNorm2d(3)
+  load_state_dict(ours, torch_load(tmp_path / "batchnorm.pt"))
+  assert ours.num_batches_tracked.shape == (1,) and ours.num_batches_tracked.tolist() == [1]
+  theirs.eval()
+  np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_torch_load_reads_torch_s_format_before_zip_files(tmp_path):
   base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
   saved = {"transposed": base.t(), "int64": torch.tensor([-1, 2**40]), "half": base.half(), "step": 3}

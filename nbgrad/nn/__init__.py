@@ -101,8 +101,10 @@ class BatchNorm:
     var = (centered * centered).mean(axis=axes)
     if self.track_running_stats:
       count = x.numel() // channels
-      self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
-      self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * count / max(count - 1, 1) * var.detach())
+      # in the statistics' own dtype (float32), whatever the input's (float64 batches move float32 statistics)
+      self.running_mean.assign(((1 - self.momentum) * self.running_mean + self.momentum * mean.detach()).cast(self.running_mean.dtype))
+      self.running_var.assign(((1 - self.momentum) * self.running_var +
+                               self.momentum * count / max(count - 1, 1) * var.detach()).cast(self.running_var.dtype))
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
     return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt())
 

@@ -49,6 +49,8 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
     if name not in state_dict: continue
     source = state_dict[name]
     if not isinstance(source, Tensor): source = Tensor(source)
+    if source.shape != target.shape and source.numel() == target.numel() == 1:
+      source = source.reshape(target.shape)   # torch's num_batches_tracked is 0-d, tinygrad's and nbgrad's (1,)
     if source.shape != target.shape:
       raise ValueError(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
     target.replace(source.to(target.device).detach()).realize()
