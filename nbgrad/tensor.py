@@ -1067,8 +1067,9 @@ class Tensor:
   def softplus(self, beta: float = 1) -> Tensor:
     _check_number("softplus beta", beta)
     if beta == 0: raise ValueError("softplus beta must not be 0")
-    scaled = self * beta
-    return (scaled.maximum(0) + (-scaled.abs()).exp()._log1p()) * (1 / beta)   # maximum: gradient 1/2 at 0
+    # max(beta*x, 0) / beta taken as max(x, 0) (min for beta < 0): beta*x may overflow where x does not
+    linear = self.maximum(0) if beta > 0 else self.minimum(0)   # maximum: gradient 1/2 at 0
+    return linear + (-(self * beta).abs()).exp()._log1p() * (1 / beta)
   def _log1p(self) -> Tensor:
     """log(1 + x) for x > -1 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
     for u = 1 + x, whose rounding of u cancels out (a five-term series below 0.1 was 21 ulps off in softplus).

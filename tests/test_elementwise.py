@@ -249,6 +249,8 @@ PRECISION_ROWS = [
   ("atanh", lambda t: t.atanh(), torch.atanh, np.concatenate([WIDE[WIDE < 1], -WIDE[WIDE < 1]])),
   ("acosh", lambda t: t.acosh(), torch.acosh, 1 + WIDE),
   ("softplus", lambda t: t.softplus(), F.softplus, np.concatenate([WIDE[WIDE < 1e4], -WIDE[WIDE < 80]])),
+  ("softplus_beta_past_float32", lambda t: t.softplus(4), lambda x: F.softplus(x, beta=4),   # 4 * 3e38 overflows
+   np.concatenate([WIDE, [1e38, 3e38], -WIDE[WIDE < 20]]).astype(np.float32)),
   ("gelu", lambda t: t.gelu(), lambda x: x * torch.sigmoid(x * (2 * 0.7978845608) * (1 + 0.044715 * x * x)),
    np.concatenate([WIDE[WIDE < 1e4], -WIDE[WIDE < 9]])),
 ]
