@@ -1390,8 +1390,10 @@ class Tensor:
     axes = self._reduce_axes(axis)
     count = math.prod(self.shape[a] for a in axes)
     if dtypes.is_float(self.dtype): total = self.cast(self._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
-    else:   # ints sum exactly in 64 bits (in float32 or int32, [-2**31, 2, 5, 2**31 - 1] came out 0), then divide in float32
-      total = self.cast(dtypes.uint64 if self.dtype.kind == "u" else dtypes.int64)._reduce(F.Sum, axis, keepdim).cast(dtypes.float32)
+    else:   # ints sum exactly in 64 bits (in float32 or int32, [-2**31, 2, 5, 2**31 - 1] came out 0), then divide in float32;
+      # 64-bit ints sum in float64, whose range their sum cannot leave ([2**62, 2**62] wrapped to a negative mean)
+      acc = dtypes.float64 if self.dtype.itemsize == 8 else dtypes.uint64 if self.dtype.kind == "u" else dtypes.int64
+      total = self.cast(acc)._reduce(F.Sum, axis, keepdim).cast(dtypes.float32)
     out_dtype = least_upper_float(self.dtype)
     return (total * (1 / count) if count else total * float("nan")).cast(out_dtype)
 

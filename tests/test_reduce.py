@@ -275,9 +275,11 @@ def test_mean_dtypes(name, axis):
 
 
 @pytest.mark.parametrize("name,values", [("int32", [-2**31, 2, 5, 2**31 - 1]), ("int64", [2**40, -2**40, 7, 0]),
-                                         ("uint32", [2**32 - 1, 2**32 - 3, 4, 0]), ("int8", [-128, 127, 127, 1])])
+                                         ("uint32", [2**32 - 1, 2**32 - 3, 4, 0]), ("int8", [-128, 127, 127, 1]),
+                                         ("int64", [2**62, 2**62, 2**62, 1]), ("uint64", [2**64 - 1, 2**64 - 1, 3, 0])])
 def test_int_mean_sums_exactly(name, values):
-  """Ints sum exactly before the division (as numpy's float64 accumulator): in float32 the extremes cancelled to 0."""
+  """Ints sum exactly before the division (as numpy's float64 accumulator): in float32 the extremes cancelled to 0.
+  64-bit ints sum in float64, as numpy's: in 64-bit ints, three 2**62s wrapped to a negative mean."""
   a = np.array(values, getattr(np, name))
   out = Tensor(a).mean()
   assert out.dtype == dtypes.float32
