@@ -491,6 +491,8 @@ class Tensor:
   def half(self) -> Tensor: return self.cast(dtypes.float16)
   def int(self) -> Tensor: return self.cast(dtypes.int32)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
+  def double(self) -> Tensor: return self.cast(dtypes.float64)   # torch's
+  def long(self) -> Tensor: return self.cast(dtypes.int64)       # torch's
 
   # ---- autograd
   def _toposort(self) -> list[Tensor]:
@@ -1370,6 +1372,10 @@ class Tensor:
 
   @_numpy_reduction
   def min(self, axis=None, keepdim=False) -> Tensor: return self._min(axis, keepdim)
+  @_numpy_reduction
+  def any(self, axis=None, keepdim=False) -> Tensor: return self.bool()._max(axis, keepdim)   # over no element: False
+  @_numpy_reduction
+  def all(self, axis=None, keepdim=False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
 
   # without the numpy-style arguments, for internal uses
   def _max(self, axis=None, keepdim=False) -> Tensor:

@@ -312,11 +312,13 @@ def test_cast_non_contiguous_and_edge_shapes(layout):
     np.testing.assert_array_equal(out.numpy(), expected)
 
 
-def test_float_and_half_shorthands():
-  t = Tensor(np.array([1, -2, 300], np.int32))
-  assert t.float().dtype == dtypes.float32 and t.half().dtype == dtypes.float16
-  np.testing.assert_array_equal(t.float().numpy(), np.array([1, -2, 300], np.float32))
-  np.testing.assert_array_equal(t.half().numpy(), np.array([1, -2, 300], np.float16))
+def test_cast_shorthands_as_torch_names_them():
+  values = np.array([1.5, -2.5, 300.0], np.float32)
+  for method, reference in (("float", torch.float32), ("half", torch.float16), ("double", torch.float64),
+                            ("int", torch.int32), ("long", torch.int64), ("bool", torch.bool)):
+    out, expected = getattr(Tensor(values), method)(), getattr(torch.from_numpy(values), method)().numpy()
+    assert out.numpy().dtype == expected.dtype, method
+    np.testing.assert_array_equal(out.numpy(), expected)
 
 
 # --- bitcast -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Reductions (sum, max, min, mean, var, std, argmax, argmin, softmax, log_softmax, logsumexp) against numpy / torch."""
+"""Reductions (sum, max, min, any, all, mean, var, std, argmax, argmin, softmax, log_softmax, logsumexp) against numpy / torch."""
 import numpy as np
 import pytest
 import torch
@@ -262,6 +262,44 @@ def test_half_max_gradient_counts_many_ties_in_float32(name):
   t.reshape(2, 1).expand(2, 10001).max().backward()
   assert t.grad.dtype == t.dtype
   np.testing.assert_allclose(t.grad.float().numpy(), [1, 0], rtol=1e-3)
+
+
+# ---------------------------------------------------------------- any / all
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_any_all_of_every_dtype(op, name):
+  values = make_values((4, 5), name, seed=6)
+  values[1] = 0   # a row of zeros, so that any(1) and all(1) both see each answer
+  values[2] = 1
+  for axis in (None, 0, 1, -1):
+    out = getattr(to_nb(values, name), op)(axis)
+    assert out.dtype == dtypes.bool
+    check(out, getattr(np, op)(values, axis=axis), "bool")
+
+
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("shape,axis,keepdim", MAXMIN_AXES, ids=[f"{s}-{a}-{k}" for s, a, k in MAXMIN_AXES])
+def test_any_all_axes_and_empty_axes(op, shape, axis, keepdim):
+  values = make_values(shape, "int32", seed=7) > 0   # over no element any is False and all True, as numpy
+  out = getattr(to_nb(values, "bool"), op)(axis=axis, keepdim=keepdim)
+  expected = getattr(np, op)(values, axis=np_axis(values, axis), keepdims=keepdim)
+  if np.ndim(values) == 0 and keepdim: expected = np.asarray(expected).reshape(())
+  check(out, expected, "bool")
+
+
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_any_all_noncontiguous(op, view):
+  t, a = view_inputs(view, "float32", seed=8)
+  check(getattr(t, op)(0), getattr(np, op)(a, axis=0), "bool")
+
+
+def test_any_all_count_nan_as_true_and_take_numpy_calls():
+  x = np.array([[np.nan, 0.0], [0.0, 0.0], [-0.0, 2.0]], np.float32)
+  check(Tensor(x).any(1), np.any(x, axis=1), "bool")
+  check(Tensor(x).all(0), np.all(x, axis=0), "bool")
+  check(np.any(Tensor(x), axis=0, keepdims=True), np.any(x, axis=0, keepdims=True), "bool")
+  assert np.all(Tensor(x) == Tensor(x)).item() is False and (Tensor(x[1]) == 0).all().item() is True
 
 
 # ---------------------------------------------------------------- mean
