@@ -436,6 +436,7 @@ class Tensor:
     return F.Contiguous.apply(self)
 
   def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
+  def clone(self) -> Tensor: return F.Contiguous.apply(self)   # torch's: a buffer of its own, the gradient flows back
 
   def assign(self, x) -> Tensor:
     """Replaces the values in place (same Tensor object); shape, dtype and device must match."""

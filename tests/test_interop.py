@@ -220,3 +220,16 @@ def test_assigning_a_grad_of_the_wrong_shape_raises_at_once():
   x.grad = Tensor([5.0, 5.0])   # a gradient set by hand accumulates as torch's does
   (x * x).sum().backward()
   assert x.grad.tolist() == [7.0, 9.0]
+
+
+@pytest.mark.parametrize("view", [lambda t: t, lambda t: t.T, lambda t: t[:, 1:]], ids=["whole", "transposed", "sliced"])
+def test_clone_is_a_copy_of_its_own_that_passes_the_gradient_back_as_torch(view):
+  ours, theirs = Tensor(A, requires_grad=True), torch.tensor(A, requires_grad=True)
+  mine, reference = view(ours).clone(), view(theirs).clone()
+  (mine * mine).sum().backward()
+  (reference * reference).sum().backward()
+  np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+  copy = view(Tensor(A)).clone()
+  copy[0, 0] = 100.0   # writes the copy only
+  np.testing.assert_array_equal(copy.numpy(), np.where(np.arange(copy.numel()).reshape(copy.shape) == 0, 100.0, view(A)))
+  np.testing.assert_array_equal(mine.numpy(), view(A))
