@@ -448,8 +448,9 @@ class Tensor:
     if not self.requires_grad and not x.requires_grad and (is_window_of_a_buffer(self) or self._view_of is not None):
       set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
       return self
+    if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
-    self.lazydata = x.lazydata
+    self.lazydata = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
     return self._after_op()
 
   def replace(self, x: Tensor) -> Tensor:

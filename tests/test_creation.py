@@ -498,6 +498,30 @@ def test_assign_to_a_view_of_a_realized_tensor_writes_through():
   check_same(view, tview.numpy())
 
 
+# (id, the value assigned, given a start array): realized, lazy, a view of a realized tensor, a view of a lazy one
+ASSIGN_SOURCES = [
+  ("realized", lambda a: Tensor(a).realize()), ("lazy", lambda a: Tensor(a) * 1),
+  ("transposed_realized", lambda a: Tensor(np.ascontiguousarray(a.T)).realize().T), ("reshaped_lazy", lambda a: (Tensor(a) + 0).reshape(3, 2).reshape(2, 3)),
+]
+
+
+@pytest.mark.parametrize("make_source", [r[1] for r in ASSIGN_SOURCES], ids=[r[0] for r in ASSIGN_SOURCES])
+def test_assign_copies_so_a_later_write_into_either_tensor_leaves_the_other(make_source):
+  """As torch's copy_: the target takes the values, not the source's buffer (it took both, and x[0, 0] = v wrote
+  into the two tensors; z.assign(x.T) made z a window of x, so z *= 0 zeroed x)."""
+  a = make((2, 3))
+  for written in ("source", "target", "target_whole"):
+    source, target = make_source(a.copy()), Tensor(np.zeros((2, 3), np.float32))
+    theirs_source, theirs_target = torch.from_numpy(a.copy()), torch.zeros(2, 3)
+    target.assign(source)
+    theirs_target.copy_(theirs_source)
+    if written == "source": source[0, 0], theirs_source[0, 0] = -1.0, -1.0
+    elif written == "target": target[0, 1], theirs_target[0, 1] = -2.0, -2.0
+    else: target *= 0; theirs_target *= 0
+    check_same(source, theirs_source.numpy())
+    check_same(target, theirs_target.numpy())
+
+
 def test_setitem_with_a_value_that_requires_grad_raises():
   x = Tensor(np.zeros((2, 3), np.float32)).realize()
   with pytest.raises(NotImplementedError, match="requires grad"):

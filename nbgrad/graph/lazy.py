@@ -89,6 +89,13 @@ class LazyBuffer:
     """These values in a buffer of their own, laid out in order (a copy node)."""
     return LazyBuffer.load(LoadOps.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
 
+  def unshared(self) -> LazyBuffer:
+    """These values as a node no tensor holds yet (what assign binds its target to, so that a later write into
+    either tensor leaves the other): a twin of an op not computed yet, which computes the same values (only the
+    twin runs unless the original is computed too), else a copy of the buffer or view."""
+    if self._base is None and self.buffer is None: return LazyBuffer(self.device, self.shape, self.dtype, self.op, self.srcs, self.arg)
+    return self.contiguous()
+
   def in_flat_order(self) -> LazyBuffer:
     """These values as a node whose base buffer holds them in order, as custom kernels read their sources: itself
     when its view reads the base in order (a reshape at most), else a contiguous copy."""
