@@ -363,8 +363,14 @@ class Tensor:
   def __format__(self, spec: str) -> str: return format(self.item(), spec) if spec else str(self)
 
   def __reduce__(self):
-    """Pickled (and deep-copied) as its values, dtype, device and requires_grad; the graph is not kept."""
+    """Pickled as its values, dtype, device and requires_grad; the graph is not kept."""
     return _rebuilt, (self.numpy(), self.dtype, self.device, self.requires_grad)
+
+  def __deepcopy__(self, memo):
+    """As pickled, and with a copy of the gradient, as torch's deepcopy."""
+    copied = memo[id(self)] = _rebuilt(self.numpy(), self.dtype, self.device, self.requires_grad)
+    if self.grad is not None: copied.grad = self.grad.__deepcopy__(memo)
+    return copied
 
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item() or .numpy()")
   def __hash__(self): return id(self)

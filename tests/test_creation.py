@@ -786,6 +786,20 @@ def test_pickle_and_deepcopy_keep_values_dtype_and_requires_grad():
   assert pickle.loads(pickle.dumps(w)).requires_grad is True
 
 
+def test_deepcopy_copies_the_gradient_as_torch():
+  import copy
+  ours, theirs = Tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+  (ours * ours).sum().backward()
+  (theirs * theirs).sum().backward()
+  mine, reference = copy.deepcopy(ours), copy.deepcopy(theirs)
+  check_same(mine.grad, reference.grad.numpy())
+  assert mine.requires_grad and mine.grad is not ours.grad
+  mine.grad[0] = 9.0   # the copy's gradient is a buffer of its own
+  check_same(ours.grad, theirs.grad.numpy())
+  pair = copy.deepcopy([ours, ours])   # one tensor copied once, as deepcopy's memo promises
+  assert pair[0] is pair[1]
+
+
 def test_a_list_of_tensors():
   got = Tensor([Tensor(1.0), Tensor(2.5)])
   check_same(got, torch.tensor([torch.tensor(1.0), torch.tensor(2.5)]).numpy())
