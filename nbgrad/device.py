@@ -182,12 +182,19 @@ def _uncount_memory(nbytes: int): GlobalCounters.mem_used -= nbytes
 DEPTH_STAGE = 500
 
 
+# One realize at a time: a realize turns the nodes it computes into buffers, and another thread scheduling a graph
+# that shares them must not see them half changed (4 threads assigning w + 1 to one tensor failed inside the
+# scheduler). The kernels take turns anyway (LAUNCH_LOCK); building graphs stays free.
+REALIZE_LOCK = threading.RLock()
+
+
 def realize(outs: list[LazyBuffer]):
   """Computes outs. A graph deeper than DEPTH_STAGE ops (x = x * 1.001 a thousand times) is computed in stages:
   its nodes at every multiple of that depth first, shallowest first, so no walk goes deeper than one stage."""
-  if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
-    for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
-  run_schedule(create_schedule(outs))
+  with REALIZE_LOCK:
+    if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+      for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
+    run_schedule(create_schedule(outs))
 
 
 def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:

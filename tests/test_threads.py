@@ -71,3 +71,27 @@ def test_parallel_kernels_from_many_threads_at_once():
     print(numba.threading_layer())
   """)
   assert out == "workqueue"
+
+
+def test_threads_assigning_to_one_tensor_at_once_do_not_break_the_engine():
+  """Four threads each assign w + 1 to the same tensor, switching every microsecond: a realize in one thread
+  turned nodes another was scheduling into buffers, and the scheduler failed (KeyError, AttributeError). As in
+  torch, updates may be lost (read, add, write are not one step), but every step computes and the tensor stays whole."""
+  out = run_python("""
+    import sys, threading
+    sys.setswitchinterval(1e-6)
+    from nbgrad import Tensor
+    w, errors = Tensor.zeros(4).contiguous().realize(), []
+    def add_ones():
+      try:
+        for _ in range(200): w.assign(w + 1).realize()
+      except Exception as e: errors.append(repr(e))
+    threads = [threading.Thread(target=add_ones) for _ in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    values = w.numpy()
+    assert not errors, errors
+    assert (values == values[0]).all() and 200 <= values[0] <= 800, values
+    print("ok")
+  """)
+  assert out == "ok"
