@@ -919,6 +919,22 @@ def test_true_division_of_ints_by_an_int_outside_their_range_as_torch():
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype, low, high", [(np.float32, 87.0, 89.41), (np.float64, 708.0, 710.47)])
+def test_sinh_and_cosh_reach_the_largest_finite_values(dtype, low, high):
+  """exp(|x|) overflows a little before sinh(x) and cosh(x) do (sinh(89) fits in float32): they were inf there.
+  Values and gradients (cosh and sinh) against numpy's long double (x86's 80-bit floats reach past float64)."""
+  x = np.concatenate([np.linspace(low, high, 2001), -np.linspace(low, high, 2001)]).astype(dtype)
+  wide = x.astype(np.longdouble)
+  for op, derivative in (("sinh", np.cosh), ("cosh", np.sinh)):
+    t = Tensor(x, requires_grad=True)
+    value = getattr(t, op)()
+    value.sum().backward()
+    for got, exact in ((value.numpy(), getattr(np, op)(wide)), (t.grad.numpy(), derivative(wide))):
+      assert np.isfinite(got).all(), f"{op}: {x[~np.isfinite(got)][:3]}"
+      ulps = np.abs(got.astype(np.longdouble) - exact) / np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
+      assert ulps.max() <= 4, f"{op} {ulps.max():.1f} ulps off"
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_elu_tanh_cosh_keep_small_arguments(dtype):
   """exp(x) - 1 and the other differences of near-equal exponentials lost a small x: elu(-1.5e-6) was 2% off (0 below
