@@ -30,11 +30,12 @@ class NothingRecorded(RuntimeError, AssertionError):
 
 class _Launch:
   """One recorded kernel: the kernel, its custom routine if any, its buffers, and where arguments go in."""
-  __slots__ = ("kernel", "routine", "out", "inputs", "backend", "argument_slots")
+  __slots__ = ("kernel", "routine", "out", "input_nodes", "inputs", "backend", "argument_slots")
 
   def __init__(self, kernel: Kernel, out, backend):
     self.kernel, self.out, self.backend = kernel, out, backend
     self.routine = kernel.output.arg if kernel.kind == "custom" else None
+    self.input_nodes = list(kernel.inputs)
     self.inputs = [src.buffer for src in kernel.inputs]
     self.argument_slots: list[tuple[int, int]] = []   # (input position, argument number)
 
@@ -78,7 +79,23 @@ class _Replay:
     # (tensor, its node after the call, buffer written, buffer the kernels read, its backend) for each rebound tensor
     self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
                     for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
+    # buffers computed before the call that no argument, rebound tensor or recorded kernel fills: weights, opt.lr
+    filled = set(argument_numbers) | {id(read) for *_, read, _ in self.rebound} | {id(launch.out) for launch in self.launches}
+    self.read_from_outside = list({id(node): node for launch in self.launches for node in launch.input_nodes
+                                   if id(node.buffer) not in filled}.values())
+    self.refreshed: dict[int, LazyBuffer] = {}   # id(node) -> what its replacing tensor held when last copied in
     self.copy_back()
+
+  def refresh_replaced_inputs(self) -> bool:
+    """The values of tensors assigned outside the function since the call was recorded, copied into the buffers
+    they held, which the recorded kernels read. False where a new value cannot take that buffer's place."""
+    for node in self.read_from_outside:
+      tensor = node.replaced_by() if node.replaced_by is not None else None
+      if tensor is None or tensor.lazydata is self.refreshed.get(id(node)): continue
+      if (tensor.shape, tensor.dtype, tensor.device) != (node.shape, node.dtype, node.device): return False
+      self.refreshed[id(node)] = tensor.lazydata
+      devices.backend(node.device).copy_into(node.buffer, tensor.contiguous().realize().lazydata.base.buffer)
+    return True
 
   def copy_back(self):
     """The rebound tensors' new values into the buffers the recorded kernels read."""
@@ -141,7 +158,7 @@ class TinyJit:
     if len(set(buffers)) != len(buffers):
       raise JitArgumentMismatch("TinyJit: two Tensor arguments share a buffer; the recorded kernels could not tell them apart")
     if self._replay is not None:
-      if self._replay.still_valid():
+      if self._replay.still_valid() and self._replay.refresh_replaced_inputs():
         self._replay.run(arguments)
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again

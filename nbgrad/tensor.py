@@ -5,6 +5,7 @@ import contextlib
 import functools
 import math
 import string
+import weakref
 from typing import Optional, Sequence, Union
 import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
@@ -468,14 +469,23 @@ class Tensor:
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
-    self.lazydata = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
+    self._rebind(x.lazydata.unshared())   # x and self share no buffer: a write into one leaves the other, as torch's copy_
     return self._after_op()
 
   def replace(self, x: Tensor) -> Tensor:
     if not isinstance(x, Tensor): raise TypeError(f"replace takes a Tensor, got {type(x).__name__}")
     if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} <- {x.shape}")
-    self.lazydata = x.lazydata
+    self._rebind(x.lazydata)
     return self
+
+  def _rebind(self, lazy: LazyBuffer):
+    """self holds lazy from now on. A buffer it held is marked as left for other values: a TinyJit whose recorded
+    kernels read that buffer copies the new values into it before it replays (opt.lr.assign(...) outside a jitted
+    step changes the rate its replays use, as tinygrad's assign into the buffer does)."""
+    old = self.lazydata
+    if old.base.buffer is not None and old.size == old.base.size and old.view.is_flat_order():   # the whole buffer
+      old.base.replaced_by = weakref.ref(self)
+    self.lazydata = lazy
 
   def to(self, device: Optional[str]) -> Tensor:
     """These values on another device; gradients flow back through the copy. A gradient already collected comes

@@ -3,7 +3,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from nbgrad import Tensor, TinyJit, GlobalCounters
+from nbgrad import Tensor, TinyJit, GlobalCounters, nn
+from nbgrad.nn import optim
 
 rng = np.random.default_rng(7)
 LR = 0.1
@@ -234,3 +235,32 @@ def test_kernels_another_thread_launches_meanwhile_are_not_recorded():
   for i in range(4): np.testing.assert_array_equal(f(Tensor([float(i)])).numpy(), [i + 1.0])
   assert len(f.jit_cache) == 1 and len(side_results) == 2
   for r in side_results: np.testing.assert_array_equal(r, [3.0, 6.0])
+
+
+def test_a_rate_or_weights_assigned_outside_reach_the_replayed_kernels():
+  """opt.lr.assign(...) between jitted steps changes the rate the replays use, and weights loaded into a model
+  change a jitted forward, as in eager calls (the replays read the buffers recorded, and kept the old values)."""
+  def train(jitted: bool) -> list:
+    w = Tensor([1.0, -2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+
+    def step():
+      opt.zero_grad()
+      (w * w).sum().backward()
+      opt.step()
+      return w.realize()
+    step = TinyJit(step) if jitted else step
+    seen = []
+    with Tensor.train():
+      for i in range(7):
+        if i in (3, 5): opt.lr.assign(Tensor([0.5 / i]))
+        seen.append(step().numpy().copy())
+    return seen
+  for mine, eager in zip(train(True), train(False)): np.testing.assert_allclose(mine, eager, rtol=1e-6)
+
+  layer = nn.Linear(2, 1)
+  forward = TinyJit(lambda x: layer(x).realize())
+  x = Tensor([[1.0, 2.0]])
+  for _ in range(3): forward(x)
+  nn.state.load_state_dict(layer, {"weight": Tensor([[3.0, 4.0]]), "bias": Tensor([0.5])})
+  for _ in range(2): np.testing.assert_allclose(forward(Tensor([[1.0, 2.0]])).numpy(), [[11.5]])

@@ -27,6 +27,7 @@ class LazyBuffer:
       self.readers: Optional[list] = None   # weak references to base nodes built on this one (see pending_readers)
       self.depth = 0   # the longest chain of ops down to buffers that were computed when this node was built
       self.writes = 0  # in-place writes into the buffer so far (setitem): a gradient must not read values written later
+      self.replaced_by = None   # a weak reference to the tensor that held this buffer and was then assigned other values
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = []
