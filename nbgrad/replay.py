@@ -10,7 +10,9 @@ numpy inside it) keeps the recorded call's values: data that changes comes in as
 inside it take new values from the generator on each replay.
 
 `w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
-buffer again, then copies them into the buffer w held before, which the recorded kernels read. A call that
+buffer again, then copies them into the buffer w held before, which the recorded kernels read. A tensor the
+function reads and that is assigned outside it (opt.lr) has its new values copied into its old buffer before
+the next replay. A call that
 cannot be replayed (setitem, an assign to a Tensor argument or a copy between devices inside the function)
 warns and then calls the function every time."""
 from __future__ import annotations
