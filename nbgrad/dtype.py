@@ -170,7 +170,8 @@ _LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's la
 
 
 def check_storable(value, dt: DType, what: str = "value"):
-  """Raises ValueOutOfRange where an int dtype cannot hold a Python number (stored, not cast: a cast wraps)."""
+  """Raises ValueOutOfRange where an int dtype cannot hold a number (stored, not cast: a cast wraps)."""
+  if isinstance(value, np.generic): value = value.item()
   if dt.kind not in "iu" or isinstance(value, bool): return
   if isinstance(value, float):
     if not math.isfinite(value): raise ValueOutOfRange(f"{what} {value} cannot be stored in {dt.name}: it has no int value")

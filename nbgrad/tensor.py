@@ -578,7 +578,7 @@ class Tensor:
     shape = shape_arg(shape)
     if not isinstance(fill_value, (bool, int, float, np.generic)): raise TypeError(f"fill value must be a number, got {fill_value!r}")
     dtype = to_dtype(dtype) if dtype is not None else filled_dtype(fill_value)
-    check_storable(fill_value.item() if isinstance(fill_value, np.generic) else fill_value, dtype, "fill value")
+    check_storable(fill_value, dtype, "fill value")
     return Tensor(LazyBuffer.full(fill_value, shape, dtype, Device.canonicalize(device)), **kwargs)
 
   @staticmethod
