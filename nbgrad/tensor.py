@@ -299,13 +299,16 @@ class Tensor:
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
       self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of = data, requires_grad, None, None, None
       return
-    device = Device.canonicalize(device)
     dtype = None if dtype is None else to_dtype(dtype)
-    if isinstance(data, Tensor): data = data.detach().lazydata   # a new leaf over the same values (torch copies)
-    elif isinstance(data, (range, memoryview)): data = list(data) if isinstance(data, range) else np.asarray(data)
+    if isinstance(data, Tensor):   # a new leaf with the values of its own, as torch copies; on data's device unless given
+      lazy = data.lazydata.cast(dtype or data.dtype).unshared()
+      device = data.device if device is None else Device.canonicalize(device)
+      data = lazy if lazy.device == device else lazy.copy_to(device)
+    device = Device.canonicalize(device)
+    if isinstance(data, (range, memoryview)): data = list(data) if isinstance(data, range) else np.asarray(data)
     elif hasattr(data, "__array__") and not isinstance(data, (np.ndarray, np.generic)): data = np.asarray(data)   # a torch CPU tensor, ...
     if isinstance(data, LazyBuffer):
-      lazy = data.cast(dtype)
+      lazy = data.cast(dtype or data.dtype)
     elif data is None:
       lazy = _np_to_lazy(np.zeros(0, dtype=(dtype or dtypes.default_float).np), dtype or dtypes.default_float, device)
     elif isinstance(data, (bool, int, float)) and (isinstance(data, float) or not isinstance(data, np.generic)):
@@ -767,6 +770,7 @@ class Tensor:
       old = (1,) * (len(shape) - self.ndim) + self.shape
       new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
       for s in new: _check_int(f"expand size in {shape}", s)
+      new = tuple(int(s) for s in new)   # numpy ints too: a view made with them would be cached for plain ints
       for o, s in zip(old, new):
         if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
       x = self.reshape(old) if old != self.shape else self
@@ -788,7 +792,9 @@ class Tensor:
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
     resolved = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (a, b), s in zip(resolved, self.shape):
+      _check_int(f"shrink bound in {arg}", a, None), _check_int(f"shrink bound in {arg}", b, None)
       if not 0 <= a <= b <= s: raise ValueError(f"shrink {arg} is out of range for shape {self.shape}")
+    resolved = tuple((int(a), int(b)) for a, b in resolved)
     if all(a == 0 and b == s for (a, b), s in zip(resolved, self.shape)): return self
     return F.Shrink.apply(self, arg=resolved)
 
@@ -883,10 +889,11 @@ class Tensor:
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
     dim = resolve_axis(dim, self.ndim)
     n = self.shape[dim]
-    if not isinstance(sizes, (int, list, tuple)) or isinstance(sizes, bool) or \
-       (not isinstance(sizes, int) and not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes)):
+    is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    if not (is_int(sizes) or isinstance(sizes, (list, tuple)) and all(is_int(v) for v in sizes)):
       raise TypeError(f"split sizes must be an int or a list of ints, got {sizes!r}")
-    if isinstance(sizes, int):
+    if is_int(sizes):
+      sizes = int(sizes)
       if sizes < 0 or (sizes == 0 and n > 0):
         raise ValueError(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
       sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if n else [0]
@@ -1246,6 +1253,8 @@ class Tensor:
 
   def _shift(self, op, x) -> Tensor:
     if not dtypes.is_int(self.dtype): raise TypeError(f"shifts need an int tensor, got {self.dtype}")
+    x = self._from_numpy_operand(x)
+    if isinstance(x, np.integer): x = int(x)
     if isinstance(x, Tensor):
       if not dtypes.is_int(x.dtype): raise TypeError(f"shift amounts must be ints, got a {x.dtype} tensor")
       a, b = self._broadcasted(x.cast(self.dtype), match_dtype=False)
@@ -1284,6 +1293,7 @@ class Tensor:
 
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
+    x = self._from_numpy_operand(x)   # numpy hands its scalars to __array_ufunc__ as 0-d arrays
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and \
        not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):   # t > 2**40: compared as is, not wrapped to t's dtype
       wide = dtypes.int64 if -2**63 <= x < 2**63 else dtypes.float64
@@ -1335,8 +1345,11 @@ class Tensor:
   def __ror__(self, x) -> Tensor: return self.bitwise_or(x, True)
   def __lshift__(self, x) -> Tensor: return self.lshift(x)
   def __rshift__(self, x) -> Tensor: return self.rshift(x)
-  def __rlshift__(self, x) -> Tensor: return self._const_like(x).lshift(self) if not isinstance(x, Tensor) else x.lshift(self)
-  def __rrshift__(self, x) -> Tensor: return self._const_like(x).rshift(self) if not isinstance(x, Tensor) else x.rshift(self)
+  def __rlshift__(self, x) -> Tensor: return self._shifted_operand(x).lshift(self)
+  def __rrshift__(self, x) -> Tensor: return self._shifted_operand(x).rshift(self)
+  def _shifted_operand(self, x) -> Tensor:
+    x = self._from_numpy_operand(x)
+    return x if isinstance(x, Tensor) else self._const_like(x)
   def __iadd__(self, x) -> Tensor: return self._in_place(self.add(x))
   def __isub__(self, x) -> Tensor: return self._in_place(self.sub(x))
   def __imul__(self, x) -> Tensor: return self._in_place(self.mul(x))

@@ -841,6 +841,16 @@ def test_integer_division(name, a, b_name, b, out, expected):
   check(lhs.div(rhs, upcast=False), np.array(expected, NP[out]), out)
 
 
+@pytest.mark.parametrize("name", ["int32", "int64", "uint8"])
+def test_integer_division_by_zero_is_zero_as_in_numpy(name):
+  a = np.array([5, 0, 1, np.iinfo(NP[name]).min, np.iinfo(NP[name]).max], NP[name])
+  zero = np.zeros_like(a)
+  with np.errstate(divide="ignore"):
+    for op in (operator.floordiv, operator.mod):
+      check(op(Tensor(a), Tensor(zero)), op(a, zero), name)
+  check(Tensor(a).div(Tensor(zero), upcast=False), zero, name)
+
+
 @pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
 def test_integer_division_and_abs_at_the_limits_of_the_type(name):
   """The minimum of a signed type has no positive counterpart: -128 // 2 is -64 and abs(-128) is -128."""

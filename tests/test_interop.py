@@ -1,6 +1,7 @@
 """What numpy, torch and tinygrad users reach for besides the ops: numpy ufuncs and scalars, Python operators and
 protocols, in-place operators, and tinygrad 0.9.0's smaller API surface (Device, dtypes, keyword names).
 References: numpy, torch (CPU), and tinygrad 0.9.0's documented behavior where it differs."""
+import operator
 import numpy as np
 import pytest
 import torch
@@ -165,6 +166,21 @@ def test_construction_from_ranges_memoryviews_and_tensors_as_torch():
   assert copy.dtype == dtypes.float64 and copy.tolist() == [1.0, 2.0] and copy._ctx is None
 
 
+@pytest.mark.parametrize("dtype", [None, dtypes.float32])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_tensor_from_a_tensor_is_a_copy_of_its_own_as_torch(dtype, lazy):
+  """Tensor(t) had dtype None (numpy() failed); Tensor(t, dtype=t.dtype) shared t's buffer (a write into one changed
+  the other). torch.tensor(t) copies."""
+  source = Tensor([1.0, 2.0]) * 2 if lazy else Tensor([1.0, 2.0]).realize()
+  copy = Tensor(source, dtype=dtype)
+  assert copy.dtype == dtypes.float32 and copy.device == source.device
+  copy[0] = 9.0
+  expected = torch.tensor([1.0, 2.0]) * (2 if lazy else 1)
+  assert source.tolist() == expected.tolist() and copy.tolist() == [9.0, expected[1].item()]
+  assert Tensor(Tensor(3)).item() == 3 and Tensor(Tensor([1, 2])).dtype == dtypes.int32
+  assert Tensor(source, device="CPU:1").device == "CPU:1" and Tensor(source.to("CPU:1")).device == "CPU:1"
+
+
 class ArrayLike:
   """An object numpy converts through __array__ (as it does torch CPU tensors and pandas columns)."""
   def __array__(self, dtype=None, copy=None): return np.array([[1, 2], [3, 4]], np.int16)
@@ -208,6 +224,33 @@ def test_comparing_with_an_int_beyond_the_dtype_compares_the_values(name):
     for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
       expected = getattr(a.astype(object), op)(big).astype(bool)
       assert getattr(t, op)(big).tolist() == expected.tolist(), (name, big, op)
+
+
+def test_comparing_with_numpy_integers_on_either_side_compares_the_values():
+  """numpy hands a scalar on the left (np.int64(256) > t) to the tensor as a 0-d array, which wrapped to t's dtype."""
+  u8, i32 = np.array([0, 255], np.uint8), np.array([0, 1], np.int32)
+  for a, big in ((u8, np.int64(256)), (u8, np.int64(-1)), (i32, np.int64(2**40)), (i32, np.array(2**40))):
+    for op in (operator.lt, operator.gt, operator.eq, operator.ne):
+      expected = op(a.astype(object), int(big)).astype(bool).tolist()
+      assert op(Tensor(a), big).tolist() == expected and op(big, Tensor(a)).tolist() == op(int(big), a.astype(object)).astype(bool).tolist()
+
+
+def test_numpy_integers_as_sizes_give_shapes_of_python_ints():
+  """A view made with numpy ints kept them in its shape, and a cache of views handed that shape to later calls with
+  plain ints (safe_save then failed to write the shape as JSON)."""
+  Tensor.ones(1, 4).expand(np.int64(3), 4)
+  Tensor.arange(6).shrink(((np.int64(1), np.int64(4)),))
+  shapes = [Tensor.ones(1, 4).expand(3, 4).shape, Tensor.arange(6)[1:4].shape, Tensor.ones(4).split(np.int64(2))[0].shape]
+  assert shapes == [(3, 4), (3,), (2,)] and all(type(s) is int for shape in shapes for s in shape)
+  with pytest.raises(TypeError, match="shrink bound"): Tensor.arange(6).shrink(((1.0, 2),))
+
+
+def test_shifts_take_numpy_integers_and_arrays_on_either_side():
+  s = np.array([1, 2, 3], np.int32)
+  for amount in (np.int64(2), np.array([1, 2, 3]), np.array(1)):
+    assert (Tensor(s) << amount).tolist() == (s << amount).tolist() and (Tensor(s) >> amount).tolist() == (s >> amount).tolist()
+  assert (np.array([1, 2, 3]) << Tensor(s)).tolist() == (np.array([1, 2, 3]) << s).tolist()
+  assert (np.uint32(2) << Tensor(s)).tolist() == (2 << s).tolist()
 
 
 def test_assigning_a_grad_of_the_wrong_shape_raises_at_once():

@@ -316,8 +316,8 @@ def idiv(a, b):
 
 @njit(**JIT)
 def imod(a, b):
-  """Remainder of idiv: a - idiv(a, b) * b (sign of a)."""
-  return a - idiv(a, b) * b
+  """Remainder of idiv: a - idiv(a, b) * b (sign of a); 0 where b == 0, as numpy's."""
+  return a - idiv(a, b) * b if b != 0 else a - a
 
 
 # Unsigned division apart: mixing an unsigned value with a signed constant (b == -1, q + 1) computes in float64
@@ -326,7 +326,7 @@ def udiv(a, b): return a // b if b != 0 else a - a
 
 
 @njit(**JIT)
-def umod(a, b): return a % b if b != 0 else a
+def umod(a, b): return a % b if b != 0 else a - a
 
 
 # `|` rather than `or`: no branch, so LLVM turns it into a vector select
