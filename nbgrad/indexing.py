@@ -216,7 +216,7 @@ def writable_window(tensor):
   another tensor (x[0], x.T, x[0][1]) writes into that tensor's buffer, as in numpy, even when the tensor was lazy
   (Tensor.zeros(2, 2)[0][1] = 9): the tensor is computed into a buffer and the view taken again. Any other tensor,
   or a view whose source has been given other values since, gets a buffer of its own."""
-  if _strided_window(tensor.lazydata) is None and tensor._view_of is not None:
+  if tensor._view_of is not None:   # even a view with a window: its source may read one element many times (zeros(3))
     source, view, arguments = tensor._view_of
     if not source.requires_grad and _same_view(view.apply(source, **arguments), tensor) and writable_window(source) is not None:
       taken_again = view.apply(source, **arguments).lazydata

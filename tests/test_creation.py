@@ -498,6 +498,23 @@ def test_assign_to_a_view_of_a_realized_tensor_writes_through():
   check_same(view, tview.numpy())
 
 
+@pytest.mark.parametrize("fill", ["zeros", "full", "zeros_like_expanded"])
+def test_assign_to_a_slice_of_a_realized_filled_tensor_writes_only_the_slice(fill):
+  """Tensor.zeros(3).realize() holds one element read three times; a write into w[0:1] (or w[0:1][0:1]) wrote
+  that element, so all three changed."""
+  slices = (((3,), lambda w: w[0:1]), ((3,), lambda w: w[1:2]), ((3,), lambda w: w[0:1][0:1]), ((3, 3), lambda w: w[1][0:1]),
+            ((3, 3), lambda w: w[1:3]))
+  for shape, rows in slices:
+    if fill == "zeros": w, t = Tensor.zeros(*shape).realize(), torch.zeros(*shape)
+    elif fill == "full": w, t = Tensor.full(shape, 2.0).realize(), torch.full(shape, 2.0)
+    else: w, t = Tensor.zeros(1).expand(*shape).contiguous().realize(), torch.zeros(*shape)
+    target, theirs = rows(w), rows(t)
+    value = np.arange(1, theirs.numel() + 1, dtype=np.float32).reshape(theirs.shape)
+    target.assign(Tensor(value))
+    theirs.copy_(torch.from_numpy(value))
+    check_same(w, t.numpy())
+
+
 # (id, the value assigned, given a start array): realized, lazy, a view of a realized tensor, a view of a lazy one
 ASSIGN_SOURCES = [
   ("realized", lambda a: Tensor(a).realize()), ("lazy", lambda a: Tensor(a) * 1),
