@@ -218,7 +218,7 @@ def writable_window(tensor):
   or a view whose source has been given other values since, gets a buffer of its own."""
   if tensor._view_of is not None:   # even a view with a window: its source may read one element many times (zeros(3))
     source, view, arguments = tensor._view_of
-    if not source.requires_grad and _same_view(view.apply(source, **arguments), tensor) and writable_window(source) is not None:
+    if _same_view(view.apply(source, **arguments), tensor) and writable_window(source) is not None:
       taken_again = view.apply(source, **arguments).lazydata
       if _strided_window(taken_again) is not None: tensor.lazydata = taken_again   # else no window expresses it (a copy)
   if _strided_window(tensor.lazydata) is None: tensor.replace(tensor.contiguous().realize())
@@ -240,9 +240,8 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
-  if tensor.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
   if isinstance(value, Tensor) and value.requires_grad:
-    raise NotImplementedError("setitem with a value that requires grad is not supported (its gradient would be lost); detach() it")
+    raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
   indices = _index_items(indices)
   if any(_is_array_index(i) for i in indices):
     raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")

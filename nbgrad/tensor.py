@@ -467,8 +467,8 @@ class Tensor:
     if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
-    if not self.requires_grad and not x.requires_grad and (is_window_of_a_buffer(self) or self._view_of is not None):
-      set_basic_index(self, Ellipsis, x)   # x[1:3].assign(v) writes into x's buffer, as setitem does
+    if is_window_of_a_buffer(self) or self._view_of is not None:
+      set_basic_index(self, Ellipsis, x)   # w[1:3].assign(v) writes into w's buffer, as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
@@ -915,7 +915,9 @@ class Tensor:
 
   def __getitem__(self, indices) -> Tensor: return basic_index(self, indices)
 
-  def __setitem__(self, indices, value): set_basic_index(self, indices, value)
+  def __setitem__(self, indices, value):
+    if self.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
+    set_basic_index(self, indices, value)
 
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:

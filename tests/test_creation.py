@@ -539,6 +539,21 @@ def test_assign_copies_so_a_later_write_into_either_tensor_leaves_the_other(make
     check_same(target, theirs_target.numpy())
 
 
+def test_assign_to_a_view_of_a_tensor_that_requires_grad_writes_through():
+  """As tinygrad (and torch under no_grad): w[0:1].assign(v) changes w, and w's gradient afterwards is that of its
+  new values (the view's assign left w as it was)."""
+  for no_grad in (False, True):
+    w, t = Tensor([1.0, 2.0, 3.0], requires_grad=True).realize(), torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    Tensor.no_grad = no_grad
+    try: w[0:1].assign(Tensor([5.0])).realize()
+    finally: Tensor.no_grad = False
+    with torch.no_grad(): t[0:1].copy_(torch.tensor([5.0]))
+    check_same(w, t.detach().numpy())
+    (w * w).sum().backward()
+    (t * t).sum().backward()
+    check_same(w.grad, t.grad.numpy())
+
+
 def test_setitem_with_a_value_that_requires_grad_raises():
   x = Tensor(np.zeros((2, 3), np.float32)).realize()
   with pytest.raises(NotImplementedError, match="requires grad"):
