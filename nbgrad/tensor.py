@@ -472,7 +472,9 @@ class Tensor:
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
-    self._rebind(x.lazydata.unshared())   # x and self share no buffer: a write into one leaves the other, as torch's copy_
+    value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
+    value.base.assigned = True
+    self._rebind(value)
     return self._after_op()
 
   def replace(self, x: Tensor) -> Tensor:

@@ -395,3 +395,21 @@ def test_a_broadcast_gradient_summed_into_column_blocks_compiles_and_matches_tor
   xt = torch.tensor(a.astype(np.float64), requires_grad=True)
   torch.einsum("ij,jk->ik", (xt.tanh() * 0.9).atanh(), xt).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_value_assigned_in_a_loop_is_stored_when_a_realize_reads_it():
+  """b.assign(b - 0.1 * p.mean()) with p = x + b read only through p.numpy(): b's value is stored by the realize
+  that reads it, so each step runs the same few kernels (b stayed lazy, and each step computed b's whole history
+  again, in a kernel growing with it). Its values match numpy's loop."""
+  (x,), (xs,) = inputs((64, 8))
+  b, bn = Tensor.zeros(8).contiguous().realize(), np.zeros(8, np.float32)
+  counts = []
+  for _ in range(12):
+    before = GlobalCounters.kernel_count
+    p = x + b
+    np.testing.assert_allclose(p.numpy(), xs + bn, rtol=1e-5, atol=1e-5)
+    counts.append(GlobalCounters.kernel_count - before)
+    b.assign(b - 0.1 * p.mean())
+    bn = bn - np.float32(0.1) * (xs + bn).mean()
+  assert counts[2:] == [counts[2]] * 10 and counts[2] <= 4, counts
+  np.testing.assert_allclose(b.numpy(), bn, rtol=1e-5, atol=1e-5)

@@ -28,6 +28,7 @@ class LazyBuffer:
       self.depth = 0   # the longest chain of ops down to buffers that were computed when this node was built
       self.writes = 0  # in-place writes into the buffer so far (setitem): a gradient must not read values written later
       self.replaced_by = None   # a weak reference to the tensor that held this buffer and was then assigned other values
+      self.assigned = False   # a tensor's assigned value: any realize that reads it stores it (see create_schedule)
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = []

@@ -312,10 +312,10 @@ def kernel_name(kernel: Kernel) -> str:
 class _Scheduler:
   """Orders the kernels of one realize. (A class rather than a recursive closure: a closure that
   refers to itself is a reference cycle, and it would keep every buffer alive until the next gc.)"""
-  def __init__(self, outs: list[LazyBuffer]):
+  def __init__(self, outs: list[LazyBuffer], stored: list[LazyBuffer]):
     self.schedule: list[Kernel] = []
     self.planned: set = set()
-    self.targets = {id(o.base) for o in outs}
+    self.targets = {id(o.base) for o in outs} | {id(node) for node in stored}
 
   def schedule_base(self, base: LazyBuffer):
     if base.buffer is not None or id(base) in self.planned: return
@@ -348,11 +348,14 @@ class _Scheduler:
 def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
   """The kernels that realize outs, in an order where each kernel's inputs come first. A graph of the same
   structure as one scheduled before (a training step repeats its graph every step) reuses that schedule:
-  its kernels are the same but for the nodes they realize and read."""
+  its kernels are the same but for the nodes they realize and read.
+  A tensor's assigned value that outs read is stored too, as the tensor's buffer: a loop of b.assign(f(b)) whose
+  steps read b only inside other kernels (p = x + b; p.numpy()) would otherwise compute b's whole history again
+  in every step, in a kernel growing with it."""
   nodes, key = graph_structure(outs)
   template = _templates.get(key) if key is not None else None
   if template is not None: return [kernel.instance(nodes[output], [nodes[i] for i in inputs]) for kernel, output, inputs in template]
-  scheduler = _Scheduler(outs)
+  scheduler = _Scheduler(outs, [node for node in nodes if node.buffer is None and node.assigned])
   for out in outs: scheduler.schedule_base(out.base)
   if key is not None:
     number = {id(node): i for i, node in enumerate(nodes)}
@@ -368,7 +371,8 @@ TEMPLATE_LIMIT = 1024
 
 def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[HashedKey]]:
   """The base nodes reachable from outs (realized ones are leaves), numbered, and a key equal for graphs the
-  scheduler cuts alike: every node's op, argument, dtype, shape and device, and each source's number and view.
+  scheduler cuts alike: every node's op, argument, dtype, shape and device, each source's number and view, and
+  whether it is a tensor's assigned value.
   The key is None when an argument cannot be hashed (such a graph is scheduled afresh)."""
   nodes, number, stack = [], {}, [o.base for o in reversed(outs)]
   while stack:   # plain loops and list comprehensions: this runs on every realize, and generators cost more
@@ -383,6 +387,7 @@ def graph_structure(outs: list[LazyBuffer]) -> tuple[list, Optional[HashedKey]]:
       records.append((base.dtype, base.shape, base.device))
       continue
     arg = ("float", repr(base.arg)) if isinstance(base.arg, float) else base.arg   # repr tells -0.0 and nan apart
-    records.append((base.op, arg, base.dtype, base.shape, base.device, tuple([(number[id(s.base)], s.view) for s in base.srcs])))
+    records.append((base.op, arg, base.dtype, base.shape, base.device, tuple([(number[id(s.base)], s.view) for s in base.srcs]),
+                    base.assigned))
   try: return nodes, HashedKey((tuple(records), tuple([number[id(o.base)] for o in outs])))
   except TypeError: return nodes, None
