@@ -83,6 +83,11 @@ class JitArgumentMismatch(ValueError, AssertionError):
   buffer passed as two arguments."""
 
 
+class MissingStateKeys(KeyError, RuntimeError):
+  """Model tensors a state dict has no entry for (load_state_dict with strict)."""
+  def __str__(self): return str(self.args[0])   # KeyError's own would quote the message
+
+
 class ValueOutOfRange(OverflowError, ValueError):
   """A number that the dtype it is stored in cannot hold (300 as uint8, nan as int32), as numpy raises."""
 

@@ -41,10 +41,14 @@ def test_load_state_dict_takes_values_shapes_must_match():
   for name, t in get_state_dict(model).items(): np.testing.assert_array_equal(get_state_dict(other)[name].numpy(), t.numpy())
   state = {k: v for k, v in get_state_dict(model).items() if k != "extra.scale"}
   with pytest.raises(KeyError, match="extra.scale"): load_state_dict(other, state)
+  with pytest.raises(RuntimeError, match="extra.scale"): load_state_dict(other, state)   # torch's error class too
   load_state_dict(other, state, strict=False, consume=True)
   assert state == {}
-  with pytest.raises(ValueError, match=r"'norm.weight' has shape \(4,\) in the state dict, \(3,\) in the model"):
-    load_state_dict(other, {**get_state_dict(model), "norm.weight": Tensor.ones(4)})
+  before = {name: t.numpy() for name, t in get_state_dict(other).items()}
+  wrong_last = {name: t + 1 for name, t in get_state_dict(model).items()} | {"extra.scale": Tensor.ones(4)}
+  with pytest.raises(ValueError, match=r"'extra.scale' has shape \(4,\) in the state dict, \(1,\) in the model"):
+    load_state_dict(other, wrong_last)
+  for name, t in get_state_dict(other).items(): np.testing.assert_array_equal(t.numpy(), before[name])   # none loaded
 
 
 # ---- safetensors
@@ -113,10 +117,22 @@ def test_a_model_saved_and_loaded_through_safetensors_computes_the_same(tmp_path
   np.testing.assert_array_equal(copy(x).numpy(), model(x).numpy())
 
 
+def with_header(entry: dict, data: bytes = bytes(8)) -> bytes:
+  header = json.dumps({"w": entry}).encode()
+  return struct.pack("<Q", len(header)) + header + data
+
+
 @pytest.mark.parametrize("content, match", [(b"\x01", "no header length"), (struct.pack("<Q", 100) + b"{}", "a header of 100 bytes"),
                                             (struct.pack("<Q", 2) + b"{x", "no valid safetensors header"),
-                                            (struct.pack("<Q", 2) + b"[]", "no valid safetensors header")],
-                         ids=["short", "header_past_end", "bad_json", "not_an_object"])
+                                            (struct.pack("<Q", 2) + b"[]", "no valid safetensors header"),
+                                            (with_header({"dtype": "F32", "shape": [2], "data_offsets": [-8, 0]}), "non-negative integers"),
+                                            (with_header({"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}), "non-negative integers"),
+                                            (with_header({"dtype": "F32", "shape": [2], "data_offsets": [0.0, 8]}), "non-negative integers"),
+                                            (with_header({"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}), "bytes 8..16 of the 8"),
+                                            (with_header({"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}), r"do not hold \(3,\)"),
+                                            (with_header("F32"), "unknown dtype")],
+                         ids=["short", "header_past_end", "bad_json", "not_an_object", "negative_offset", "negative_size",
+                              "float_offset", "offsets_past_end", "size_mismatch", "entry_not_an_object"])
 def test_safe_load_of_a_broken_file_raises(content, match, tmp_path):
   with open(tmp_path / "broken.safetensors", "wb") as f: f.write(content)
   with pytest.raises(ValueError, match=match): safe_load(tmp_path / "broken.safetensors")
@@ -124,6 +140,14 @@ def test_safe_load_of_a_broken_file_raises(content, match, tmp_path):
 
 def test_safe_save_refuses_what_it_cannot_write(tmp_path):
   with pytest.raises(TypeError, match="'x' is a ndarray"): safe_save({"x": np.ones(2)}, tmp_path / "refused.safetensors")
+  with pytest.raises(TypeError, match="takes a dict of tensors by name, got a list"): safe_save([Tensor([1.0])], tmp_path / "refused.safetensors")
+  with pytest.raises(ValueError, match="other than '__metadata__'"): safe_save({"__metadata__": Tensor([1.0])}, tmp_path / "refused.safetensors")
+  with pytest.raises(TypeError, match="metadata must be a dict of str to str"):
+    safe_save({"x": Tensor([1.0])}, tmp_path / "refused.safetensors", metadata={"epoch": 3})
+  with pytest.raises(TypeError, match="must be a path"): safe_save({"x": Tensor([1.0])}, 5)
+  with pytest.raises(TypeError, match="must be a path"): safe_load(5)
+  with pytest.raises(TypeError, match="must be a path"): torch_load(None)
+  assert not (tmp_path / "refused.safetensors").exists()
 
 
 # ---- torch.save files
@@ -192,6 +216,19 @@ def test_torch_load_builds_containers_and_arrays_and_no_other_callable(tmp_path)
     for name, content in files.items(): archive.writestr(name, content)
   loaded = torch_load(tmp_path / "hostile.pt")   # print is no class it may build: a stub stands in
   assert type(loaded["payload"]).__name__ == "_Stub"
+
+
+def test_torch_load_of_a_tensor_reading_past_its_storage_raises(tmp_path):
+  """A damaged file whose tensor reads beyond its storage's bytes (here cut short) raises naming size, stride and
+  offset (the elements past the storage were read from whatever memory followed)."""
+  torch.save({"view": torch.arange(10, dtype=torch.float32)[2:].reshape(2, 4)}, tmp_path / "whole.pt")
+  with zipfile.ZipFile(tmp_path / "whole.pt") as archive: files = {n: archive.read(n) for n in archive.namelist()}
+  storage = next(n for n in files if n.endswith("data/0"))
+  files[storage] = files[storage][:16]
+  with zipfile.ZipFile(tmp_path / "cut.pt", "w") as archive:
+    for name, content in files.items(): archive.writestr(name, content)
+  with pytest.raises(ValueError, match=r"size \(2, 4\), stride \(4, 1\) and storage offset 2 reads element 9 of a storage of 4"):
+    torch_load(tmp_path / "cut.pt")
 
 
 def test_torch_load_of_a_file_torch_did_not_write_raises(tmp_path):

@@ -2,6 +2,7 @@
 torch.save writes. Files are read whole into host memory; each tensor is made on the default device."""
 from __future__ import annotations
 import json
+import math
 import os
 import pickle
 import zipfile
@@ -9,6 +10,7 @@ from collections import OrderedDict
 from typing import Any, Optional, Union
 import numpy as np
 from nbgrad.dtype import DType, dtypes
+from nbgrad.helpers import MissingStateKeys
 from nbgrad.tensor import Tensor
 
 # safetensors' dtype names
@@ -40,11 +42,13 @@ def get_parameters(obj) -> list[Tensor]:
 
 def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False) -> None:
   """Gives each tensor of the model the values (and dtype) of the tensor of its name, moved to the model tensor's
-  device. strict: every model tensor must be in state_dict (KeyError naming the missing ones). consume: drops
+  device. strict: every model tensor must be in state_dict (a KeyError, and a RuntimeError as in
+  torch, naming the missing ones; nothing is loaded then, nor when an entry's shape differs). consume: drops
   each loaded entry from state_dict. verbose is accepted for tinygrad's signature; nothing is printed."""
   targets = get_state_dict(model)
   missing = [name for name in targets if name not in state_dict]
-  if strict and missing: raise KeyError(f"load_state_dict: the state dict has no tensor for {missing}")
+  if strict and missing: raise MissingStateKeys(f"load_state_dict: the state dict has no tensor for {missing}")
+  sources = {}   # every entry checked before any model tensor changes
   for name, target in targets.items():
     if name not in state_dict: continue
     source = state_dict[name]
@@ -53,7 +57,9 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
       source = source.reshape(target.shape)   # torch's num_batches_tracked is 0-d, tinygrad's and nbgrad's (1,)
     if source.shape != target.shape:
       raise ValueError(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
-    target.replace(source.to(target.device).detach()).realize()
+    sources[name] = source
+  for name, source in sources.items():
+    targets[name].replace(source.to(targets[name].device).detach()).realize()
     if consume: del state_dict[name]
 
 
@@ -62,7 +68,12 @@ def _file_bytes(fn: Union[Tensor, str, os.PathLike]) -> np.ndarray:
   if isinstance(fn, Tensor):
     if fn.dtype != dtypes.uint8 or fn.ndim != 1: raise TypeError(f"a safetensors Tensor must hold 1-D uint8 bytes, got {fn.dtype} {fn.shape}")
     return fn.numpy()
-  return np.fromfile(fn, dtype=np.uint8)
+  return np.fromfile(_checked_path(fn, "safetensors file"), dtype=np.uint8)
+
+
+def _checked_path(fn, what: str):
+  if not isinstance(fn, (str, os.PathLike)): raise TypeError(f"the {what} must be a path (str or os.PathLike), got {type(fn).__name__}")
+  return fn
 
 
 def _storage_dtype(dtype: DType) -> np.dtype:
@@ -107,12 +118,21 @@ def safe_load(fn: Union[Tensor, str, os.PathLike]) -> dict[str, Tensor]:
   tensors = {}
   for name, entry in header.items():
     if name == "__metadata__": continue
-    if entry.get("dtype") not in SAFE_DTYPES: raise ValueError(f"safetensors tensor {name!r} has an unknown dtype {entry.get('dtype')!r}")
-    dtype, shape, (begin, end) = SAFE_DTYPES[entry["dtype"]], tuple(entry["shape"]), entry["data_offsets"]
-    if end - begin != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize or start + end > data.size:
-      raise ValueError(f"safetensors tensor {name!r}: bytes {begin}..{end} do not hold {shape} of {dtype}")
+    if not isinstance(entry, dict) or entry.get("dtype") not in SAFE_DTYPES:
+      raise ValueError(f"safetensors tensor {name!r} has an unknown dtype: {entry!r}")
+    dtype, shape, offsets = SAFE_DTYPES[entry["dtype"]], entry.get("shape"), entry.get("data_offsets")
+    if not (isinstance(shape, list) and all(_is_count(n) for n in shape) and isinstance(offsets, list) and len(offsets) == 2
+            and all(_is_count(n) for n in offsets)):
+      raise ValueError(f"safetensors tensor {name!r}: shape {shape!r} and data_offsets {offsets!r} must be lists of non-negative integers")
+    (begin, end), shape = offsets, tuple(shape)
+    if end - begin != math.prod(shape) * dtype.itemsize or start + end > data.size:
+      raise ValueError(f"safetensors tensor {name!r}: bytes {begin}..{end} of the {data.size - start} after the header "
+                       f"do not hold {shape} of {dtype}")
     tensors[name] = _array_as_tensor(data[start + begin:start + end], dtype, shape)
   return tensors
+
+
+def _is_count(n) -> bool: return isinstance(n, int) and not isinstance(n, bool) and n >= 0
 
 
 def _tensor_bytes(t: Tensor) -> bytes:
@@ -122,9 +142,15 @@ def _tensor_bytes(t: Tensor) -> bytes:
 
 def safe_save(tensors: dict[str, Tensor], fn: Union[str, os.PathLike], metadata: Optional[dict[str, Any]] = None):
   """Writes tensors (by name) to a safetensors file, with an optional string-to-string metadata dict."""
+  if not isinstance(tensors, dict): raise TypeError(f"safe_save takes a dict of tensors by name, got a {type(tensors).__name__}")
+  if metadata is not None and not (isinstance(metadata, dict) and all(isinstance(v, str) for kv in metadata.items() for v in kv)):
+    raise TypeError(f"safetensors metadata must be a dict of str to str, got {metadata!r}")
+  _checked_path(fn, "safetensors file")
   header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
   blobs, offset = [], 0
   for name, t in tensors.items():
+    if not isinstance(name, str) or name == "__metadata__":
+      raise ValueError(f"safe_save: a tensor's name must be a str other than '__metadata__' (the header's own key), got {name!r}")
     if not isinstance(t, Tensor): raise TypeError(f"safe_save: {name!r} is a {type(t).__name__}, not a Tensor")
     if t.dtype not in SAFE_NAMES: raise TypeError(f"safe_save: {name!r} has dtype {t.dtype}, which safetensors has no name for")
     blobs.append(_tensor_bytes(t))
@@ -160,7 +186,15 @@ class _Stub:
 def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=None, backward_hooks=None, metadata=None) -> Tensor:
   dtype, values = storage
   flat = np.frombuffer(values, dtype=_storage_dtype(dtype))
-  if flat.size == 0: return _tensor_of(flat.reshape(size), dtype)
+  size, stride = tuple(size), tuple(stride)
+  numbers = (storage_offset, *size, *stride)
+  if len(stride) != len(size) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+    raise ValueError(f"a torch tensor of size {size}, stride {stride} and storage offset {storage_offset}: these must be "
+                     "non-negative integers, one stride per dimension")
+  if 0 in size: return _tensor_of(np.zeros(size, flat.dtype), dtype)
+  if (last := storage_offset + sum((n - 1) * s for n, s in zip(size, stride))) >= flat.size:
+    raise ValueError(f"a torch tensor of size {size}, stride {stride} and storage offset {storage_offset} reads element "
+                     f"{last} of a storage of {flat.size} elements ({len(values)} bytes): the file is damaged")
   view = np.lib.stride_tricks.as_strided(flat[storage_offset:], tuple(size), tuple(s * flat.itemsize for s in stride))
   return _tensor_of(np.array(view, order="C"), dtype)   # a copy (ascontiguousarray would make a 0-d view 1-d)
 
@@ -204,7 +238,7 @@ def torch_load(fn: Union[str, os.PathLike]) -> dict[str, Tensor]:
   """What torch.save wrote to fn (a state dict, or any nesting of dicts and lists of tensors), with its tensors as
   nbgrad Tensors: the zip files torch writes by default, and its earlier format (_use_new_zipfile_serialization=False).
   Objects of other classes load as stubs holding their pickled state."""
-  if not zipfile.is_zipfile(fn): return _torch_load_legacy(fn)
+  if not zipfile.is_zipfile(_checked_path(fn, "torch file")): return _torch_load_legacy(fn)
   with zipfile.ZipFile(fn) as archive:
     pickles = [n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
     if not pickles: raise ValueError(f"{fn} holds no data.pkl: not a file torch.save wrote")
