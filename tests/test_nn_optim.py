@@ -235,6 +235,16 @@ MISUSE = [
   ("no_parameters", lambda: optim.SGD([], lr=0.1), ValueError, "at least one parameter"),
   ("only_frozen_parameters", lambda: optim.Adam([Tensor([1.0], requires_grad=False)]), ValueError, "at least one parameter"),
   ("not_a_tensor", lambda: optim.SGD([np.ones(2)]), TypeError, "list of Tensors"),
+  ("mixed_devices", lambda: optim.SGD([Tensor([1.0], requires_grad=True), Tensor([1.0], device="CPU:1", requires_grad=True)]),
+   ValueError, r"one device, got tensors on \['CPU', 'CPU:1'\]"),
+  ("negative_lr", lambda: optim.SGD([Tensor([1.0], requires_grad=True)], lr=-0.1), ValueError, "invalid learning rate -0.1"),
+  ("nan_lr", lambda: optim.Adam([Tensor([1.0], requires_grad=True)], lr=float("nan")), ValueError, "invalid learning rate nan"),
+  ("lr_not_a_number", lambda: optim.Adam([Tensor([1.0], requires_grad=True)], lr="0.1"), TypeError, "learning rate must be a number"),
+  ("negative_momentum", lambda: optim.SGD([Tensor([1.0], requires_grad=True)], momentum=-0.5), ValueError, "invalid momentum"),
+  ("negative_weight_decay", lambda: optim.AdamW([Tensor([1.0], requires_grad=True)], weight_decay=-1), ValueError, "invalid weight_decay"),
+  ("b1_of_one_or_more", lambda: optim.Adam([Tensor([1.0], requires_grad=True)], b1=2), ValueError, r"invalid b1 2: it must be in \[0.0, 1.0\)"),
+  ("negative_b2", lambda: optim.LAMB([Tensor([1.0], requires_grad=True)], b2=-0.1), ValueError, "invalid b2"),
+  ("negative_eps", lambda: optim.Adam([Tensor([1.0], requires_grad=True)], eps=-1e-8), ValueError, "invalid eps"),
 ]
 
 

@@ -4,11 +4,18 @@ step is lazy graph work like any other and fuses, and a TinyJit-wrapped training
 The learning rate is a tensor (opt.lr, shape (1,)): changing it with opt.lr.assign(...) changes no kernel.
 SGD is LARS without its trust ratio; Adam and AdamW are LAMB without it."""
 from __future__ import annotations
+import numbers
 from nbgrad.dtype import dtypes, least_upper_dtype
 from nbgrad.tensor import Tensor
 
 
 def _unique(tensors) -> list[Tensor]: return list({id(t): t for t in tensors}.values())   # in order, each once
+
+
+def _check_hyperparameter(name: str, value, low: float = 0.0, below: float = float("inf")):
+  """value in [low, below), as torch's optimizers check (NaN is in no range)."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real): raise TypeError(f"{name} must be a number, got {value!r}")
+  if not low <= value < below: raise ValueError(f"invalid {name} {value!r}: it must be in [{low}, {below})")
 
 
 def _zeros_state(t: Tensor) -> Tensor:
@@ -27,6 +34,9 @@ class Optimizer:
     self.params = _unique(t for t in params if t.requires_grad)
     if not self.params: raise ValueError("an optimizer needs at least one parameter that requires grad")
     self.device = self.params[0].device
+    if len(devices := list(dict.fromkeys(t.device for t in params))) > 1:
+      raise ValueError(f"an optimizer's tensors must be on one device, got tensors on {devices}: move them with .to() first")
+    _check_hyperparameter("learning rate", lr)
     self.buffers = _unique(t for t in params if not t.requires_grad)
     # float32 at least, wider where a parameter is (float64 weights get float64 rates and moments)
     self.state_dtype = least_upper_dtype(dtypes.default_float, dtypes.float32, *(t.dtype for t in self.params))
@@ -74,6 +84,7 @@ class LARS(Optimizer):
   momentum, False after it (PyTorch's SGD)."""
   def __init__(self, params: list[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001):
     super().__init__(params, lr)
+    for name, value in (("momentum", momentum), ("weight_decay", weight_decay), ("tcoef", tcoef)): _check_hyperparameter(name, value)
     self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
     self.b = [_zeros_state(t) for t in self.params] if momentum else []
 
@@ -104,6 +115,8 @@ class LAMB(Optimizer):
   |w| / |step| (1 where a norm is 0); adam=True leaves the ratio out (AdamW)."""
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
     super().__init__(params, lr)
+    for name, value in (("b1", b1), ("b2", b2)): _check_hyperparameter(name, value, below=1.0)
+    for name, value in (("eps", eps), ("weight_decay", weight_decay)): _check_hyperparameter(name, value)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.b1_t, self.b2_t = (Tensor([1], dtype=self.state_dtype, device=self.device, requires_grad=False).realize() for _ in range(2))
     self.m, self.v = ([_zeros_state(t) for t in self.params] for _ in range(2))
