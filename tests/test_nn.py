@@ -129,6 +129,17 @@ def test_batchnorm_of_float64_batches_moves_its_float32_statistics_as_torch():
   np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 2, 2)], ids=["1d", "2d"])
+def test_batchnorm_of_an_empty_batch_leaves_its_running_statistics_as_torch(shape):
+  """An empty batch has no statistics: torch leaves the running ones and counts the batch (they became NaN)."""
+  ours, theirs = nn.BatchNorm(3), torch.nn.BatchNorm2d(3) if len(shape) == 4 else torch.nn.BatchNorm1d(3)
+  with Tensor.train(): mine = ours(Tensor(np.zeros(shape, np.float32)))
+  reference = theirs(torch.zeros(shape))
+  assert mine.shape == tuple(reference.shape)
+  for name in ("running_mean", "running_var", "num_batches_tracked"):
+    np.testing.assert_array_equal(getattr(ours, name).numpy().reshape(-1), getattr(theirs, name).numpy().reshape(-1))
+
+
 def test_batchnorm_gradients_of_weight_and_bias_match_torch():
   ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
   randomize(ours)

@@ -99,8 +99,9 @@ class BatchNorm:
     mean = x.mean(axis=axes)
     centered = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # the variance's gradient through the mean is 0
     var = (centered * centered).mean(axis=axes)
-    if self.track_running_stats:
-      count = x.numel() // channels
+    count = x.numel() // channels
+    if self.track_running_stats and count == 0: self.num_batches_tracked.assign(self.num_batches_tracked + 1)   # as torch: no statistics
+    elif self.track_running_stats:
       # in the statistics' own dtype (float32), whatever the input's (float64 batches move float32 statistics)
       self.running_mean.assign(((1 - self.momentum) * self.running_mean + self.momentum * mean.detach()).cast(self.running_mean.dtype))
       self.running_var.assign(((1 - self.momentum) * self.running_var +
