@@ -75,7 +75,16 @@ def shape_arg(shape, *rest) -> tuple[int, ...]:
   for d in dims:
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool): raise TypeError(f"shape {dims} must hold ints")
     if d < 0: raise ValueError(f"shape {dims} has a negative size")
-  return tuple(int(d) for d in dims)
+  return check_element_count(tuple(int(d) for d in dims))
+
+
+MAX_ELEMENTS = 2**63 - 1   # each element's index must fit an int64, as numpy's and the kernels' indices do
+
+
+def check_element_count(shape: tuple[int, ...]) -> tuple[int, ...]:
+  if (count := math.prod(shape)) > MAX_ELEMENTS:
+    raise ValueError(f"shape {shape} has {count} elements, more than the {MAX_ELEMENTS} an int64 index reaches")
+  return shape
 
 
 def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
@@ -175,7 +184,7 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
     if dtype is None and not any(isinstance(v, float) for v in array.flat):
       raise ValueError("a list's ints span more than int64 and uint64 hold; give a float dtype to store them as floats")
     array = np.array(data, dtype=np.float64)
-  elif array.dtype.kind == "f" and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
+  elif array.dtype == np.float64 and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
     values = np.array(data, dtype=object)
     if all(isinstance(v, int) for v in values.flat): array = values.astype(int_dtype_holding(values.min(), values.max()).np)
   if array.dtype.kind in "iu":
@@ -444,7 +453,7 @@ class Tensor:
     return array.copy() if copy else array
 
   def item(self) -> Scalar:
-    if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+    if self.numel() != 1: raise ShapeMismatch(f"item() needs a tensor with one element, got shape {self.shape}")
     return self.numpy().reshape(-1)[0].item()
 
   def tolist(self): return self.numpy().tolist()
@@ -463,7 +472,7 @@ class Tensor:
   def assign(self, x) -> Tensor:
     """Replaces the values in place (same Tensor object); shape, dtype and device must match."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
-    if x.shape != self.shape: raise ValueError(f"assign shape mismatch: {self.shape} <- {x.shape}")
+    if x.shape != self.shape: raise ShapeMismatch(f"assign shape mismatch: {self.shape} <- {x.shape}")
     if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
@@ -601,9 +610,10 @@ class Tensor:
       if not isinstance(v, (int, float, np.integer, np.floating)): raise TypeError(f"arange bounds must be numbers, got {v!r}")
     if step == 0: raise ValueError("arange step must not be 0")
     if not all(math.isfinite(v) for v in (start, stop, step)): raise ValueError(f"arange bounds must be finite, got {start}, {stop}, {step}")
-    count = max(0, math.ceil((stop - start) / step))
+    floats = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+    exact = math.ceil((stop - start) / step) if floats else -(-(int(stop) - int(start)) // int(step))   # ints past 2**53 too
+    count = check_element_count((max(0, exact),))[0]
     if dtype is None:   # ints past int32 widen to int64, as Tensor(2**40) does
-      floats = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
       dtype = dtypes.default_float if floats else int_dtype_holding(*sorted((int(start), int(start) + (max(count, 1) - 1) * int(step))))
     dtype = to_dtype(dtype)
     lazy = LazyBuffer.load(LoadOps.ARANGE, (count,), dtype, Device.canonicalize(device), arg=(start, step))
@@ -776,12 +786,13 @@ class Tensor:
       for o, s in zip(old, new):
         if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
       x = self.reshape(old) if old != self.shape else self
+    check_element_count(new)
     return x if new == x.shape else F.Expand.apply(x, shape=new)
 
   def permute(self, order, *args) -> Tensor:
     order = tuple(order) + args if isinstance(order, (tuple, list, np.ndarray)) else (order,) + args
     resolved = tuple(resolve_axis(o, self.ndim) for o in order)
-    if sorted(resolved) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of {self.ndim} dims")
+    if sorted(resolved) != list(range(self.ndim)): raise ShapeMismatch(f"permute order {order} is not a permutation of {self.ndim} dims")
     return self if resolved == tuple(range(self.ndim)) else F.Permute.apply(self, order=resolved)
 
   def flip(self, axis, *args) -> Tensor:
@@ -791,17 +802,17 @@ class Tensor:
     return F.Flip.apply(self, axes=resolved) if self.ndim else self   # a 0-d tensor's axis 0 or -1 is itself
 
   def shrink(self, arg) -> Tensor:
-    if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
+    if len(arg) != self.ndim: raise ShapeMismatch(f"shrink {arg} needs one entry per dim of {self.shape}")
     resolved = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (a, b), s in zip(resolved, self.shape):
       _check_int(f"shrink bound in {arg}", a, None), _check_int(f"shrink bound in {arg}", b, None)
-      if not 0 <= a <= b <= s: raise ValueError(f"shrink {arg} is out of range for shape {self.shape}")
+      if not 0 <= a <= b <= s: raise ShapeMismatch(f"shrink {arg} is out of range for shape {self.shape}")
     resolved = tuple((int(a), int(b)) for a, b in resolved)
     if all(a == 0 and b == s for (a, b), s in zip(resolved, self.shape)): return self
     return F.Shrink.apply(self, arg=resolved)
 
   def pad(self, arg, value: Scalar = 0.0) -> Tensor:
-    if len(arg) != self.ndim: raise ValueError(f"pad {arg} needs one entry per dim of {self.shape}")
+    if len(arg) != self.ndim: raise ShapeMismatch(f"pad {arg} needs one entry per dim of {self.shape}")
     for a in arg:
       if a is not None and (not isinstance(a, (tuple, list)) or len(a) != 2 or
                             not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in a)):
@@ -814,6 +825,7 @@ class Tensor:
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
     if all(b == 0 and a == 0 for b, a in resolved): return self
     if isinstance(value, int): check_storable(value, self.dtype, "pad value")   # a float value makes the result float
+    check_element_count(tuple(b + size + a for (b, a), size in zip(resolved, self.shape)))
     padded = F.Pad.apply(self, arg=resolved)
     if value == 0 and math.copysign(1, value) > 0: return padded   # the pads read +0 (-0.0 takes the where below)
     inside = Tensor(LazyBuffer.full(True, self.shape, dtypes.bool, self.device)).pad(resolved)
@@ -867,7 +879,7 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     for t in others:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
-        raise ValueError(f"cat needs equal shapes except in dim {dim}: {self.shape} and {t.shape}")
+        raise ShapeMismatch(f"cat needs equal shapes except in dim {dim}: {self.shape} and {t.shape}")
     dtype = least_upper_dtype(*(t.dtype for t in tensors))
     if len(tensors) > CAT_FUSED_MAX: return F.Concatenate.apply(*[t.cast(dtype) for t in tensors], dim=dim)
     total = sum(t.shape[dim] for t in tensors)
@@ -885,7 +897,7 @@ class Tensor:
     tensors = (self,) + others
     dim = resolve_axis(dim, self.ndim, extra=1)
     for t in others:
-      if t.shape != self.shape: raise ValueError(f"stack needs equal shapes: {self.shape} and {t.shape}")
+      if t.shape != self.shape: raise ShapeMismatch(f"stack needs equal shapes: {self.shape} and {t.shape}")
     return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
 
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
@@ -900,7 +912,7 @@ class Tensor:
         raise ValueError(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
       sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if n else [0]
     if any(s < 0 for s in sizes): raise ValueError(f"split sizes {list(sizes)} must not be negative")
-    if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} do not add up to {n} (dim {dim} of {self.shape})")
+    if sum(sizes) != n: raise ShapeMismatch(f"split sizes {list(sizes)} do not add up to {n} (dim {dim} of {self.shape})")
     out, start = [], 0
     for s in sizes:
       arg = [None] * self.ndim
@@ -910,7 +922,8 @@ class Tensor:
     return tuple(out)
 
   def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:   # a list, as tinygrad's (split gives a tuple)
-    _check_int("chunk count", chunks, 1)
+    _check_int("chunk count", chunks, None)
+    if chunks < 1: raise ShapeMismatch(f"chunk count must be at least 1, got {chunks}")
     dim = resolve_axis(dim, self.ndim)
     if self.shape[dim] == 0: return list(self.split([0] * chunks, dim))
     return list(self.split(math.ceil(self.shape[dim] / chunks), dim))
@@ -1238,14 +1251,23 @@ class Tensor:
     return one.where(1.0, zero_base.where(zero_power, result))
 
   def maximum(self, x) -> Tensor:
+    if (side := self._int_scalar_side(x)) < 0: x = dtypes.min(self.dtype)   # below every value: max is the value
     a, b = self._broadcasted(x)
+    if side > 0: return b   # above every value: max is x, wrapped into the dtype as arithmetic's results are
     if dtypes.is_float(a.dtype): return F.Maximum.apply(a, b)
     return a._nondiff(BinaryOps.MAX, b)
 
   def minimum(self, x) -> Tensor:
+    if (side := self._int_scalar_side(x)) > 0: x = dtypes.max(self.dtype)
     a, b = self._broadcasted(x)
+    if side < 0: return b
     if dtypes.is_float(a.dtype): return -F.Maximum.apply(-a, -b)
     return a._nondiff(BinaryOps.MIN, b)
+
+  def _int_scalar_side(self, x) -> int:
+    """-1 or 1 when x is an int scalar below or above an int tensor's dtype range (uint8 and -1), else 0."""
+    if not dtypes.is_int(self.dtype) or not isinstance(x, (int, np.integer)) or isinstance(x, bool): return 0
+    return -1 if x < dtypes.min(self.dtype) else 1 if x > dtypes.max(self.dtype) else 0
 
   def _bitwise(self, op, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
@@ -1280,7 +1302,7 @@ class Tensor:
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and
     the bound does not wrap around into the range (int8 clip(-1000, 1000) changes nothing)."""
-    if not dtypes.is_int(self.dtype) or not isinstance(bound, (int, np.integer)) or isinstance(bound, bool): return bound
+    if not self._int_scalar_side(bound): return bound
     return min(max(int(bound), dtypes.min(self.dtype)), dtypes.max(self.dtype))
 
   def where(self, x, y) -> Tensor:

@@ -51,6 +51,13 @@ def test_full_rounds_each_fill_value_as_numpy_casts_it(name):
   got = np.array([Tensor.full((1,), v, dtype=dt).item() for v in FILL_EDGES], dt.np)
   assert got.tobytes() == expected.tobytes()
 
+def test_a_list_of_numpy_half_floats_makes_a_tensor_without_warnings():
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")   # a check for ints past 2**63 compared float16 values with 2.0 ** 63 (an overflow warning)
+    t = Tensor([np.float16(1.5), np.float16(-60000)])
+  assert t.dtype == dtypes.float32 and t.tolist() == [1.5, -60000.0]
+
+
 LIST_ROWS = [
   ("all_bool", [[True, False], [False, True]], dtypes.bool), ("all_int", [[1, 2], [3, -4]], dtypes.int32),
   ("int_and_float", [[1, 2.5], [3, 4]], dtypes.float32), ("all_float", [0.5, -1.5, 2.0], dtypes.float32),

@@ -166,6 +166,12 @@ BAD = [
   ("bool_mask_of_the_wrong_shape", lambda e: e["a"][Tensor([True, False, True])], IndexError, [["(3,)", "(2,)"]]),
   ("conv_transpose_output_padding", lambda e: e["a"].reshape(1, 1, 2, 3).conv_transpose2d(Tensor.ones(1, 1, 2, 2), stride=2, output_padding=2),
    ValueError, [["output_padding"]]),
+  # more elements than an int64 index reaches: refused when built, not at a realize that cannot hold them
+  ("empty_past_int64_elements", lambda e: Tensor.empty(10**10, 10**10), ValueError, [["(10000000000, 10000000000)", "int64"]]),
+  ("ones_of_2_to_the_63", lambda e: Tensor.ones(2**63), ValueError, [["9223372036854775808 elements"]]),
+  ("expand_past_int64_elements", lambda e: e["b"].reshape(4, 1).expand(4, 2**62), ValueError, [["(4, 4611686018427387904)"]]),
+  ("pad_past_int64_elements", lambda e: e["b"].pad(((0, 2**63),)), ValueError, [["int64"]]),
+  ("arange_past_int64_elements", lambda e: Tensor.arange(2**63 + 5), ValueError, [["9223372036854775813 elements"]]),
 ]
 
 
@@ -205,6 +211,16 @@ COMPAT_ROWS = [
   ("reshape_count", lambda: Tensor.zeros(3, 2, 0).reshape(()), (ValueError, AssertionError)),
   ("multinomial_of_0d", lambda: Tensor(2.0).multinomial(1), (ValueError, AssertionError)),
   ("bitcast_item_size", lambda: Tensor([1e5]).bitcast(dtypes.uint8), (ValueError, RuntimeError)),
+  ("permute_repeated_axis", lambda: Tensor.ones(2, 3).permute(0, 0), (ValueError, AssertionError)),
+  ("shrink_entries", lambda: Tensor.ones(2, 3).shrink(((0, 1),)), (ValueError, AssertionError)),
+  ("shrink_bounds", lambda: Tensor.ones(2, 3).shrink(((0, 5), None)), (ValueError, AssertionError)),
+  ("pad_entries", lambda: Tensor.ones(2, 3).pad(((0, 1),)), (ValueError, AssertionError)),
+  ("cat_shapes", lambda: Tensor.ones(2, 3).cat(Tensor.ones(2, 4)), (ValueError, AssertionError)),
+  ("stack_shapes", lambda: Tensor.ones(2, 3).stack(Tensor.ones(3, 2)), (ValueError, AssertionError)),
+  ("split_sizes", lambda: Tensor.ones(2, 3).split([1, 1], dim=1), (ValueError, AssertionError)),
+  ("chunk_count", lambda: Tensor.ones(2, 3).chunk(0), (ValueError, AssertionError)),
+  ("item_of_many", lambda: Tensor.ones(2, 3).item(), (ValueError, AssertionError)),
+  ("assign_shape", lambda: Tensor.ones(2, 3).assign(Tensor.ones(3, 2)), (ValueError, AssertionError)),
   ("setitem_into_requires_grad", lambda: Tensor.zeros(3, requires_grad=True).__setitem__(slice(0, 2), 1.0), (NotImplementedError,)),
   ("shape_ints_and_tuple_mixed", lambda: Tensor.zeros((2, 2), 2, 2), (ValueError,)),
   ("shape_two_tuples", lambda: Tensor.zeros((2, 2), (2, 2)), (ValueError,)),
