@@ -876,6 +876,8 @@ class Tensor:
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
     self, others = _leading_tensor(self, others, "cat")
     tensors = (self,) + others
+    if any(t.ndim == 0 for t in tensors):
+      raise ShapeMismatch(f"cat cannot join 0-d tensors (shapes {[t.shape for t in tensors]}): stack them, or reshape them to (1,)")
     dim = resolve_axis(dim, self.ndim)
     for t in others:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
@@ -1644,7 +1646,7 @@ class Tensor:
     for name, values in (("kernel size", kernel), ("stride", stride), ("dilation", dilation)):
       if len(values) != len(kernel) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in values):
         raise ValueError(f"{name} {values} must be {len(kernel)} positive int(s)")
-    return kernel, stride, dilation
+    return tuple(map(int, kernel)), tuple(map(int, stride)), tuple(map(int, dilation))   # numpy ints would reach shapes
 
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
     kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
@@ -1667,9 +1669,9 @@ class Tensor:
       return [p for total in reversed(totals) for p in (total // 2, total - total // 2)]
     if isinstance(padding, (int, np.integer)): return [int(padding)] * (2 * dims)
     if not isinstance(padding, (list, tuple)): raise TypeError(f"padding {padding!r} must be 'valid', 'same', an int or a sequence of ints")
-    padding = list(padding)
     if not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in padding):
       raise ValueError(f"padding {padding} must hold ints")
+    padding = [int(p) for p in padding]
     if len(padding) == 2 * dims: return padding
     if len(padding) == dims: return [p for p in reversed(padding) for _ in range(2)]
     raise ValueError(f"padding {padding} must be an int, {dims} values or {2 * dims} values")

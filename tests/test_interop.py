@@ -243,6 +243,13 @@ def test_numpy_integers_as_sizes_give_shapes_of_python_ints():
   shapes = [Tensor.ones(1, 4).expand(3, 4).shape, Tensor.arange(6)[1:4].shape, Tensor.ones(4).split(np.int64(2))[0].shape]
   assert shapes == [(3, 4), (3,), (2,)] and all(type(s) is int for shape in shapes for s in shape)
   with pytest.raises(TypeError, match="shrink bound"): Tensor.arange(6).shrink(((1.0, 2),))
+  x, w = np.ones((1, 1, 5, 5), np.float32), np.ones((1, 1, 3, 3), np.float32)
+  for stride, padding in ((np.int64(2), np.int64(1)), ((np.int32(2), 2), (np.int64(1), 1)), (1, [np.int64(1)] * 4)):
+    out = Tensor(x).conv2d(Tensor(w), stride=stride, padding=padding)
+    pooled = Tensor(x).max_pool2d(kernel_size=np.int64(2), stride=stride)
+    expected = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=1 if stride == 1 else 2, padding=1)
+    assert out.shape == tuple(expected.shape) and all(type(s) is int for s in out.shape + pooled.shape)
+    np.testing.assert_allclose(out.numpy(), expected.numpy())
 
 
 def test_shifts_take_numpy_integers_and_arrays_on_either_side():

@@ -193,6 +193,21 @@ def test_new_norm_layers_start_at_identity():
     np.testing.assert_array_equal(layer.bias.numpy(), np.zeros(4, np.float32))
   assert nn.Embedding(10, 6).weight.shape == (10, 6)
 
+@pytest.mark.parametrize("make_ours, make_theirs, shape", [row[1:] for row in LAYERS if row[0] in ("linear", "conv2d", "conv_transpose2d",
+                         "layernorm_no_affine", "groupnorm")], ids=["linear", "conv2d", "conv_transpose2d", "layernorm_no_affine", "groupnorm"])
+def test_a_layer_called_with_a_numpy_array_computes_what_torch_computes(make_ours, make_theirs, shape):
+  ours, theirs = make_ours(), make_theirs()
+  copy_parameters(ours, theirs)
+  x = rand(*shape, seed=5)
+  np.testing.assert_allclose(ours(x).numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_batchnorm_called_with_a_numpy_array_computes_what_torch_computes():
+  ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+  x = rand(4, 3, 2, 2, seed=6)
+  with Tensor.train(): mine = ours(x)
+  np.testing.assert_allclose(mine.numpy(), theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
 
 # ---- bad input: raised when the layer is made or called, naming the sizes
 BAD = [
@@ -205,6 +220,9 @@ BAD = [
   ("instancenorm_channels", lambda: nn.InstanceNorm(3)(Tensor.ones(2, 4, 2)), ValueError, "InstanceNorm of 3 channels"),
   ("embedding_float_index", lambda: nn.Embedding(5, 2)(Tensor([1.0])), TypeError, "int tensor"),
   ("linear_features", lambda: nn.Linear(5, 3)(Tensor.ones(2, 4)), ValueError, "5"),
+  ("linear_of_a_list", lambda: nn.Linear(2, 3)([[1.0, 2.0]]), TypeError, "Linear takes a Tensor"),
+  ("conv_of_a_number", lambda: nn.Conv2d(1, 1, 1)(3.0), TypeError, "Conv2d takes a Tensor"),
+  ("layernorm_float_size", lambda: nn.LayerNorm(2.5), TypeError, r"\(2.5,\) must hold ints"),
 ]
 
 

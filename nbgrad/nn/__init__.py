@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from typing import Optional, Union
 from nbgrad.dtype import dtypes
-from nbgrad.tensor import Tensor
+import numpy as np
+from nbgrad.tensor import Tensor, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
 
@@ -18,6 +19,14 @@ def _sizes(value, dims: int, name: str) -> tuple[int, ...]:
   if len(sizes) != dims or not all(isinstance(s, int) and s > 0 for s in sizes):
     raise ValueError(f"{name} must be a positive int or {dims} of them, got {value!r}")
   return sizes
+
+
+def _input(layer, x, weight: Optional[Tensor]) -> Tensor:
+  """A layer's input: a Tensor, or a numpy array (a numpy user's habit) as a tensor on the device of the layer's
+  weight (the default device for a layer without one)."""
+  if isinstance(x, Tensor): return x
+  if isinstance(x, np.ndarray): return Tensor(x, device=None if weight is None else weight.device)
+  raise TypeError(f"{type(layer).__name__} takes a Tensor (or a numpy array), got {type(x).__name__}")
 
 
 def _uniform_bias(size: int, fan_in: int) -> Tensor:
@@ -31,7 +40,7 @@ class Linear:
     self.weight = Tensor.kaiming_uniform(out_features, in_features, a=math.sqrt(5))
     self.bias = _uniform_bias(out_features, in_features) if bias else None
 
-  def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.transpose(), self.bias)
+  def __call__(self, x: Tensor) -> Tensor: return _input(self, x, self.weight).linear(self.weight.transpose(), self.bias)
 
 
 class Conv2d:
@@ -49,7 +58,8 @@ class Conv2d:
     return Tensor.kaiming_uniform(out_channels, in_channels // groups, *self.kernel_size, a=math.sqrt(5))
 
   def __call__(self, x: Tensor) -> Tensor:
-    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding)
+    return _input(self, x, self.weight).conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
+                                               padding=self.padding)
 
 
 class ConvTranspose2d(Conv2d):
@@ -63,8 +73,8 @@ class ConvTranspose2d(Conv2d):
     return Tensor.kaiming_uniform(in_channels, out_channels // groups, *self.kernel_size, a=math.sqrt(5))
 
   def __call__(self, x: Tensor) -> Tensor:
-    return x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
-                              padding=self.padding, output_padding=self.output_padding)
+    return _input(self, x, self.weight).conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride,
+                                                         dilation=self.dilation, padding=self.padding, output_padding=self.output_padding)
 
 
 def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups: int = 1,
@@ -90,7 +100,7 @@ class BatchNorm:
     self.num_batches_tracked = Tensor.zeros(1, requires_grad=False)
 
   def __call__(self, x: Tensor) -> Tensor:
-    channels = self.running_mean.shape[0]
+    x, channels = _input(self, x, self.running_mean), self.running_mean.shape[0]
     if x.ndim < 2 or x.shape[1] != channels:
       raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
     if not Tensor.training:
@@ -116,12 +126,13 @@ BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
 class LayerNorm:
   """Normalizes over the last len(normalized_shape) axes, then scales and shifts by weight and bias of that shape."""
   def __init__(self, normalized_shape: Union[int, tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True):
-    self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    self.normalized_shape = shape_arg(normalized_shape)   # an int or a tuple of ints
     self.axis = tuple(-1 - i for i in range(len(self.normalized_shape)))
     self.eps, self.elementwise_affine = eps, elementwise_affine
     self.weight, self.bias = (Tensor.ones(*self.normalized_shape), Tensor.zeros(*self.normalized_shape)) if elementwise_affine else (None, None)
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(self, x, self.weight)
     if x.shape[x.ndim - len(self.normalized_shape):] != self.normalized_shape:
       raise ValueError(f"LayerNorm over {self.normalized_shape} got an input of shape {x.shape}: its last dims must be {self.normalized_shape}")
     x = x.layernorm(axis=self.axis, eps=self.eps)
@@ -147,6 +158,7 @@ class GroupNorm:
     self.weight, self.bias = (Tensor.ones(num_channels), Tensor.zeros(num_channels)) if affine else (None, None)
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(self, x, self.weight)
     if x.ndim < 2 or x.shape[1] != self.num_channels:
       raise ValueError(f"{type(self).__name__} of {self.num_channels} channels got an input of shape {x.shape}")
     x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
