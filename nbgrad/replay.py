@@ -109,9 +109,7 @@ class _Replay:
 
   def run(self, arguments: list[Tensor]):
     signature = [_signature(t) for t in arguments]
-    if signature != self.signature:
-      raise JitArgumentMismatch(f"TinyJit: the Tensor arguments (shape, dtype, device, layout) changed from {self.signature} "
-                                f"when the call was recorded to {signature}")
+    if signature != self.signature: raise JitArgumentMismatch(_mismatch(self.signature, signature))
     buffers = [t.lazydata.base.buffer for t in arguments]
     for launch in self.launches: launch.run(buffers)
     self.copy_back()
@@ -121,6 +119,20 @@ class _Replay:
 def _signature(t: Tensor) -> tuple:
   lazy = t.lazydata
   return t.shape, t.dtype, t.device, None if lazy is lazy.base else (lazy.base.shape, lazy.view)
+
+
+def _described(signature: tuple) -> str:
+  shape, dtype, device, layout = signature
+  held = "in a buffer of its own" if layout is None else f"a view of a buffer of shape {layout[0]}"
+  return f"shape {shape}, {dtype.name} on {device}, {held}"
+
+
+def _mismatch(recorded: list, given: list) -> str:
+  if len(recorded) != len(given):
+    return f"TinyJit: the call was recorded with {len(recorded)} Tensor argument(s), and this call passes {len(given)}"
+  changed = [f"argument {i}: {_described(r)} when recorded, now " + (_described(g) if _described(g) != _described(r) else "another view of it")
+             for i, (r, g) in enumerate(zip(recorded, given)) if r != g]
+  return "TinyJit: Tensor arguments differ from the recorded call's (a replay runs the recorded kernels): " + "; ".join(changed)
 
 
 def _tensors_in(value) -> list[Tensor]:

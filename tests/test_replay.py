@@ -89,8 +89,9 @@ def test_keyword_arguments_and_views_as_arguments():
 def test_changed_argument_shape_or_dtype_raises_naming_both():
   f = TinyJit(lambda x: x + 1)
   for _ in range(3): f(Tensor([1.0, 2.0]))
-  with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"): f(Tensor([1.0, 2.0, 3.0]))
-  with pytest.raises(ValueError, match="int"): f(Tensor([1, 2]))
+  with pytest.raises(ValueError, match=r"argument 0: shape \(2,\), float32.*now shape \(3,\), float32"): f(Tensor([1.0, 2.0, 3.0]))
+  with pytest.raises(ValueError, match="now shape \\(2,\\), int32"): f(Tensor([1, 2]))
+  with pytest.raises(ValueError, match="recorded with 1 Tensor argument"): f(Tensor([1.0, 2.0]), Tensor([1.0]))
   np.testing.assert_array_equal(f(Tensor([5.0, 6.0])).numpy(), [6.0, 7.0])   # still replays after the error
 
 
@@ -197,7 +198,9 @@ def test_a_changed_view_of_an_argument_raises():
   base = Tensor(np.arange(20, dtype=np.float32).reshape(4, 5)).realize()
   for i in range(2): f(base[:, 1:3])
   np.testing.assert_array_equal(f(base[:, 1:3]).numpy(), np.arange(20).reshape(4, 5)[:, 1:3] + 1)
-  with pytest.raises(ValueError, match="layout"): f(base[:, 2:4])
+  with pytest.raises(ValueError, match=r"argument 0: shape \(4, 2\), float32 on CPU, a view of a buffer of shape \(4, 5\) when "
+                                       "recorded, now another view of it"):
+    f(base[:, 2:4])
 
 
 def test_empty_and_constant_arguments():
