@@ -231,6 +231,26 @@ def test_torch_load_of_a_tensor_reading_past_its_storage_raises(tmp_path):
     torch_load(tmp_path / "cut.pt")
 
 
+@pytest.mark.parametrize("damage", ["pickle_cut_short", "pickle_of_garbage", "storage_missing", "legacy_cut_in_its_pickle",
+                                    "legacy_cut_in_a_storage"])
+def test_torch_load_of_a_damaged_file_raises_a_value_error_naming_it(damage, tmp_path):
+  saved = {"w": torch.arange(3, dtype=torch.float32)}
+  if damage.startswith("legacy"):
+    torch.save(saved, tmp_path / "whole.pt", _use_new_zipfile_serialization=False)
+    data = (tmp_path / "whole.pt").read_bytes()
+    (tmp_path / "damaged.pt").write_bytes(data[:30] if damage == "legacy_cut_in_its_pickle" else data[:-5])
+  else:
+    torch.save(saved, tmp_path / "whole.pt")
+    with zipfile.ZipFile(tmp_path / "whole.pt") as archive: files = {n: archive.read(n) for n in archive.namelist()}
+    pickled, storage = next(n for n in files if n.endswith("data.pkl")), next(n for n in files if n.endswith("data/0"))
+    if damage == "pickle_cut_short": files[pickled] = files[pickled][:20]
+    elif damage == "pickle_of_garbage": files[pickled] = b"\x80\x04garbage"
+    else: del files[storage]
+    with zipfile.ZipFile(tmp_path / "damaged.pt", "w") as archive:
+      for name, content in files.items(): archive.writestr(name, content)
+  with pytest.raises(ValueError, match="damaged.pt is damaged"): torch_load(tmp_path / "damaged.pt")
+
+
 def test_torch_load_of_a_file_torch_did_not_write_raises(tmp_path):
   with open(tmp_path / "not_torch.pt", "wb") as f: f.write(b"not a zip")
   with pytest.raises(ValueError, match="neither a zip file nor torch's earlier format"): torch_load(tmp_path / "not_torch.pt")

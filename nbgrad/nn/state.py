@@ -238,7 +238,13 @@ def torch_load(fn: Union[str, os.PathLike]) -> dict[str, Tensor]:
   """What torch.save wrote to fn (a state dict, or any nesting of dicts and lists of tensors), with its tensors as
   nbgrad Tensors: the zip files torch writes by default, and its earlier format (_use_new_zipfile_serialization=False).
   Objects of other classes load as stubs holding their pickled state."""
-  if not zipfile.is_zipfile(_checked_path(fn, "torch file")): return _torch_load_legacy(fn)
+  try: return _torch_load_any(_checked_path(fn, "torch file"))
+  except (pickle.UnpicklingError, EOFError, KeyError, IndexError, AttributeError, zipfile.BadZipFile) as e:
+    raise ValueError(f"{fn} is damaged: {type(e).__name__}: {e}") from e
+
+
+def _torch_load_any(fn):
+  if not zipfile.is_zipfile(fn): return _torch_load_legacy(fn)
   with zipfile.ZipFile(fn) as archive:
     pickles = [n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
     if not pickles: raise ValueError(f"{fn} holds no data.pkl: not a file torch.save wrote")
@@ -263,5 +269,7 @@ def _torch_load_legacy(fn):
     for key in skim():
       count = int.from_bytes(f.read(8), "little")
       storages[key] = f.read(count * dtypes_of[key].itemsize)
+      if len(storages[key]) != count * dtypes_of[key].itemsize:
+        raise ValueError(f"{fn} is damaged: storage {key} has {len(storages[key])} of its {count * dtypes_of[key].itemsize} bytes")
     f.seek(start)
     return _TorchUnpickler(f, lambda key, dtype: storages[key], fn).load()
