@@ -222,17 +222,40 @@ def _leading_tensor(first, others: tuple, name: str) -> tuple:
   return first, tuple(rest)
 
 
+_NO_INITIAL = object()
+
+
 def _numpy_reduction(fn):
   """The reduction also takes numpy's keywords, so np.sum(t), np.mean(t, axis=0, keepdims=True) and np.std(t)
-  call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1), a dtype the input is cast to;
-  an out= array is refused."""
+  call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1), a dtype the input is cast to
+  and the result given in, and for sum, max, min, any and all (mean: where only) an initial value and a where=
+  mask of the elements taken; an out= array is refused."""
+  name = fn.__name__
   @functools.wraps(fn)
-  def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, **kwargs):
-    if out is not None: raise TypeError(f"Tensor.{fn.__name__} returns a new Tensor; it writes no out= array")
+  def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, initial=_NO_INITIAL, where=True, **kwargs):
+    if out is not None: raise TypeError(f"Tensor.{name} returns a new Tensor; it writes no out= array")
     if keepdims is not None: kwargs["keepdim"] = keepdims
     if ddof is not None: kwargs["correction"] = ddof
-    return fn(self if dtype is None else self.cast(dtype), *args, **kwargs)
+    x = self if dtype is None else self.cast(dtype)
+    if (where is not True and name not in _MASKED_IDENTITY) or (initial is not _NO_INITIAL and name not in _WITH_INITIAL):
+      raise TypeError(f"Tensor.{name} takes no {'where' if where is not True else 'initial'}= (sum, max and min take initial= "
+                      "and where=, any, all and mean where=)")
+    if where is not True:
+      taken = (where if isinstance(where, Tensor) else Tensor(np.asarray(where), device=x.device)).cast(dtypes.bool)
+      taken = taken._broadcast_to(broadcast_shape(taken.shape, x.shape))
+      if name == "mean": return fn(taken.where(x, 0), *args, **kwargs) / fn(taken, *args, **kwargs)   # over the taken ones
+      x = taken.where(x, _MASKED_IDENTITY[name](x.dtype))
+    result = fn(x, *args, **kwargs)
+    if initial is not _NO_INITIAL: result = _WITH_INITIAL[name](result, initial)
+    return result if dtype is None else result.cast(dtype)
   return reduction
+
+
+# what numpy's where= puts in place of the elements left out (mean: a sum over the taken ones, divided by their count)
+_MASKED_IDENTITY = {"sum": lambda dtype: 0, "max": dtypes.min, "min": dtypes.max, "any": lambda dtype: False,
+                    "all": lambda dtype: True, "mean": None}
+_WITH_INITIAL = {"sum": lambda r, initial: r + initial, "max": lambda r, initial: r.maximum(initial),
+                 "min": lambda r, initial: r.minimum(initial)}
 
 
 def _rebuilt(values: np.ndarray, dtype: DType, device: str, requires_grad) -> Tensor:
@@ -298,6 +321,7 @@ class Tensor:
     if any(isinstance(o, Tensor) for o in kwargs.get("out", ())):   # numpy would call back here without end
       raise TypeError(f"np.{ufunc.__name__}(..., out=tensor) is not supported: assign the result instead (t.assign(...) or t[...] = ...)")
     op = _UFUNC_OPS.get(ufunc) if method == "__call__" and not kwargs else None
+    inputs = tuple(np.asarray(i) if isinstance(i, (list, tuple)) else i for i in inputs)   # np.add(t, [1, 2]) as numpy reads it
     if op is not None and len(inputs) == 1: return getattr(inputs[0], op)()
     if op is not None:
       a, b = inputs
@@ -854,7 +878,13 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     return self.reshape(self.shape[:dim] + tuple(sizes) + self.shape[dim + 1:])
 
-  def squeeze(self, dim: Optional[int] = None) -> Tensor:
+  def squeeze(self, dim: Optional[int] = None, axis=None) -> Tensor:
+    if axis is not None:   # numpy's name (np.squeeze(t, axis=0)), one axis or several
+      if dim is not None: raise TypeError("squeeze takes dim or axis, not both")
+      axes = sorted({resolve_axis(a, max(self.ndim, 1)) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}, reverse=True)
+      for a in axes:
+        if self.ndim and self.shape[a] != 1: raise ValueError(f"cannot squeeze axis {a} of size {self.shape[a]} in shape {self.shape}")
+      return functools.reduce(lambda t, a: t.squeeze(a), axes, self)
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
     if self.ndim == 0: resolve_axis(dim, 1)
     else: dim = resolve_axis(dim, self.ndim)

@@ -494,3 +494,24 @@ def test_numpy_functions_on_tensors():
   np.testing.assert_array_equal(t.grad.numpy(), np.full(values.shape, 3, np.float32))
   with pytest.raises(TypeError, match="out="):
     np.sum(t, out=np.zeros(()))
+
+
+def test_numpy_reductions_take_dtype_initial_and_where_as_numpy():
+  values = np.array([[1.0, -2.0, 3.5], [4.0, 0.5, -7.0]], np.float32)
+  t, u8 = Tensor(values), np.array([200, 100, 7], np.uint8)
+  mask, row_mask = values > 0, np.array([True, False, True])
+  pairs = [(np.sum(Tensor(u8), dtype=np.uint8), np.sum(u8, dtype=np.uint8)), (np.sum(t, dtype=np.float64), np.sum(values, dtype=np.float64)),
+           (np.max(t, initial=10), np.max(values, initial=10)), (np.min(t, axis=0, initial=0), np.min(values, axis=0, initial=0)),
+           (np.sum(t, axis=1, initial=5), np.sum(values, axis=1, initial=5)), (np.sum(t, where=mask), np.sum(values, where=mask)),
+           (np.sum(t, axis=0, where=row_mask), np.sum(values, axis=0, where=row_mask)),
+           (np.max(t, axis=1, where=mask, initial=-1), np.max(values, axis=1, where=mask, initial=-1)),
+           (np.mean(t, axis=1, where=mask), np.mean(values, axis=1, where=mask)), (np.any(t > 3, where=mask), np.any(values > 3, where=mask)),
+           (np.all(t > 0, axis=0, where=Tensor(mask)), np.all(values > 0, axis=0, where=mask)),
+           (np.squeeze(Tensor(values[None, :, None]), axis=(0, 2)), np.squeeze(values[None, :, None], axis=(0, 2))),
+           (np.add(t, [1.0, 2.0, 3.0]), np.add(values, [1.0, 2.0, 3.0]))]
+  for got, want in pairs:
+    assert isinstance(got, Tensor) and got.dtype.np == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+  with pytest.raises(TypeError, match="Tensor.std takes no where="): np.std(t, where=mask)
+  with pytest.raises(TypeError, match="Tensor.mean takes no initial="): t.mean(initial=1)
+  with pytest.raises(ValueError, match="cannot squeeze axis 1 of size 3"): np.squeeze(t, axis=1)
