@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Optional
 import numba
@@ -20,6 +21,11 @@ import numpy as np
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
 
 COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
+# A background build (a kernel's parallel or specialized variant) starts once no kernel has been built on demand
+# for this long: builds run one at a time, and the on-demand builds of a first training step waited behind them
+# (a small CNN's first training step with an empty cache: 26.5 s -> 22.3 s, the mean of several runs).
+QUIET_BEFORE_BACKGROUND_BUILD = 0.5
+_last_demand_build = 0.0   # time.monotonic() when the last on-demand build ended
 LAUNCH_LOCK = threading.Lock()     # numba's workqueue threading layer must not run two parallel kernels at once
 _memory_cache: dict[str, CompiledKernel] = {}
 _RUNTIME_FILE = os.path.join(os.path.dirname(__file__), "runtime.py")
@@ -160,9 +166,12 @@ class CompiledKernel:
     return os.path.exists(os.path.join(os.path.dirname(self.path), "__pycache__", index))
 
   def __call__(self, *args):
+    global _last_demand_build
     if self.fn is None:
       with COMPILE_LOCK:
-        if self.fn is None: self._build(tuple(numba.typeof(a) for a in args))
+        if self.fn is None:
+          self._build(tuple(numba.typeof(a) for a in args))
+          _last_demand_build = time.monotonic()
     self.fn(*args)
 
   def build_in_background(self, *args):
@@ -171,11 +180,15 @@ class CompiledKernel:
     signature = tuple(numba.typeof(a) for a in args)
 
     def build():
-      with COMPILE_LOCK:
-        if self.fn is None:
-          try: self._build(signature)
-          except RuntimeError as e:
-            if DEBUG >= 1: print(f"background build of {self.name} failed: {e}")
+      while True:   # checked under the lock: an on-demand build waiting for it when it frees goes first
+        time.sleep(QUIET_BEFORE_BACKGROUND_BUILD)
+        with COMPILE_LOCK:
+          if time.monotonic() - _last_demand_build < QUIET_BEFORE_BACKGROUND_BUILD: continue
+          if self.fn is None:
+            try: self._build(signature)
+            except RuntimeError as e:
+              if DEBUG >= 1: print(f"background build of {self.name} failed: {e}")
+          return
     self.background = threading.Thread(target=build, name=f"build {self.name}", daemon=True)
     self.background.start()
 
