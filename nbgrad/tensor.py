@@ -186,7 +186,8 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
     array = np.array(data, dtype=np.float64)
   elif array.dtype == np.float64 and array.size and np.abs(array).max() >= 2.0 ** 63:   # [2**64 - 1, 5] again
     values = np.array(data, dtype=object)
-    if all(isinstance(v, int) for v in values.flat): array = values.astype(int_dtype_holding(values.min(), values.max()).np)
+    if all(isinstance(v, (int, np.integer)) for v in values.flat):   # np.uint64(2**64 - 1) too
+      array = values.astype(int_dtype_holding(int(values.min()), int(values.max())).np)
   if array.dtype.kind in "iu":
     if array.size == 0: return array.astype(dtypes.default_int.np)
     return array.astype(int_dtype_holding(int(array.min()), int(array.max())).np)
@@ -969,7 +970,9 @@ class Tensor:
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:
     """A Python scalar as a tensor of shape (a broadcast constant), typed by API.md's scalar rules."""
-    if not isinstance(value, (bool, int, float, np.generic)): raise TypeError(f"unsupported operand {value!r}")
+    if isinstance(value, (complex, np.complexfloating)): raise TypeError(f"complex operand {value!r}: nbgrad has no complex dtype")
+    if not isinstance(value, (bool, int, float, np.generic)):
+      raise TypeError(f"unsupported operand {value!r} ({type(value).__name__}): ops take numbers, Tensors and numpy arrays")
     if isinstance(value, np.generic): value = value.item()
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
@@ -1368,6 +1371,7 @@ class Tensor:
   # operators
   def __neg__(self) -> Tensor: return self.neg()
   def __invert__(self) -> Tensor:
+    if dtypes.is_float(self.dtype): raise TypeError(f"~ (bitwise not) needs an int or bool tensor, got {self.dtype}")
     return self.logical_not() if self.dtype == dtypes.bool else self.xor(-1 if not dtypes.is_unsigned(self.dtype) else
                                                                         dtypes.max(self.dtype))
   def __abs__(self) -> Tensor: return self.abs()

@@ -65,7 +65,7 @@ LIST_ROWS = [
   ("tuple_ints", (1, 2, 3), dtypes.int32), ("nested_tuple_list", ([1.0, 2.0], (3.0, 4.0)), dtypes.float32),
   ("3d_ints", [[[1], [2]], [[3], [4]], [[5], [6]]], dtypes.int32), ("single", [5], dtypes.int32),
   ("empty", [], dtypes.float32), ("empty_nested", [[], []], dtypes.float32),
-  ("ints_past_int64", [2**64 - 1, 5], dtypes.uint64),
+  ("ints_past_int64", [2**64 - 1, 5], dtypes.uint64), ("numpy_uint64_past_int64", [np.uint64(2**64 - 1), 5], dtypes.uint64),
 ]
 
 

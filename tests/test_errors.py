@@ -166,6 +166,9 @@ BAD = [
   ("bool_mask_of_the_wrong_shape", lambda e: e["a"][Tensor([True, False, True])], IndexError, [["(3,)", "(2,)"]]),
   ("conv_transpose_output_padding", lambda e: e["a"].reshape(1, 1, 2, 3).conv_transpose2d(Tensor.ones(1, 1, 2, 2), stride=2, output_padding=2),
    ValueError, [["output_padding"]]),
+  ("bitwise_not_of_a_float_tensor", lambda e: ~e["a"], TypeError, [["~ (bitwise not)", "float32"]]),
+  ("complex_operand", lambda e: e["a"] + 1j, TypeError, [["complex"]]),
+  ("none_operand", lambda e: e["a"] * None, TypeError, [["None", "numbers, Tensors and numpy arrays"]]),
   ("cat_of_0d_tensors", lambda e: Tensor(1.0).cat(Tensor(2.0)), ValueError, [["0-d", "stack"]]),
   # more elements than an int64 index reaches: refused when built, not at a realize that cannot hold them
   ("empty_past_int64_elements", lambda e: Tensor.empty(10**10, 10**10), ValueError, [["(10000000000, 10000000000)", "int64"]]),
