@@ -71,6 +71,12 @@ class Contiguous(Function):
   def backward(self, grad): return grad
 
 
+class Assigned(Function):
+  """x's values in a node no tensor holds (what assign binds its target to), the gradient passed back to x."""
+  def forward(self, x): return x.unshared()
+  def backward(self, grad): return grad
+
+
 class ContiguousBackward(Function):
   def forward(self, x): return x
   def backward(self, grad): return grad.contiguous()

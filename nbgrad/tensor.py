@@ -502,11 +502,21 @@ class Tensor:
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
     if is_window_of_a_buffer(self) or self._view_of is not None:
+      written = self
+      while written._view_of is not None: written = written._view_of[0]
+      if written.requires_grad and written._ctx is not None:
+        raise NotImplementedError(f"assign into a view of a tensor of shape {written.shape} computed from tensors that require grad "
+                                  "is not supported: its gradient would still flow through the overwritten elements")
       set_basic_index(self, Ellipsis, x)   # w[1:3].assign(v) writes into w's buffer, as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
-    value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
+    if (self.requires_grad and self._ctx is None) or not x.requires_grad:   # a parameter's update (w - lr * g) keeps it a leaf
+      value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
+      if self._ctx is not None: self._ctx, self.requires_grad = None, x.requires_grad   # its history is overwritten
+    else:   # a tensor given a value that requires grad takes x's graph, as torch's copy_
+      carried = F.Assigned.apply(x)
+      value, self._ctx, self.requires_grad = carried.lazydata, carried._ctx, carried.requires_grad
     value.base.assigned = True
     self._rebind(value)
     return self._after_op()

@@ -691,3 +691,38 @@ def test_pow_of_tensors_at_special_values_matches_torch_forward_and_backward():
   want.sum().backward()
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
   np.testing.assert_allclose(e.grad.numpy(), te.grad.numpy(), rtol=1e-6)
+
+
+def test_assign_replaces_the_gradient_graph_as_torch_copy():
+  """y.assign(v) leaves y's history (its gradient flowed through the overwritten values), and a value that requires
+  grad brings its own graph along (it was dropped); a parameter's update keeps it a leaf."""
+  x, tx = Tensor([1.0, -2.0, 3.0], requires_grad=True), torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+  y, ty = (x * 1).contiguous(), tx * 1
+  y.assign(Tensor([7.0, 7.0, 7.0]))
+  ty.copy_(torch.tensor([7.0, 7.0, 7.0]))
+  (y * x).sum().backward()
+  (ty * tx).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+  p, z, w = Tensor([5.0, 5.0], requires_grad=True), Tensor([1.0, 2.0], requires_grad=True), Tensor([0.0, 0.0])
+  tp, tz, tw = torch.tensor([5.0, 5.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True), torch.zeros(2)
+  w.assign(z * 2)
+  tw.copy_(tz * 2)
+  (w * 3 * p).sum().backward()
+  (tw * 3 * tp).sum().backward()
+  np.testing.assert_array_equal(z.grad.numpy(), tz.grad.numpy())
+  np.testing.assert_array_equal(p.grad.numpy(), tp.grad.numpy())
+
+  leaf = Tensor([1.0, 2.0], requires_grad=True)
+  leaf.assign(leaf - 0.5 * Tensor([1.0, 1.0]))
+  assert leaf.requires_grad and leaf._ctx is None
+  (leaf * leaf).sum().backward()
+  np.testing.assert_array_equal(leaf.grad.numpy(), [1.0, 3.0])
+
+
+def test_assign_into_a_view_of_a_computed_tensor_that_requires_grad_raises():
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = (x * 1).realize()
+  with pytest.raises(NotImplementedError, match=r"shape \(3,\) computed from tensors that require grad"):
+    y[0:1].assign(Tensor([10.0]))
+  np.testing.assert_array_equal(y.numpy(), [1.0, 2.0, 3.0])
