@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import nbgrad
-from nbgrad import Tensor, dtypes
-from threefry_oracle import oracle_bits
+from nbgrad import Tensor, dtypes, nn
+from threefry_oracle import oracle_bits, first_counter
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "testdata" / "threefry_tinygrad090.json"
@@ -38,9 +38,9 @@ KS_CRIT = 1.63     # asymptotic Kolmogorov-Smirnov critical value (times 1/sqrt(
 # ---------------------------------------------------------------------------------------------
 
 def oracle_rand(seed, counter, shape):
-    """float32 uniform values of a draw of prod(shape) words at counter."""
+    """float32 uniform values of a Tensor draw of prod(shape) words with the generator's counter at counter."""
     n = math.prod(shape)
-    u = (oracle_bits(seed, counter, n) >> np.uint32(8)).astype(np.float32) / np.float32(2 ** 24)
+    u = (oracle_bits(seed, first_counter(counter, n), n) >> np.uint32(8)).astype(np.float32) / np.float32(2 ** 24)
     return u.reshape(shape)
 
 
@@ -231,6 +231,22 @@ def test_rand_shapes_bit_exact(shape):
     assert f32_bits_equal(got, oracle_rand(77, 0, shape))
     # the counter advanced by prod(shape) (1 for a 0-d draw)
     assert f32_bits_equal(Tensor.rand(3).numpy(), oracle_rand(77, math.prod(shape), (3,)))
+
+
+def test_draws_of_one_or_two_values_are_tinygrads():
+    """Values printed by tinygrad 0.9.0 (THREEFRY=1): a draw of one or two words starts at the advanced counter."""
+    Tensor.manual_seed(0)
+    assert Tensor.rand(1).tolist() == [0.32367265224456787]
+    Tensor.manual_seed(0)
+    assert Tensor.rand(2).tolist() == [0.7466410398483276, 0.523730993270874]
+    Tensor.manual_seed(5)
+    assert [Tensor.rand(1).tolist(), Tensor.rand(2).tolist(), Tensor.rand(3).tolist()] == [
+        [0.7295240163803101], [0.17328715324401855, 0.47296494245529175], [0.2784230709075928, 0.2539779543876648, 0.39785295724868774]]
+    np.testing.assert_allclose(Tensor.randn(1).numpy(), [-0.5143445730209351], rtol=1e-5)
+    Tensor.manual_seed(0)
+    assert nn.Linear(4, 1).bias.tolist() == [0.24787938594818115]
+    Tensor.manual_seed(0)
+    assert Tensor([[0.3, 0.3, 0.4]]).multinomial().tolist() == [[1]]
 
 
 def test_rand_tuple_shape_argument():

@@ -20,3 +20,10 @@ def oracle_bits(seed, counter, n):
         x0 = x0 + np.uint32(k[g % 3])
         x1 = x1 + np.uint32((k[(g + 1) % 3] + g + 1) & M32)
     return np.concatenate([x0, x1])[:n]
+
+
+def first_counter(counter, n):
+    """The counter a Tensor draw of n words starts at: tinygrad 0.9.0 starts a draw of one or two words (one counter
+    pair) at the counter after its advance by n (its arange(1) + counter folds into the counter buffer that the
+    advance then overwrites)."""
+    return (counter + n) & M32 if n <= 2 else counter

@@ -18,10 +18,12 @@ class GeneratorState:
 
   @classmethod
   def take(cls, n: int) -> tuple[int, int]:
-    """(seed, first counter) of a draw of n words; advances the counter by n."""
+    """(seed, first counter) of a draw of n words; advances the counter by n. A draw of one or two words (one
+    counter pair) starts at the advanced counter, as in tinygrad 0.9.0: there arange(1) + counter folds into the
+    counter's own buffer, which the counter's update then overwrites before the draw reads it."""
     start = cls.counter
     cls.counter = (start + n) & _MASK32
-    return cls.seed, start
+    return cls.seed, cls.counter if n <= 2 else start
 
   @classmethod
   def draw(cls, kind: str, n: int, low: float, high: float) -> RandomDraw:
