@@ -242,16 +242,17 @@ class Mod(Function):
 
 
 class Maximum(Function):
-  """Elementwise max; where both inputs are equal each gets half the gradient. The gradient is selected, not
-  multiplied by 0/1 shares: an infinite gradient gives the losing side 0, as in torch (0 * inf is nan)."""
+  """Elementwise max; where both inputs are equal each gets half the gradient, and where one is NaN (no order)
+  both get all of it, as in torch. The gradient is selected, not multiplied by 0/1 shares: an infinite gradient
+  gives the losing side 0, as in torch (0 * inf is nan)."""
   def forward(self, x, y):
     self.x, self.y = x, y
     return x.alu(BinaryOps.MAX, y)
   def backward(self, grad):
-    x_wins, tie = self.y.alu(BinaryOps.CMPLT, self.x), self.x.alu(BinaryOps.CMPEQ, self.y)
-    half, zero = grad.alu(BinaryOps.MUL, grad.const(0.5)), grad.const(0)
-    dx = x_wins.alu(TernaryOps.WHERE, grad, tie.alu(TernaryOps.WHERE, half, zero)) if self.needs_input_grad[0] else None
-    dy = x_wins.alu(TernaryOps.WHERE, zero, tie.alu(TernaryOps.WHERE, half, grad)) if self.needs_input_grad[1] else None
+    tie, half, zero = self.x.alu(BinaryOps.CMPEQ, self.y), grad.alu(BinaryOps.MUL, grad.const(0.5)), grad.const(0)
+    def share(loses): return loses.alu(TernaryOps.WHERE, zero, tie.alu(TernaryOps.WHERE, half, grad))
+    dx = share(self.x.alu(BinaryOps.CMPLT, self.y)) if self.needs_input_grad[0] else None
+    dy = share(self.y.alu(BinaryOps.CMPLT, self.x)) if self.needs_input_grad[1] else None
     return dx, dy
 
 

@@ -472,6 +472,17 @@ def test_binary_gradient(fn, ref, inputs):
   check_grads(fn, ref, inputs)
 
 
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_with_nan_give_both_inputs_the_gradient_as_torch(op):
+  nan = float("nan")
+  a, b = [nan, 1.0, 2.0, 3.0, -1.0], [1.0, nan, 2.0, 1.0, nan]
+  ours = [Tensor(v, requires_grad=True) for v in (a, b)]
+  theirs = [torch.tensor(v, requires_grad=True) for v in (a, b)]
+  getattr(ours[0], op)(ours[1]).sum().backward()
+  getattr(torch, op)(*theirs).sum().backward()
+  for mine, reference in zip(ours, theirs): np.testing.assert_array_equal(mine.grad.numpy(), reference.grad.numpy())
+
+
 def test_pow_zero_to_the_zero():
   """0 ** 0 is 1 for tensor operands too."""
   out = Tensor([0.0, 0.0, 2.0, -2.0]) ** Tensor([0.0, 1.0, 0.0, 0.0])
