@@ -501,13 +501,16 @@ class Tensor:
     if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
-    if is_window_of_a_buffer(self) or self._view_of is not None:
+    # a view of another tensor writes into that tensor's buffer (w[1:3].assign(v)), and so does any tensor reading a
+    # window of a buffer, unless it requires grad: a parameter that reads its initial draw through a reshape is
+    # updated by rebinding (a write from Python would keep TinyJit from replaying its training step)
+    if self._view_of is not None or (not self.requires_grad and is_window_of_a_buffer(self)):
       written = self
       while written._view_of is not None: written = written._view_of[0]
       if written.requires_grad and written._ctx is not None:
         raise NotImplementedError(f"assign into a view of a tensor of shape {written.shape} computed from tensors that require grad "
                                   "is not supported: its gradient would still flow through the overwritten elements")
-      set_basic_index(self, Ellipsis, x)   # w[1:3].assign(v) writes into w's buffer, as in tinygrad, also when w requires grad
+      set_basic_index(self, Ellipsis, x)   # as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)

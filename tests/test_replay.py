@@ -267,3 +267,36 @@ def test_a_rate_or_weights_assigned_outside_reach_the_replayed_kernels():
   for _ in range(3): forward(x)
   nn.state.load_state_dict(layer, {"weight": Tensor([[3.0, 4.0]]), "bias": Tensor([0.5])})
   for _ in range(2): np.testing.assert_allclose(forward(Tensor([[1.0, 2.0]])).numpy(), [[11.5]])
+
+
+def test_a_layer_whose_weights_were_computed_before_the_first_call_replays():
+  """A Linear's weights realized before training read their initial draw through a reshape: the optimizer's
+  updates rebind them, so the jitted step records and replays (a write from Python stopped it replaying)."""
+  Tensor.manual_seed(3)
+  layer = nn.Linear(5, 3)
+  Tensor.realize(layer.weight, layer.bias)
+  start = [layer.weight.numpy(), layer.bias.numpy()]
+  opt = optim.SGD([layer.weight, layer.bias], lr=LR)
+
+  @TinyJit
+  def step(x, y):
+    with Tensor.train():
+      opt.zero_grad()
+      loss = layer(x).sparse_categorical_crossentropy(y)
+      loss.backward()
+      opt.step()
+    return loss.realize()
+  data = batches(5)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    losses = [step(Tensor(x), Tensor(y)).item() for x, y in data]
+  assert len(step.jit_cache) > 0
+  theirs = torch.nn.Linear(5, 3)
+  with torch.no_grad(): theirs.weight.copy_(torch.from_numpy(start[0])), theirs.bias.copy_(torch.from_numpy(start[1]))
+  their_opt = torch.optim.SGD(theirs.parameters(), lr=LR)
+  for (x, y), loss in zip(data, losses):
+    their_opt.zero_grad()
+    reference = torch.nn.functional.cross_entropy(theirs(torch.from_numpy(x)), torch.from_numpy(y).long())
+    reference.backward()
+    their_opt.step()
+    np.testing.assert_allclose(loss, reference.item(), rtol=1e-5)
