@@ -1,7 +1,9 @@
 """Settings read from the environment, counters, and small shared helpers."""
 from __future__ import annotations
 import contextlib
+import math
 import os
+import time
 
 
 def getenv(key: str, default=0):
@@ -12,7 +14,56 @@ def getenv(key: str, default=0):
     raise ValueError(f"environment variable {key}={value!r} is not a valid {type(default).__name__}") from None
 
 
-DEBUG = getenv("DEBUG", 0)
+class ContextVar:
+  """A setting read from the environment at import, which Context(NAME=value) changes for a with-block (tinygrad's
+  names). Compared as its value: DEBUG >= 2."""
+  known: dict[str, ContextVar] = {}
+
+  def __init__(self, key: str, default: int):
+    self.key, self.value = key, getenv(key, default)
+    ContextVar.known[key] = self
+
+  def __bool__(self) -> bool: return bool(self.value)
+  def __int__(self) -> int: return int(self.value)
+  def __ge__(self, other) -> bool: return self.value >= other
+  def __gt__(self, other) -> bool: return self.value > other
+  def __le__(self, other) -> bool: return self.value <= other
+  def __lt__(self, other) -> bool: return self.value < other
+  def __repr__(self) -> str: return f"{self.key}={self.value}"
+
+
+DEBUG = ContextVar("DEBUG", 0)
+
+
+class Context(contextlib.ContextDecorator):
+  """with Context(DEBUG=2): ... sets settings for the block (or a decorated function), then restores them."""
+  def __init__(self, **settings):
+    unknown = [key for key in settings if key not in ContextVar.known]
+    if unknown: raise ValueError(f"Context knows the settings {sorted(ContextVar.known)}, not {unknown}")
+    self.settings, self.previous = settings, []
+
+  def __enter__(self):
+    self.previous.append({key: ContextVar.known[key].value for key in self.settings})
+    for key, value in self.settings.items(): ContextVar.known[key].value = value
+
+  def __exit__(self, *exc):
+    for key, value in self.previous.pop().items(): ContextVar.known[key].value = value
+
+
+class Timing(contextlib.ContextDecorator):
+  """Prints the seconds a block (or a decorated function) took, in ms after prefix; on_exit(elapsed ns) may add text."""
+  def __init__(self, prefix: str = "", on_exit=None, enabled: bool = True):
+    self.prefix, self.on_exit, self.enabled = prefix, on_exit, enabled
+
+  def __enter__(self): self.start = time.perf_counter_ns()
+
+  def __exit__(self, *exc):
+    self.elapsed = time.perf_counter_ns() - self.start
+    if self.enabled: print(f"{self.prefix}{self.elapsed * 1e-6:6.2f} ms" + (self.on_exit(self.elapsed) if self.on_exit else ""))
+
+
+def prod(values) -> int: return math.prod(values)
+def flatten(nested) -> list: return [item for inner in nested for item in inner]
 
 
 class HashedKey:
@@ -81,6 +132,10 @@ class IndexMismatch(IndexError, AssertionError):
 class JitArgumentMismatch(ValueError, AssertionError):
   """Tensor arguments a TinyJit cannot run with: shapes, dtypes or layouts other than the recorded call's, or one
   buffer passed as two arguments."""
+
+
+class NotAScalar(RuntimeError, AssertionError):
+  """backward() of a tensor with more than one element (torch raises RuntimeError, tinygrad asserts)."""
 
 
 class MissingStateKeys(KeyError, RuntimeError):

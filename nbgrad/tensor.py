@@ -17,7 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, eager_enabled
+from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, eager_enabled
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -594,7 +594,7 @@ class Tensor:
   def backward(self) -> Tensor:
     """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls."""
     if self.shape != () and self.numel() != 1:
-      raise RuntimeError(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
+      raise NotAScalar(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
     if self._ctx is None and not self.requires_grad:
       raise RuntimeError("backward() on a tensor that does not require grad")
     nodes = self._toposort()

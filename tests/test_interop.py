@@ -2,6 +2,7 @@
 protocols, in-place operators, and tinygrad 0.9.0's smaller API surface (Device, dtypes, keyword names).
 References: numpy, torch (CPU), and tinygrad 0.9.0's documented behavior where it differs."""
 import operator
+import re
 import numpy as np
 import pytest
 import torch
@@ -283,3 +284,18 @@ def test_clone_is_a_copy_of_its_own_that_passes_the_gradient_back_as_torch(view)
   copy[0, 0] = 100.0   # writes the copy only
   np.testing.assert_array_equal(copy.numpy(), np.where(np.arange(copy.numel()).reshape(copy.shape) == 0, 100.0, view(A)))
   np.testing.assert_array_equal(mine.numpy(), view(A))
+
+
+def test_tinygrad_helpers_context_timing_prod_and_flatten(capsys):
+  from nbgrad import Context
+  from nbgrad.helpers import Timing, prod, flatten, DEBUG
+  x = Tensor([1.0, 2.0]).realize()
+  capsys.readouterr()
+  with Context(DEBUG=2): (x + 41).numpy()
+  assert "schedule of 1 kernel(s)" in capsys.readouterr().out and DEBUG.value == 0
+  (x + 41).numpy()
+  assert capsys.readouterr().out == ""   # restored
+  with Timing("step "): (x * 2).numpy()
+  assert re.fullmatch(r"step +\d+\.\d\d ms\n", capsys.readouterr().out)
+  assert prod((2, 3, 4)) == 24 and prod(()) == 1 and flatten([[1], [2, 3], []]) == [1, 2, 3]
+  with pytest.raises(ValueError, match="BEAM"): Context(BEAM=2)

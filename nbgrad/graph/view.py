@@ -8,15 +8,12 @@ other) pushes a second level: its index is flattened and unflattened into the le
 """
 from __future__ import annotations
 import functools
-import math
 from dataclasses import dataclass
 from typing import Optional
+from nbgrad.helpers import prod
 
 Row = tuple[tuple[int, ...], int]                 # (coefficients per view dim, constant)
 Cond = tuple[tuple[int, ...], int, int, int]      # (coefficients, constant, lo, hi)
-
-
-def prod(xs) -> int: return math.prod(xs)
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
