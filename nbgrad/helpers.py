@@ -134,6 +134,10 @@ class JitArgumentMismatch(ValueError, AssertionError):
   buffer passed as two arguments."""
 
 
+class NoAxisToJoin(IndexError, ValueError):
+  """cat of 0-d tensors, which have no axis to join along (tinygrad raises IndexError, numpy ValueError)."""
+
+
 class NotAScalar(RuntimeError, AssertionError):
   """backward() of a tensor with more than one element (torch raises RuntimeError, tinygrad asserts)."""
 

@@ -17,7 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, eager_enabled
+from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -921,7 +921,7 @@ class Tensor:
     self, others = _leading_tensor(self, others, "cat")
     tensors = (self,) + others
     if any(t.ndim == 0 for t in tensors):
-      raise ShapeMismatch(f"cat cannot join 0-d tensors (shapes {[t.shape for t in tensors]}): stack them, or reshape them to (1,)")
+      raise NoAxisToJoin(f"cat cannot join 0-d tensors (shapes {[t.shape for t in tensors]}): stack them, or reshape them to (1,)")
     dim = resolve_axis(dim, self.ndim)
     for t in others:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):

@@ -225,6 +225,7 @@ COMPAT_ROWS = [
   ("chunk_count", lambda: Tensor.ones(2, 3).chunk(0), (ValueError, AssertionError)),
   ("item_of_many", lambda: Tensor.ones(2, 3).item(), (ValueError, AssertionError)),
   ("assign_shape", lambda: Tensor.ones(2, 3).assign(Tensor.ones(3, 2)), (ValueError, AssertionError)),
+  ("cat_of_0d_tensors", lambda: Tensor(3.0).cat(Tensor(1.0)), (ValueError, IndexError)),
   ("backward_of_a_non_scalar", lambda: (Tensor.ones(2, requires_grad=True) * 2).backward(), (RuntimeError, AssertionError)),
   ("setitem_into_requires_grad", lambda: Tensor.zeros(3, requires_grad=True).__setitem__(slice(0, 2), 1.0), (NotImplementedError,)),
   ("shape_ints_and_tuple_mixed", lambda: Tensor.zeros((2, 2), 2, 2), (ValueError,)),
