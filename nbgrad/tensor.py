@@ -1062,7 +1062,8 @@ class Tensor:
   def square(self) -> Tensor: return self * self
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
-    return self._flat((self > 0).cast(self.dtype) - (self < 0).cast(self.dtype))
+    signs = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+    return self._flat(signs if not dtypes.is_float(self.dtype) else (self != self).where(self, signs))   # nan stays nan, as numpy
   def abs(self) -> Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
     if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
@@ -1234,9 +1235,12 @@ class Tensor:
       return self.cast(dtypes.float32).pow(x, reverse).cast(self.dtype)
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
-      if math.isfinite(x) and x == int(x) and abs(x) < 2 ** 31:
-        base = self._broadcasted(x)[0]
+      exact_int = isinstance(x, int) and not dtypes.is_float(self.dtype)   # any size: its bits are multiplied
+      if math.isfinite(x) and x == int(x) and (abs(x) < 2 ** 31 or exact_int):
+        base = self._broadcasted(x if abs(x) < 2 ** 31 else 1)[0]   # a huge exponent stored in the base's dtype would wrap
         if base.dtype == dtypes.bool: base = base.cast(dtypes.int32)
+        # past 64 bits: an even base's power is 0 from the 64th on, an odd one's repeats with period 2**62 (mod 2**64)
+        if x > 2 ** 64: x = 64 + (x - 64) % 2 ** 62
         if x >= 0: return base._pow_by_squaring(int(x))
         return base.reciprocal()._pow_by_squaring(-int(x))   # an int base gives floats, as tinygrad's: 2 ** -1 is 0.5
     base, exponent = self._broadcasted(x, reverse)
@@ -1356,8 +1360,8 @@ class Tensor:
   def where(self, x, y) -> Tensor:
     cond = self.cast(dtypes.bool)
     x, y = self._from_numpy_operand(x), self._from_numpy_operand(y)
-    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-      x = Tensor(LazyBuffer.full(x, (), filled_dtype(x), self.device))
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):   # two numbers: a dtype that holds both (1 and 2**40: int64)
+      x = Tensor(LazyBuffer.full(x, (), least_upper_dtype(filled_dtype(x), filled_dtype(y)), self.device))
     if isinstance(x, Tensor): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
     shape = broadcast_shape(cond.shape, x.shape)

@@ -576,6 +576,34 @@ def test_integer_powers(name, fn, expected):
   np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.numpy().astype(np.float64))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "bool"])
+@pytest.mark.parametrize("exponent", [2**31, 2**40 + 1, 2**64 + 3, 2**100 + 7])
+def test_integer_powers_to_exponents_past_int32_are_exact_modulo_the_dtype(dtype, exponent):
+  """Python's pow modulo 2**bits is the oracle: the exponent's bits are multiplied (stored in the base's dtype it
+  wrapped, so int8 ** 2**40 was 1 everywhere)."""
+  values = [0, 1, 2, 3, -5, 7] if dtype not in ("uint8", "bool") else [0, 1, 2, 3, 7][: 2 if dtype == "bool" else 5]
+  bits = 32 if dtype == "bool" else np.dtype(dtype).itemsize * 8
+  out = Tensor(np.array(values, dtype)) ** exponent
+  expected = [pow(v % 2**bits, exponent, 2**bits) for v in values]
+  signed = dtype != "uint8"
+  expected = [e - 2**bits if signed and e >= 2**(bits - 1) else e for e in expected]
+  assert out.dtype == (dtypes.int32 if dtype == "bool" else getattr(dtypes, dtype)) and out.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_sign_of_nan_is_nan_as_numpy(dtype):
+  out = Tensor([float("nan"), -2.0, -0.0, 0.0, 3.0], dtype=getattr(dtypes, dtype)).sign().float().numpy()
+  np.testing.assert_array_equal(out, np.sign(np.array([np.nan, -2.0, -0.0, 0.0, 3.0], np.float32)))
+
+
+def test_where_of_two_numbers_takes_a_dtype_holding_both():
+  c = Tensor([True, False])
+  for x, y, dtype in ((1, 2**40, dtypes.int64), (2**40, 1, dtypes.int64), (1, 2**31, dtypes.int64), (1, 2, dtypes.int32),
+                      (1, 2.5, dtypes.float32), (True, False, dtypes.bool)):
+    out = c.where(x, y)
+    assert out.dtype == dtype and out.tolist() == [x, y], (x, y, out.dtype, out.tolist())
+
+
 def test_int_base_to_a_negative_integer_constant_is_float_as_tinygrad():
   """tinygrad takes b ** -n as (1 / b) ** n with the reciprocal in float: 2 ** -1 is 0.5, not an integer 0."""
   for values, dtype, n in [([2, -4, 1, 3], dtypes.int32, 1), ([2, -4, 5], dtypes.int8, 3), ([True, False], dtypes.bool, 2)]:
