@@ -166,6 +166,26 @@ def test_a_built_kernel_is_found_on_disk_by_its_exact_name(tmp_path, monkeypatch
   assert kernel.on_disk()
 
 
+def test_a_background_build_waits_while_an_on_demand_build_waits_or_runs(tmp_path, monkeypatch):
+  """A first call must not queue behind background builds (it waited 13 s behind a few after a pause): those
+  start only once no on-demand build has waited, run or ended for QUIET_BEFORE_BACKGROUND_BUILD seconds."""
+  import time
+  from nbgrad.jit import compiler
+  monkeypatch.setenv("NBGRAD_CACHE_DIR", str(tmp_path))
+  kernel = compiler.CompiledKernel(compiler.module_source("def kernel(out, ip, fp):\n  out[0] = ip[0] + 1\n", parallel=False), "probe")
+  args = np.zeros(1, np.int64), np.array([7], np.int64), np.zeros(0, np.float64)
+  compiler._DemandBuilds.begin()   # an on-demand build waiting for the lock
+  try:
+    kernel.build_in_background(*args)
+    time.sleep(3 * compiler.QUIET_BEFORE_BACKGROUND_BUILD)
+    assert not kernel.ready
+  finally: compiler._DemandBuilds.end()
+  kernel.background.join(timeout=120)
+  assert kernel.ready
+  kernel.fn(*args)
+  assert args[0][0] == 8
+
+
 def test_a_cache_folder_that_cannot_be_made_falls_back_with_a_warning(tmp_path):
   """NBGRAD_CACHE_DIR naming a file: the process warns, naming the variable, and still computes."""
   script = tmp_path / "program.py"

@@ -21,11 +21,29 @@ import numpy as np
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
 
 COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
-# A background build (a kernel's parallel or specialized variant) starts once no kernel has been built on demand
-# for this long: builds run one at a time, and the on-demand builds of a first training step waited behind them
-# (a small CNN's first training step with an empty cache: 26.5 s -> 22.3 s, the mean of several runs).
+# A background build (a kernel's parallel or specialized variant) starts once no kernel has waited for or had an
+# on-demand build for this long: builds run one at a time, and the on-demand builds of a first training step waited
+# behind them (a small CNN's first training step with an empty cache: 26.5 s -> 20 s, means of several runs; a
+# first call after a pause waited 13 s behind queued background builds when only ended builds were counted).
 QUIET_BEFORE_BACKGROUND_BUILD = 0.5
-_last_demand_build = 0.0   # time.monotonic() when the last on-demand build ended
+
+
+class _DemandBuilds:
+  """The on-demand builds waiting or running, and when the last one ended: background builds yield to them."""
+  lock = threading.Lock()
+  waiting = 0
+  last_end = 0.0
+
+  @classmethod
+  def begin(cls):
+    with cls.lock: cls.waiting += 1
+
+  @classmethod
+  def end(cls):
+    with cls.lock: cls.waiting, cls.last_end = cls.waiting - 1, time.monotonic()
+
+  @classmethod
+  def quiet(cls) -> bool: return cls.waiting == 0 and time.monotonic() - cls.last_end >= QUIET_BEFORE_BACKGROUND_BUILD
 LAUNCH_LOCK = threading.Lock()     # numba's workqueue threading layer must not run two parallel kernels at once
 _memory_cache: dict[str, CompiledKernel] = {}
 _RUNTIME_FILE = os.path.join(os.path.dirname(__file__), "runtime.py")
@@ -166,12 +184,12 @@ class CompiledKernel:
     return os.path.exists(os.path.join(os.path.dirname(self.path), "__pycache__", index))
 
   def __call__(self, *args):
-    global _last_demand_build
     if self.fn is None:
-      with COMPILE_LOCK:
-        if self.fn is None:
-          self._build(tuple(numba.typeof(a) for a in args))
-          _last_demand_build = time.monotonic()
+      _DemandBuilds.begin()   # counted while it waits for the lock too: a queued background build lets it go first
+      try:
+        with COMPILE_LOCK:
+          if self.fn is None: self._build(tuple(numba.typeof(a) for a in args))
+      finally: _DemandBuilds.end()
     self.fn(*args)
 
   def build_in_background(self, *args):
@@ -183,7 +201,7 @@ class CompiledKernel:
       while True:   # checked under the lock: an on-demand build waiting for it when it frees goes first
         time.sleep(QUIET_BEFORE_BACKGROUND_BUILD)
         with COMPILE_LOCK:
-          if time.monotonic() - _last_demand_build < QUIET_BEFORE_BACKGROUND_BUILD: continue
+          if not _DemandBuilds.quiet(): continue
           if self.fn is None:
             try: self._build(signature)
             except RuntimeError as e:
