@@ -37,6 +37,14 @@ def matrix():
 
 
 @pytest.fixture(scope="session")
+def int_vectors():
+    """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
+    rng = np.random.default_rng(2)
+    divisors = rng.integers(1, 51, VECTOR_SIZE, dtype=np.int32) * rng.choice(np.array([-1, 1], np.int32), VECTOR_SIZE)
+    return rng.integers(-10**6, 10**6, VECTOR_SIZE, dtype=np.int32), divisors
+
+
+@pytest.fixture(scope="session")
 def gather_inputs():
     """1M float32 values and 100k int64 indices into them (repeats and negative ones included)."""
     rng = np.random.default_rng(2)

@@ -79,6 +79,18 @@ WORKLOADS = {
         torch=lambda x, y, z: torch.tanh(x),
         nbgrad=lambda x, y, z: x.tanh(),
         rtol=1e-6, atol=1e-7),
+    "int_floordiv_const": Workload(
+        "int_vectors",
+        numpy=lambda x, y: x // np.int32(7),
+        torch=lambda x, y: torch.div(x, 7, rounding_mode="floor"),
+        nbgrad=lambda x, y: x // 7,
+        rtol=0.0, atol=0.0),
+    "int_floordiv_mod": Workload(
+        "int_vectors",
+        numpy=lambda x, y: x // y + x % y,
+        torch=lambda x, y: torch.div(x, y, rounding_mode="floor") + torch.remainder(x, y),
+        nbgrad=lambda x, y: x // y + x % y,
+        rtol=0.0, atol=0.0),
     "sum_all": Workload(
         "vectors",
         numpy=lambda x, y, z: x.sum(),
@@ -212,7 +224,7 @@ def bench_workload(benchmark, request, lib, name):
 
 
 # ---------------------------------------------------------------------------------------------
-# elementwise: 16M float32
+# elementwise: 16M float32 (int32 for the integer divisions)
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="elementwise")
@@ -237,6 +249,18 @@ def test_elementwise_sin_cos(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_tanh(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "tanh")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_int_floordiv_const(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "int_floordiv_const")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_int_floordiv_mod(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "int_floordiv_mod")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -869,7 +869,7 @@ def test_integer_division(name, a, b_name, b, out, expected):
   check(lhs.div(rhs, upcast=False), np.array(expected, NP[out]), out)
 
 
-@pytest.mark.parametrize("name", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("name", ["int32", "int64", "uint8", "int16", "uint32"])
 def test_integer_division_by_zero_is_zero_as_in_numpy(name):
   a = np.array([5, 0, 1, np.iinfo(NP[name]).min, np.iinfo(NP[name]).max], NP[name])
   zero = np.zeros_like(a)
@@ -879,7 +879,21 @@ def test_integer_division_by_zero_is_zero_as_in_numpy(name):
   check(Tensor(a).div(Tensor(zero), upcast=False), zero, name)
 
 
-@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+@pytest.mark.parametrize("name", ["int8", "uint16", "int32", "uint32"])
+def test_integer_division_over_the_whole_range_matches_numpy(name):
+  """Ints of up to 32 bits divide in float64, truncated: exact for every pair, which random pairs over the whole
+  range (and small divisors of either sign) check against numpy."""
+  info, rng = np.iinfo(NP[name]), np.random.default_rng(11)
+  a = rng.integers(info.min, info.max, 20000, endpoint=True).astype(NP[name])
+  b = np.concatenate([rng.integers(info.min, info.max, 10000, endpoint=True), rng.integers(-9 if info.min else 1, 10, 10000)]).astype(NP[name])
+  b[b == 0] = 1
+  with np.errstate(over="ignore"):
+    check(Tensor(a) // Tensor(b), a // b, name)
+    check(Tensor(a) % Tensor(b), a % b, name)
+    check(Tensor(a) // 7, a // np.array(7, NP[name]), name)
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8", "uint64", "uint32"])
 def test_integer_division_and_abs_at_the_limits_of_the_type(name):
   """The minimum of a signed type has no positive counterpart: -128 // 2 is -64 and abs(-128) is -128."""
   info = np.iinfo(NP[name])

@@ -66,6 +66,12 @@ def _bitcast(src: DType, dst: DType, a: str) -> str:
   return f"reinterpret({bits}, {compute_type(dst).replace('np.', 'nb_types.')})"
 
 
+def _int_division(dt: DType, op: str) -> str:
+  """The runtime's integer division or remainder for dt: in float64 up to 32 bits (idiv32), else in integers."""
+  if dt.itemsize <= 4: return f"i{op}32"
+  return f"{'u' if dt.kind == 'u' else 'i'}{op}"
+
+
 # op -> template(dtype of the result or of the operands, *operand texts). One table for every device;
 # only the float math functions (Renderer.MATH) and the CUDA float product (CudaRenderer.BINARY) differ.
 UNARY = {
@@ -81,8 +87,8 @@ BINARY = {
   BinaryOps.DIV: lambda dt, a, b: in_dtype(dt, f"({a} / {b})"),
   # ints: C's truncating division; floats: Python's floor division (numba computes it as numpy and torch do, from
   # the exact remainder fmod gives, so 3 // 1e-8 or 1000.3 % 2pi keep every digit the format allows)
-  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{'u' if dt.kind == 'u' else 'i'}div({a}, {b})"),
-  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{'u' if dt.kind == 'u' else 'i'}mod({a}, {b})"),
+  BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{_int_division(dt, 'div')}({a}, {b})"),
+  BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{_int_division(dt, 'mod')}({a}, {b})"),
   BinaryOps.POW: lambda dt, a, b: f"({a} ** {b})" if dt.itemsize == 8 else in_dtype(dt, f"pow_f32({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
