@@ -45,6 +45,13 @@ def int_vectors():
 
 
 @pytest.fixture(scope="session")
+def pieces():
+    """Eight 1024x512 float32 arrays drawn from a standard normal."""
+    rng = np.random.default_rng(3)
+    return tuple(rng.standard_normal((1024, 512), dtype=np.float32) for _ in range(8))
+
+
+@pytest.fixture(scope="session")
 def gather_inputs():
     """1M float32 values and 100k int64 indices into them (repeats and negative ones included)."""
     rng = np.random.default_rng(2)

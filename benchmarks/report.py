@@ -15,7 +15,8 @@ from pathlib import Path
 
 LIBS = ["nbgrad", "numpy", "torch"]
 GROUP_TITLES = {
-    "elementwise": "Elementwise, 16M float32 (after warm-up)",
+    "elementwise": "Elementwise, 16M float32 (int32 for the divisions) (after warm-up)",
+    "movement": "cat of 8 realized 1024x512 float32 pieces along each axis (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
     "conv": "conv2d 3x3, stride 1, padding 1, float32: ResNet-style layers, nbgrad's choice, Winograd (WINO=1) and "

@@ -91,6 +91,18 @@ WORKLOADS = {
         torch=lambda x, y: torch.div(x, y, rounding_mode="floor") + torch.remainder(x, y),
         nbgrad=lambda x, y: x // y + x % y,
         rtol=0.0, atol=0.0),
+    "cat_axis0": Workload(
+        "pieces",
+        numpy=lambda *p: np.concatenate(p, axis=0),
+        torch=lambda *p: torch.cat(p, dim=0),
+        nbgrad=lambda *p: p[0].cat(*p[1:], dim=0),
+        rtol=0.0, atol=0.0),
+    "cat_axis1": Workload(
+        "pieces",
+        numpy=lambda *p: np.concatenate(p, axis=1),
+        torch=lambda *p: torch.cat(p, dim=1),
+        nbgrad=lambda *p: p[0].cat(*p[1:], dim=1),
+        rtol=0.0, atol=0.0),
     "sum_all": Workload(
         "vectors",
         numpy=lambda x, y, z: x.sum(),
@@ -261,6 +273,18 @@ def test_elementwise_int_floordiv_const(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_int_floordiv_mod(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "int_floordiv_mod")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_cat_axis0(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cat_axis0")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_cat_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cat_axis1")
 
 
 # ---------------------------------------------------------------------------------------------
