@@ -287,10 +287,10 @@ def test_a_layer_whose_weights_were_computed_before_the_first_call_replays():
       opt.step()
     return loss.realize()
   data = batches(5)
-  with warnings.catch_warnings():
-    warnings.simplefilter("error")
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
     losses = [step(Tensor(x), Tensor(y)).item() for x, y in data]
-  assert len(step.jit_cache) > 0
+  assert not [w for w in caught if "TinyJit" in str(w.message)] and len(step.jit_cache) > 0
   theirs = torch.nn.Linear(5, 3)
   with torch.no_grad(): theirs.weight.copy_(torch.from_numpy(start[0])), theirs.bias.copy_(torch.from_numpy(start[1]))
   their_opt = torch.optim.SGD(theirs.parameters(), lr=LR)
