@@ -1216,8 +1216,9 @@ class Tensor:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype): return a._flat(a._nondiff(BinaryOps.IDIV, b))   # as Python, numpy and torch
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
-    quotient, remainder = a._nondiff(BinaryOps.IDIV, b), a._nondiff(BinaryOps.MOD, b)
-    rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0))
+    quotient = a._nondiff(BinaryOps.IDIV, b)
+    remainder = a - quotient * b   # from the quotient: one division, not two (0 where b is 0, as the quotient)
+    rounds_down = (remainder != 0) & ((remainder < 0) != (b < 0)) & (b != 0)
     return quotient - rounds_down.cast(a.dtype)
 
   def mod(self, x, reverse=False) -> Tensor:
