@@ -21,9 +21,10 @@ import numpy as np
 from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
 
 COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
+LAUNCH_LOCK = threading.Lock()     # numba's workqueue threading layer must not run two parallel kernels at once
 # A background build (a kernel's parallel or specialized variant) starts once no kernel has waited for or had an
 # on-demand build for this long: builds run one at a time, and the on-demand builds of a first training step waited
-# behind them (a small CNN's first training step with an empty cache: 26.5 s -> 20 s, means of several runs; a
+# behind them (a probe script, not a benchmark: a small CNN's first training step with an empty cache, 26.5 s -> 20 s; a
 # first call after a pause waited 13 s behind queued background builds when only ended builds were counted).
 QUIET_BEFORE_BACKGROUND_BUILD = 0.5
 
@@ -44,7 +45,8 @@ class _DemandBuilds:
 
   @classmethod
   def quiet(cls) -> bool: return cls.waiting == 0 and time.monotonic() - cls.last_end >= QUIET_BEFORE_BACKGROUND_BUILD
-LAUNCH_LOCK = threading.Lock()     # numba's workqueue threading layer must not run two parallel kernels at once
+
+
 _memory_cache: dict[str, CompiledKernel] = {}
 _RUNTIME_FILE = os.path.join(os.path.dirname(__file__), "runtime.py")
 

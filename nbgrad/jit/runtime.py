@@ -331,7 +331,8 @@ def umod(a, b): return a % b if b != 0 else a - a
 
 # Ints of at most 32 bits divide in float64, truncated: exact there (an integer quotient is exactly representable,
 # any other lies at least 1/|b| >= 2**-32 of its size from an integer, far past float64's rounding), and float
-# division vectorizes where integer division does not (int32 // 7 over 4M elements: 72 ms -> 2.1 ms, numpy 1.1).
+# division vectorizes where integer division does not (benchmark elementwise_int_floordiv_const, 16M int32 // 7:
+# 153 -> 3.4 ms; numpy 11.6, torch 54).
 # The quotient is int64, so the minimum over -1 (2**31) wraps when the caller casts it back.
 @njit(**JIT)
 def idiv32(a, b): return np.int64(np.float64(a) / np.float64(b if b != 0 else 1)) if b != 0 else np.int64(0)

@@ -7,8 +7,8 @@ glorot_uniform, the norms start at weight 1 and bias 0."""
 from __future__ import annotations
 import math
 from typing import Optional, Union
-from nbgrad.dtype import dtypes
 import numpy as np
+from nbgrad.dtype import dtypes
 from nbgrad.tensor import Tensor, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
@@ -109,13 +109,12 @@ class BatchNorm:
     mean = x.mean(axis=axes)
     centered = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # the variance's gradient through the mean is 0
     var = (centered * centered).mean(axis=axes)
-    count = x.numel() // channels
-    if self.track_running_stats and count == 0: self.num_batches_tracked.assign(self.num_batches_tracked + 1)   # as torch: no statistics
-    elif self.track_running_stats:
-      # in the statistics' own dtype (float32), whatever the input's (float64 batches move float32 statistics)
-      self.running_mean.assign(((1 - self.momentum) * self.running_mean + self.momentum * mean.detach()).cast(self.running_mean.dtype))
-      self.running_var.assign(((1 - self.momentum) * self.running_var +
-                               self.momentum * count / max(count - 1, 1) * var.detach()).cast(self.running_var.dtype))
+    if self.track_running_stats:
+      if (count := x.numel() // channels):   # an empty batch has no statistics: torch leaves the running ones
+        # in the statistics' own dtype (float32), whatever the input's (float64 batches move float32 statistics)
+        self.running_mean.assign(((1 - self.momentum) * self.running_mean + self.momentum * mean.detach()).cast(self.running_mean.dtype))
+        self.running_var.assign(((1 - self.momentum) * self.running_var +
+                                 self.momentum * count / max(count - 1, 1) * var.detach()).cast(self.running_var.dtype))
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
     return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt())
 

@@ -188,7 +188,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=None, b
   flat = np.frombuffer(values, dtype=_storage_dtype(dtype))
   size, stride = tuple(size), tuple(stride)
   numbers = (storage_offset, *size, *stride)
-  if len(stride) != len(size) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+  if len(stride) != len(size) or not all(_is_count(n) for n in numbers):
     raise ValueError(f"a torch tensor of size {size}, stride {stride} and storage offset {storage_offset}: these must be "
                      "non-negative integers, one stride per dimension")
   if 0 in size: return _tensor_of(np.zeros(size, flat.dtype), dtype)
