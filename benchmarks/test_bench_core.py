@@ -103,6 +103,19 @@ WORKLOADS = {
         torch=lambda *p: torch.cat(p, dim=1),
         nbgrad=lambda *p: p[0].cat(*p[1:], dim=1),
         rtol=0.0, atol=0.0),
+    # a transposed read: numpy and torch copy the view to row-major order, nbgrad's kernel writes it so
+    "transpose_copy": Workload(
+        "matrix",
+        numpy=lambda m: np.ascontiguousarray(m.T),
+        torch=lambda m: m.T.contiguous(),
+        nbgrad=lambda m: m.T.contiguous(),
+        rtol=0.0, atol=0.0),
+    "transpose_add": Workload(
+        "matrix",
+        numpy=lambda m: m.T + m,
+        torch=lambda m: m.T + m,
+        nbgrad=lambda m: m.T + m,
+        rtol=0.0, atol=0.0),
     "sum_all": Workload(
         "vectors",
         numpy=lambda x, y, z: x.sum(),
@@ -285,6 +298,18 @@ def test_movement_cat_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_movement_cat_axis1(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "cat_axis1")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_transpose_copy(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "transpose_copy")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_transpose_add(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "transpose_add")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -403,6 +403,34 @@ def test_elementwise_on_views_of_views(name, shapes, fn, ref, npdt):
   np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-6)
 
 
+# Elementwise kernels that read an input transposed walk square tiles (nbgrad.jit.render.TILE): shapes that end
+# mid-tile, batch dims outside the tiles, padding and flips inside them, every build (the big rows run in parallel).
+TILED_ROWS = [
+  ("T_17x33", [(33, 17)], lambda a: a.T.contiguous(), lambda a: a.T),
+  ("T_plus_contiguous", [(40, 19), (19, 40)], lambda a, b: a.T * 2 + b, lambda a, b: a.T * 2 + b),
+  ("batched_permute", [(3, 18, 35)], lambda a: a.permute(0, 2, 1) - 1, lambda a: a.transpose(0, 2, 1) - 1),
+  ("padded_flipped_T", [(20, 17)], lambda a: a.pad(((1, 2), (0, 3))).flip(0).T.contiguous(),
+   lambda a: np.pad(a, ((1, 2), (0, 3)))[::-1].T),
+  ("big_T", [(300, 261)], lambda a: a.T + a.T.flip(1), lambda a: a.T + a.T[:, ::-1]),
+  ("big_batched", [(5, 130, 147)], lambda a: a.permute(0, 2, 1).contiguous(), lambda a: a.transpose(0, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("dname,dt,npdt", [DTYPES[0], DTYPES[1], DTYPES[3]], ids=["float32", "int32", "float64"])
+@pytest.mark.parametrize("name,shapes,fn,ref", TILED_ROWS, ids=[r[0] for r in TILED_ROWS])
+def test_transposed_reads_walk_tiles(name, shapes, fn, ref, dname, dt, npdt):
+  from nbgrad.jit import finish_builds
+  from nbgrad.jit.render import Renderer
+  arrays = [make(s, npdt, seed=i + 3) for i, s in enumerate(shapes)]
+  tensors = [Tensor(a).realize() for a in arrays]
+  kernel, = fn(*tensors).schedule()
+  assert "xtile" in Renderer(kernel, parallel=False).render("kernel"), "the kernel does not walk tiles"
+  expected = ref(*arrays)
+  for _ in range(2):   # the first call may run the serial build of a big kernel while the parallel one compiles
+    np.testing.assert_array_equal(fn(*tensors).numpy(), expected)
+    finish_builds()
+
+
 # ---------- bad input ----------
 
 BAD_ROWS = [

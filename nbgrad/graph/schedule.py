@@ -256,15 +256,16 @@ def merge_loop_dims(kernel: Kernel) -> Kernel:
                  out_expr=map_views(kernel.out_expr, remap, memo))
 
 
-def collect_views(kernel: Kernel) -> set:
-  views, seen = {kernel.out_view}, set()
+def collect_views(kernel: Kernel, loads_only: bool = False) -> set:
+  """The views the kernel reads and writes through (only those of its buffer reads, with loads_only)."""
+  views, seen = set() if loads_only else {kernel.out_view}, set()
 
   def walk(e: Expr):
     if id(e) in seen: return
     seen.add(id(e))
     if e.op == LOAD: views.add(e.arg[1])
-    elif e.op == INDEX: views.add(e.arg[0])
-    elif e.op == VALID: views.add(e.arg)
+    elif e.op == INDEX and not loads_only: views.add(e.arg[0])
+    elif e.op == VALID and not loads_only: views.add(e.arg)
     for s in e.srcs: walk(s)
   for _, e in kernel.stages: walk(e)
   walk(kernel.out_expr)

@@ -8,13 +8,14 @@ import re
 from typing import Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
-from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC
+from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC, collect_views
 from nbgrad.graph.view import View, contiguous_strides, prod
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
 SUM_BLOCK = 2048    # steps of the outer reduced dim a float sum adds up apart before adding the block to its chunk
 COLUMN = 1024       # accumulators per block of a column reduce: 4 KiB of float32 stays in L1 while rows stream by
+TILE = 16           # side of the square blocks an elementwise kernel walks when it reads an input transposed
 
 
 def compute_type(dt: DType) -> str:
@@ -458,6 +459,7 @@ class Renderer:
       for d in reduce: self.sizes[d] = str(k.loop_shape[d])
     if not outer and reduce: self.render_split(reduce)
     elif self.column: self.render_column(outer, reduce)
+    elif not reduce and self.reads_transposed(): self.render_tiles(outer)
     else: self.render_rows(outer, reduce)
     inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
     head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
@@ -547,6 +549,29 @@ class Renderer:
       depth = self.loops(depth, outer[:1], parallel_first=True)
       outer = outer[1:]
     return self.loops(depth, outer)
+
+  def reads_transposed(self) -> bool:
+    """An input walked with a longer stride along the last loop dim than along the one before (a transpose):
+    row by row, each of its cache lines would be loaded once per element it holds."""
+    if len(self.kernel.loop_shape) < 2: return False
+    for view in collect_views(self.kernel, loads_only=True):
+      flat = view.flattened()
+      if len(flat.levels) != 1: continue
+      (coeffs, _), = flat.levels[0].rows
+      if 0 < abs(coeffs[-2]) < abs(coeffs[-1]): return True
+    return False
+
+  def render_tiles(self, outer):
+    """An elementwise kernel in square blocks of the last two dims: a block's rows of the output and of the
+    transposed input both stay in cache while it is walked."""
+    rows, cols = outer[-2], outer[-1]
+    depth = self.loops(1, outer[:-2], parallel_first=self.parallel)
+    first = "prange" if self.parallel and len(outer) == 2 else "range"
+    self.emit(depth, f"for xtile{rows} in {first}(({self.sizes[rows]} + {TILE - 1}) // {TILE}):")
+    self.emit(depth + 1, f"for xtile{cols} in range(({self.sizes[cols]} + {TILE - 1}) // {TILE}):")
+    for i, d in enumerate((rows, cols)):
+      self.emit(depth + 2 + i, f"for x{d} in range(xtile{d} * {TILE}, min({self.sizes[d]}, xtile{d} * {TILE} + {TILE})):")
+    self.store(depth + 4)
 
   def render_rows(self, outer, reduce):
     k = self.kernel
