@@ -37,6 +37,13 @@ def matrix():
 
 
 @pytest.fixture(scope="session")
+def images():
+    """A batch of 16 feature maps of 64 channels, 56x56 float32, drawn from a standard normal (as a 1-tuple)."""
+    rng = np.random.default_rng(4)
+    return (rng.standard_normal((16, 64, 56, 56), dtype=np.float32),)
+
+
+@pytest.fixture(scope="session")
 def int_vectors():
     """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
     rng = np.random.default_rng(2)

@@ -157,6 +157,41 @@ WORKLOADS = {
 }
 
 
+GROUPS = 8
+
+
+def numpy_group_norm(x):
+    g = x.reshape(x.shape[0], GROUPS, -1)
+    centered = g - g.mean(axis=-1, keepdims=True)
+    return (centered / np.sqrt((centered * centered).mean(axis=-1, keepdims=True) + 1e-5)).reshape(x.shape)
+
+
+def numpy_layer_norm(x):
+    centered = x - x.mean(axis=-1, keepdims=True)
+    return centered / np.sqrt((centered * centered).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def nbgrad_group_norm(x):
+    from nbgrad import nn
+    return nn.GroupNorm(GROUPS, x.shape[1])(x)
+
+
+WORKLOADS.update({
+    "group_norm": Workload(
+        "images",
+        numpy=numpy_group_norm,
+        torch=lambda x: F.group_norm(x, GROUPS),
+        nbgrad=nbgrad_group_norm,
+        rtol=1e-4, atol=1e-4),
+    "layer_norm": Workload(
+        "matrix",
+        numpy=numpy_layer_norm,
+        torch=lambda m: F.layer_norm(m, m.shape[-1:]),
+        nbgrad=lambda m: m.layernorm(),
+        rtol=1e-4, atol=1e-4),
+})
+
+
 def numpy_embedding_grad(table, tokens, grad):
     out = np.zeros_like(table)
     np.add.at(out, tokens, grad)
@@ -338,6 +373,22 @@ def test_reduce_max_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_reduce_softmax_lastaxis(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "softmax_lastaxis")
+
+
+# ---------------------------------------------------------------------------------------------
+# norm: GroupNorm (8 groups) of 16x64x56x56 float32, layer norm of the rows of 4096x4096 float32
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="norm")
+@pytest.mark.parametrize("lib", LIBS)
+def test_norm_group_norm(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "group_norm")
+
+
+@pytest.mark.benchmark(group="norm")
+@pytest.mark.parametrize("lib", LIBS)
+def test_norm_layer_norm(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "layer_norm")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -372,6 +372,14 @@ def test_split_chunk(name, shape, fn, ref, npdt):
 
 ELEMENTWISE_ON_VIEW_ROWS = [
   # (id, shapes, nbgrad fn, numpy fn)
+  # reshapes that split a dim the loop walks whole: each group's row index comes from the outer loop dims alone
+  ("expand_reshape_like_groupnorm", [(2, 3, 1), (2, 6, 5, 2)], lambda a, b: a.expand(2, 3, 20).reshape(2, 6, 5, 2) * b,
+   lambda a, b: np.broadcast_to(a, (2, 3, 20)).reshape(2, 6, 5, 2) * b),
+  ("expand_reshape_uneven_groups", [(2, 3, 1), (2, 9, 4)], lambda a, b: a.expand(2, 3, 12).reshape(2, 9, 4) - b,
+   lambda a, b: np.broadcast_to(a, (2, 3, 12)).reshape(2, 9, 4) - b),
+  ("expand_reshape_not_aligned", [(2, 4, 1), (2, 3, 8)], lambda a, b: a.expand(2, 4, 6).reshape(2, 3, 8) + b,
+   lambda a, b: np.broadcast_to(a, (2, 4, 6)).reshape(2, 3, 8) + b),
+  ("T_reshape_split", [(20, 3), (6, 10)], lambda a, b: a.T.reshape(6, 10) + b, lambda a, b: a.T.reshape(6, 10) + b),
   ("T_flip_slice_plus_slice", [(3, 4), (4, 3)], lambda a, b: a.T.flip(0)[1:] + b[1:, ::-1], lambda a, b: a.T[::-1][1:] + b[1:, ::-1]),
   ("permute_reshape_slice_affine", [(2, 3, 4)], lambda a: a.permute(2, 0, 1).reshape(4, 6)[:, ::2] * 2 - 1,
    lambda a: a.transpose(2, 0, 1).reshape(4, 6)[:, ::2] * 2 - 1),

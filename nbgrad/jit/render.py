@@ -366,10 +366,23 @@ class Renderer:
       new_strides = contiguous_strides(tuple(new_shape[d] for d in new_dims))
       for i, (d, st) in enumerate(zip(new_dims, new_strides)):
         c = self.tmp()
-        text = sub if i == len(new_dims) - 1 else self.floor_divide(sub, st)
+        text = sub if i == len(new_dims) - 1 else self.group_quotient([coords[o] for o in old_dims], strides, sub, st, lines)
         lines.append(f"{c} = {text if i == 0 else self.floor_modulo(text, new_shape[d])}")
         names[d] = c
     return names
+
+  def group_quotient(self, coords: list[str], strides, flat: str, divisor: int, lines: list[str]) -> str:
+    """flat // divisor, where flat = sum(coords * strides) over old dims in row-major order. When the old dims
+    from some k on span P elements and P divides the divisor, that is (the sum over the dims before k) //
+    (divisor / P): the inner coordinates drop out, and the division is hoisted out of their loops (GroupNorm
+    reads its group's mean at c // channels_per_group, not at (c * h * w + y * w + x) // group_size)."""
+    for k in range(1, len(coords)):
+      span = strides[k - 1]
+      if divisor % span: continue
+      high = self.tmp()
+      lines.append(f"{high} = " + " + ".join(f"{c} * {self.int_param(st // span)}" for c, st in zip(coords[:k], strides[:k])))
+      return self.floor_divide(high, divisor // span) if divisor > span else high
+    return self.floor_divide(flat, divisor)
 
   # A power of two divides by a shift and a mask, which equal Python's floor // and % for negative values too
   # and cost a cycle instead of a 64-bit division's 20-40. Such kernels compile apart from those of other
