@@ -1,6 +1,6 @@
 """Matrix products and a training step: nbgrad against numpy and torch (CPU), in one run.
 
-`matmul`: square float32 products, a fresh lazy product of realized inputs realized on every call.
+`matmul`: square float32 products and one int32 product, a fresh lazy product of realized inputs realized on every call.
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
@@ -64,6 +64,26 @@ def test_matmul_square(benchmark, lib, n):
         def call(): return (na @ nb).realize()
     result = np.asarray(call().numpy() if lib != "numpy" else call())
     np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-2, err_msg=f"{lib} matmul differs from numpy")
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
+    benchmark(call)
+
+
+@pytest.mark.benchmark(group="matmul")
+@pytest.mark.parametrize("lib", LIBS)
+def test_matmul_int32_512(benchmark, lib):
+    """An integer product (no BLAS has one): 512x512 int32 values in [-100, 100), sums wrapping as numpy's."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.integers(-100, 100, (512, 512)).astype(np.int32) for _ in range(2))
+    if lib == "numpy":
+        def call(): return a @ b
+    elif lib == "torch":
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        def call(): return ta @ tb
+    else:
+        na, nb = nbgrad_tensor(a), nbgrad_tensor(b)
+        def call(): return (na @ nb).realize()
+    result = np.asarray(call().numpy() if lib != "numpy" else call())
+    np.testing.assert_array_equal(result, a @ b, err_msg=f"{lib} int32 matmul differs from numpy")
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
 

@@ -112,6 +112,18 @@ def test_int_products_keep_the_multiply_and_sum_path():
   assert all(k.kind == "compute" for k in (a @ b).schedule())
 
 
+@pytest.mark.parametrize("a_shape,b_shape,npdt", [((3, 37, 301), (301, 1100), np.int32), ((5, 301), (2, 301, 9), np.int64),
+                                                  ((301,), (4, 301, 7), np.int32), ((6, 301), (301,), np.int64)])
+def test_int_products_wrap_as_numpy(a_shape, b_shape, npdt):
+  """Big values whose sums wrap around: the same bits as numpy's for every layout (more columns than one block of
+  accumulators, an odd inner size, a 1-D operand on either side)."""
+  rng = np.random.default_rng(11)
+  bound = 1 << (20 if npdt == np.int32 else 40)
+  a, b = rng.integers(-bound, bound, a_shape).astype(npdt), rng.integers(-bound, bound, b_shape).astype(npdt)
+  np.testing.assert_array_equal((Tensor(a) @ Tensor(b[..., ::-1, :] if b.ndim > 1 else b[::-1])).numpy(),
+                                a @ (b[..., ::-1, :] if b.ndim > 1 else b[::-1]))
+
+
 def test_transposed_operand_is_read_in_place():
   """x.T @ g, as in a linear layer's backward, copies nothing before the product."""
   x, g = Tensor(np.ones((5, 3), np.float32)).realize(), Tensor(np.ones((5, 2), np.float32)).realize()
