@@ -54,6 +54,12 @@ def finish_nbgrad_warm_up(benchmark, call):
 def test_matmul_square(benchmark, lib, n):
     rng = np.random.default_rng(n)
     a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    bench_product(benchmark, lib, a, b, lambda result: np.testing.assert_allclose(
+        result, a @ b, rtol=1e-4, atol=1e-2, err_msg=f"{lib} matmul differs from numpy"))
+
+
+def bench_product(benchmark, lib, a, b, check):
+    """Times lib's a @ b of realized inputs, once check has passed on its first answer."""
     if lib == "numpy":
         def call(): return a @ b
     elif lib == "torch":
@@ -62,8 +68,7 @@ def test_matmul_square(benchmark, lib, n):
     else:
         na, nb = nbgrad_tensor(a), nbgrad_tensor(b)
         def call(): return (na @ nb).realize()
-    result = np.asarray(call().numpy() if lib != "numpy" else call())
-    np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-2, err_msg=f"{lib} matmul differs from numpy")
+    check(np.asarray(call().numpy() if lib != "numpy" else call()))
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
 
@@ -74,18 +79,8 @@ def test_matmul_int32_512(benchmark, lib):
     """An integer product (no BLAS has one): 512x512 int32 values in [-100, 100), sums wrapping as numpy's."""
     rng = np.random.default_rng(5)
     a, b = (rng.integers(-100, 100, (512, 512)).astype(np.int32) for _ in range(2))
-    if lib == "numpy":
-        def call(): return a @ b
-    elif lib == "torch":
-        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        def call(): return ta @ tb
-    else:
-        na, nb = nbgrad_tensor(a), nbgrad_tensor(b)
-        def call(): return (na @ nb).realize()
-    result = np.asarray(call().numpy() if lib != "numpy" else call())
-    np.testing.assert_array_equal(result, a @ b, err_msg=f"{lib} int32 matmul differs from numpy")
-    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
-    benchmark(call)
+    bench_product(benchmark, lib, a, b, lambda result: np.testing.assert_array_equal(
+        result, a @ b, err_msg=f"{lib} int32 matmul differs from numpy"))
 
 
 # ---------------------------------------------------------------------------------------------
