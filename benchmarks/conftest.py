@@ -37,6 +37,13 @@ def matrix():
 
 
 @pytest.fixture(scope="session")
+def half_vectors():
+    """Two 16M-element float16 arrays drawn from a standard normal."""
+    rng = np.random.default_rng(5)
+    return tuple(rng.standard_normal(VECTOR_SIZE, dtype=np.float32).astype(np.float16) for _ in range(2))
+
+
+@pytest.fixture(scope="session")
 def images():
     """A batch of 16 feature maps of 64 channels, 56x56 float32, drawn from a standard normal (as a 1-tuple)."""
     rng = np.random.default_rng(4)

@@ -91,6 +91,18 @@ WORKLOADS = {
         torch=lambda x, y: torch.div(x, y, rounding_mode="floor") + torch.remainder(x, y),
         nbgrad=lambda x, y: x // y + x % y,
         rtol=0.0, atol=0.0),
+    "half_add": Workload(
+        "half_vectors",
+        numpy=lambda x, y: x + y,
+        torch=lambda x, y: x + y,
+        nbgrad=lambda x, y: x + y,
+        rtol=0.0, atol=0.0),
+    "half_to_float": Workload(
+        "half_vectors",
+        numpy=lambda x, y: x.astype(np.float32),
+        torch=lambda x, y: x.float(),
+        nbgrad=lambda x, y: x.float(),
+        rtol=0.0, atol=0.0),
     "cat_axis0": Workload(
         "pieces",
         numpy=lambda *p: np.concatenate(p, axis=0),
@@ -284,7 +296,7 @@ def bench_workload(benchmark, request, lib, name):
 
 
 # ---------------------------------------------------------------------------------------------
-# elementwise: 16M float32 (int32 for the integer divisions)
+# elementwise: 16M float32 (int32 for the integer divisions, float16 for the half ones)
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="elementwise")
@@ -321,6 +333,18 @@ def test_elementwise_int_floordiv_const(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_int_floordiv_mod(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "int_floordiv_mod")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_half_add(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "half_add")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_half_to_float(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "half_to_float")
 
 
 @pytest.mark.benchmark(group="movement")

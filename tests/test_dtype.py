@@ -354,6 +354,38 @@ def test_bitcast_same_itemsize(src, dst):
   np.testing.assert_array_equal(got.view(np.uint8), vals.view(NP[dst]).view(np.uint8))
 
 
+def _half_conversions():
+  """(name, to float32, from float32) for each implementation of the kernels' float16 conversions on this CPU."""
+  from nbgrad.jit import runtime
+  found = [("bit arithmetic", runtime.soft_f16_to_f32, runtime.soft_f32_to_f16)]
+  if runtime.HARDWARE_HALF: found.append(("instructions", runtime.hard_f16_to_f32, runtime.hard_f32_to_f16))
+  return found
+
+
+@pytest.mark.parametrize("name,to_f32,from_f32", _half_conversions(), ids=lambda v: v if isinstance(v, str) else "")
+def test_float16_conversions_give_numpy_s_bits(name, to_f32, from_f32):
+  """Every float16 bit pattern to float32 and back, and float32 values around every float16 boundary (rounding ties,
+  the subnormals, overflow to inf), as numpy converts them; a NaN keeps its sign and the payload bits the narrower
+  type holds, signaling or not (one left with no payload bits becomes the quiet NaN)."""
+  from numba import njit
+  @njit
+  def convert(fn, values, out):
+    for i in range(values.size): out[i] = fn(values[i])
+    return out
+  halves = np.arange(1 << 16, dtype=np.uint16)
+  widened = convert(to_f32, halves, np.empty(halves.size, np.float32))
+  np.testing.assert_array_equal(widened.view(np.uint32), halves.view(np.float16).astype(np.float32).view(np.uint32))
+  np.testing.assert_array_equal(convert(from_f32, widened, np.empty(halves.size, np.uint16)), halves)
+  steps = widened.view(np.uint32)[np.isfinite(widened)].astype(np.int64)
+  near = np.concatenate([steps + d for d in (-4097, -4096, -4095, -1, 1, 4095, 4096, 4097)])
+  near = near[(near >= 0) & (near < 1 << 32)].astype(np.uint32).view(np.float32)
+  near = near[~np.isnan(near)]
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(convert(from_f32, near, np.empty(near.size, np.uint16)), near.astype(np.float16).view(np.uint16))
+  signaling = np.array([0x7F800001, 0xFF802000, 0x7FA00000], np.uint32).view(np.float32)   # top payload bits kept, quiet bit off
+  np.testing.assert_array_equal(convert(from_f32, signaling, np.empty(3, np.uint16)), np.array([0x7E00, 0xFC01, 0x7D00], np.uint16))
+
+
 def test_bitcast_non_contiguous_input():
   base = np.arange(12, dtype=np.float32).reshape(3, 4) * -1.5
   out = Tensor(base).T.bitcast(dtypes.int32)

@@ -41,11 +41,13 @@ def store_to_storage(dt: DType, text: str) -> str:
   return text
 
 
+ROUNDING = {dtypes.float16: "round_f16", dtypes.bfloat16: "round_bf16"}   # a float32 value to the nearest 16-bit float
+
+
 def in_dtype(dt: DType, text: str) -> str:
   """Keeps a computed value in its dtype: small ints wrap, 16-bit floats round."""
   if dt.kind in "iu": return f"{compute_type(dt)}({text})"
-  if dt == dtypes.float16: return f"round_f16({text})"
-  if dt == dtypes.bfloat16: return f"round_bf16({text})"
+  if dt in ROUNDING: return f"{ROUNDING[dt]}({text})"
   return text
 
 
@@ -498,7 +500,10 @@ class Renderer:
 
   def store(self, depth: int, known: Optional[dict] = None):
     value = self.emit_body(depth, self.kernel.out_expr, known)
-    self.emit(depth, f"out[{unsigned(self.out_offset(depth))}] = {store_to_storage(self.kernel.output.dtype, value)}")
+    dt = self.kernel.output.dtype
+    rounded = re.fullmatch(rf"(\s*{value} = ){ROUNDING[dt]}\((.+)\)", self.code[-1]) if dt in ROUNDING else None
+    if rounded: self.code[-1] = rounded.group(1) + rounded.group(2)   # the store rounds to the 16-bit type anyway
+    self.emit(depth, f"out[{unsigned(self.out_offset(depth))}] = {store_to_storage(dt, value)}")
 
   def reusable_stage_value(self) -> Optional[Expr]:
     """In a full kernel, the last stage's per-element value when the output uses it again (softmax's exp):

@@ -4,8 +4,10 @@ them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that sto
 Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
 and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp over the whole float32 range (their range
 reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers)."""
+import platform
 import numpy as np
 from llvmlite import ir
+from llvmlite.binding import get_host_cpu_features
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -33,8 +35,29 @@ reinterpret = intrinsic(reinterpret_typing)   # the CUDA runtime registers the s
 
 
 # ---- 16-bit floats are stored as their uint16 bits and computed in float32
+# float16 converts with the CPU's instructions where it has them (x86's F16C, any 64-bit ARM), in bit arithmetic
+# elsewhere. Both give the same bits: numpy's for numbers; a NaN keeps its sign and payload (the instructions would
+# set a signaling NaN's quiet bit, so NaNs take their bits from bit arithmetic). Benchmark elementwise half_add,
+# 16M float16 x + y: 47.9 -> 10.9 ms median, with the rounding before a store dropped too (torch 17-21, numpy 118-157).
+HARDWARE_HALF = platform.machine().lower() in ("aarch64", "arm64") or "+f16c" in get_host_cpu_features().flatten().split(",")
+
+
+@intrinsic
+def _half_to_f32(typingctx, bits):
+  def codegen(context, builder, signature, args):
+    return builder.fpext(builder.bitcast(builder.trunc(args[0], ir.IntType(16)), ir.HalfType()), ir.FloatType())
+  return types.float32(bits), codegen
+
+
+@intrinsic
+def _f32_to_half(typingctx, value):
+  def codegen(context, builder, signature, args):
+    return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+  return types.uint16(value), codegen
+
+
 @njit(**JIT)
-def f16_to_f32(h):
+def soft_f16_to_f32(h):
   h = np.uint32(h)
   sign = (h & np.uint32(0x8000)) << np.uint32(16)
   exponent = (h >> np.uint32(10)) & np.uint32(0x1F)
@@ -48,7 +71,7 @@ def f16_to_f32(h):
 
 
 @njit(**JIT)
-def f32_to_f16(f):
+def soft_f32_to_f16(f):
   x = reinterpret(np.float32(f), types.uint32)
   sign = (x >> np.uint32(16)) & np.uint32(0x8000)
   x = x & np.uint32(0x7FFFFFFF)
@@ -62,6 +85,25 @@ def f32_to_f16(f):
   h = np.uint32(0x7C00) if x >= np.uint32(0x477FF000) else h
   h = nan if x >= np.uint32(0x7F800000) else h
   return np.uint16(sign | h)
+
+
+@njit(**JIT)
+def hard_f16_to_f32(h):
+  h = np.uint32(h)
+  value = _half_to_f32(h)
+  nan = reinterpret(((h & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((h & np.uint32(0x3FF)) << np.uint32(13)), types.float32)
+  return nan if value != value else value
+
+
+@njit(**JIT)
+def hard_f32_to_f16(f):
+  x = reinterpret(np.float32(f), types.uint32)
+  payload = (x >> np.uint32(13)) & np.uint32(0x3FF)
+  nan = ((x >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7C00) | (payload if payload != np.uint32(0) else np.uint32(0x200))
+  return np.uint16(nan) if f != f else _f32_to_half(np.float32(f))
+
+
+f16_to_f32, f32_to_f16 = (hard_f16_to_f32, hard_f32_to_f16) if HARDWARE_HALF else (soft_f16_to_f32, soft_f32_to_f16)
 
 
 @njit(**JIT)
