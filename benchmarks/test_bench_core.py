@@ -141,6 +141,12 @@ WORKLOADS = {
         torch=lambda m: m.sum(dim=1),
         nbgrad=lambda m: m.sum(axis=1),
         rtol=1e-4, atol=1e-3),
+    "sum_transposed_axis1": Workload(
+        "matrix",
+        numpy=lambda m: m.T.sum(axis=1),
+        torch=lambda m: m.T.sum(dim=1),
+        nbgrad=lambda m: m.T.sum(axis=1),
+        rtol=1e-4, atol=1e-3),
     "max_axis0": Workload(
         "matrix",
         numpy=lambda m: m.max(axis=0),
@@ -152,6 +158,12 @@ WORKLOADS = {
         numpy=numpy_softmax,
         torch=lambda m: torch.softmax(m, dim=-1),
         nbgrad=lambda m: m.softmax(axis=-1),
+        rtol=1e-4, atol=1e-7),
+    "softmax_transposed": Workload(
+        "matrix",
+        numpy=lambda m: numpy_softmax(m.T),
+        torch=lambda m: torch.softmax(m.T, dim=-1),
+        nbgrad=lambda m: m.T.softmax(axis=-1),
         rtol=1e-4, atol=1e-7),
     # running sums of 4096 standard normals reach about 200; float32 accumulation (torch: double) drifts
     "cumsum_axis0": Workload(
@@ -372,7 +384,7 @@ def test_movement_transpose_add(benchmark, request, lib):
 
 
 # ---------------------------------------------------------------------------------------------
-# reduce: 16M float32 to a scalar, and along each axis / softmax of 4096x4096 float32
+# reduce: 16M float32 to a scalar, and along each axis / softmax of 4096x4096 float32 and of its transpose
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="reduce")
@@ -389,6 +401,12 @@ def test_reduce_sum_axis1(benchmark, request, lib):
 
 @pytest.mark.benchmark(group="reduce")
 @pytest.mark.parametrize("lib", LIBS)
+def test_reduce_sum_transposed_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sum_transposed_axis1")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
 def test_reduce_max_axis0(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "max_axis0")
 
@@ -397,6 +415,12 @@ def test_reduce_max_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_reduce_softmax_lastaxis(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "softmax_lastaxis")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_softmax_transposed(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "softmax_transposed")
 
 
 # ---------------------------------------------------------------------------------------------

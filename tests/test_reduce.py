@@ -4,6 +4,8 @@ import pytest
 import torch
 
 from nbgrad import Tensor, dtypes
+from nbgrad.graph.schedule import collect_views
+from nbgrad.jit import finish_builds
 
 DTYPE_NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                "float16", "bfloat16", "float32", "float64"]
@@ -114,6 +116,35 @@ def test_sum_axes(shape, axis, keepdim):
 def test_sum_noncontiguous(view, axis):
   t, a = view_inputs(view, "float32", seed=2)
   check(t.sum(axis), np.sum(a, axis=axis), "float32")
+
+
+TRANSPOSED_REDUCES = [
+  ("T_sum1", (1100, 37), lambda t: t.T.sum(1), lambda a: a.T.sum(1)),
+  ("T_sum0", (37, 1100), lambda t: t.T.sum(0), lambda a: a.T.sum(0)),
+  ("T_max1_keepdim", (300, 261), lambda t: t.T.max(1, keepdim=True), lambda a: a.T.max(1, keepdims=True)),
+  ("permuted_sum", (5, 260, 7), lambda t: t.permute(2, 0, 1).sum((1, 2)), lambda a: a.transpose(2, 0, 1).sum((1, 2))),
+  ("T_times_T", (64, 40), lambda t: (t.T * t.T).sum(1), lambda a: (a.T * a.T).sum(1)),
+]
+TRANSPOSED_SOFTMAX = ("T_softmax", (1030, 9), lambda t: t.T.softmax(1),
+                      lambda a: np.exp(a.T - a.T.max(1, keepdims=True)) / np.exp(a.T - a.T.max(1, keepdims=True)).sum(1, keepdims=True))
+
+
+TRANSPOSED_CASES = [row + (name,) for row in TRANSPOSED_REDUCES for name in ("float32", "float64", "int32")] + \
+                   [TRANSPOSED_SOFTMAX + (name,) for name in ("float32", "float64")]
+
+
+@pytest.mark.parametrize("case,shape,fn,ref,name", TRANSPOSED_CASES, ids=[f"{c[0]}-{c[-1]}" for c in TRANSPOSED_CASES])
+def test_reduces_of_transposed_reads_walk_them_contiguously(case, shape, fn, ref, name):
+  """A reduce whose input is read transposed walks the input's contiguous dim innermost (the last loop dim is not
+  the one read with a long stride), in blocks of columns past 1024 and in the parallel build; values as numpy's."""
+  values = make_values(shape, name, seed=4)
+  t = to_nb(values, name).realize()
+  kernel = fn(t).schedule()[-1]
+  strides = [view.flattened().levels[0].rows[0][0] for view in collect_views(kernel, loads_only=True)]
+  assert any(abs(s[-1]) == 1 for s in strides), (kernel.loop_shape, strides)
+  for _ in range(2):   # the first call of a big kernel may run its serial build while the parallel one compiles
+    check(fn(t), ref(values), name)
+    finish_builds()
 
 
 def test_sum_of_empty_is_zero():

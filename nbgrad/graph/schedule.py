@@ -256,6 +256,30 @@ def merge_loop_dims(kernel: Kernel) -> Kernel:
                  out_expr=map_views(kernel.out_expr, remap, memo))
 
 
+def order_loop_dims(kernel: Kernel) -> Kernel:
+  """A reduce kernel walks innermost the loop dim that most of its buffer reads step along one element at a time,
+  when that is not the last dim already: x.T.sum(1) then runs as a sum over rows into a row of accumulators, and
+  x.T.sum(0) as sums along contiguous rows, instead of reading a column per output (4096x4096 float32: benchmark
+  reduce sum_transposed_axis1 145 -> 5.7 ms, numpy 4.7; x.T.sum(0) 34 -> 4.9 ms in a probe)."""
+  n = len(kernel.loop_shape)
+  if not kernel.reduce_axes or n < 2: return kernel
+  contiguous_reads = [0] * n
+  for view in collect_views(kernel, loads_only=True):
+    flat = view.flattened()
+    if len(flat.levels) != 1: continue
+    (coeffs, _), = flat.levels[0].rows
+    for d, c in enumerate(coeffs): contiguous_reads[d] += abs(c) == 1
+  best = max(range(n), key=contiguous_reads.__getitem__)
+  if contiguous_reads[best] <= contiguous_reads[-1]: return kernel
+  order = tuple(d for d in range(n) if d != best) + (best,)
+  memo: dict = {}
+  moved = replace(kernel, loop_shape=tuple(kernel.loop_shape[d] for d in order),
+                  reduce_axes=tuple(sorted(order.index(a) for a in kernel.reduce_axes)), out_view=kernel.out_view.permute(order),
+                  stages=tuple((op, map_views(e, lambda v: v.permute(order), memo)) for op, e in kernel.stages),
+                  out_expr=map_views(kernel.out_expr, lambda v: v.permute(order), memo))
+  return merge_loop_dims(moved)
+
+
 def collect_views(kernel: Kernel, loads_only: bool = False) -> set:
   """The views the kernel reads and writes through (only those of its buffer reads, with loads_only)."""
   views, seen = set() if loads_only else {kernel.out_view}, set()
@@ -341,7 +365,7 @@ class _Scheduler:
                      View.contiguous(base.shape).flattened(), True)
     else:
       built = builder.build()
-    built = merge_loop_dims(built)
+    built = order_loop_dims(merge_loop_dims(built))
     built.name = kernel_name(built)
     self.schedule.append(built)
 
