@@ -142,6 +142,10 @@ class NotAScalar(RuntimeError, AssertionError):
   """backward() of a tensor with more than one element (torch raises RuntimeError, tinygrad asserts)."""
 
 
+class NotReadyToStep(RuntimeError, AssertionError):
+  """An optimizer step outside Tensor.training or before every parameter has a gradient (tinygrad asserts both)."""
+
+
 class MissingStateKeys(KeyError, RuntimeError):
   """Model tensors a state dict has no entry for (load_state_dict with strict)."""
   def __str__(self): return str(self.args[0])   # KeyError's own would quote the message

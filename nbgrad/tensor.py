@@ -595,11 +595,10 @@ class Tensor:
     return order
 
   def backward(self) -> Tensor:
-    """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls."""
+    """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls. A tensor
+    computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set."""
     if self.shape != () and self.numel() != 1:
       raise NotAScalar(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
-    if self._ctx is None and not self.requires_grad:
-      raise RuntimeError("backward() on a tensor that does not require grad")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")

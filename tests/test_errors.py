@@ -204,6 +204,19 @@ def test_backward_of_non_scalar_raises_and_keeps_grad_empty():
   np.testing.assert_array_equal(w.grad.numpy(), np.full_like(A, 2))
 
 
+def _step_outside_training():
+  from nbgrad.nn.optim import SGD
+  w = Tensor([1.0], requires_grad=True)
+  opt = SGD([w])
+  (w * 2).sum().backward()
+  with Tensor.train(False): opt.step()
+
+
+def _step_without_gradient():
+  from nbgrad.nn.optim import SGD
+  with Tensor.train(): SGD([Tensor([1.0], requires_grad=True)]).step()
+
+
 # tinygrad's own checks raise AssertionError (torch: RuntimeError); nbgrad's errors are also instances of those,
 # so code written for tinygrad or torch catches them
 COMPAT_ROWS = [
@@ -227,6 +240,8 @@ COMPAT_ROWS = [
   ("assign_shape", lambda: Tensor.ones(2, 3).assign(Tensor.ones(3, 2)), (ValueError, AssertionError)),
   ("cat_of_0d_tensors", lambda: Tensor(3.0).cat(Tensor(1.0)), (ValueError, IndexError)),
   ("backward_of_a_non_scalar", lambda: (Tensor.ones(2, requires_grad=True) * 2).backward(), (RuntimeError, AssertionError)),
+  ("optimizer_step_outside_training", lambda: _step_outside_training(), (RuntimeError, AssertionError)),
+  ("optimizer_step_before_backward", lambda: _step_without_gradient(), (RuntimeError, AssertionError)),
   ("setitem_into_requires_grad", lambda: Tensor.zeros(3, requires_grad=True).__setitem__(slice(0, 2), 1.0), (NotImplementedError,)),
   ("shape_ints_and_tuple_mixed", lambda: Tensor.zeros((2, 2), 2, 2), (ValueError,)),
   ("shape_two_tuples", lambda: Tensor.zeros((2, 2), (2, 2)), (ValueError,)),

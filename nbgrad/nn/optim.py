@@ -5,6 +5,7 @@ The learning rate is a tensor (opt.lr, shape (1,)): changing it with opt.lr.assi
 SGD is LARS without its trust ratio; Adam and AdamW are LAMB without it."""
 from __future__ import annotations
 import numbers
+from nbgrad.helpers import NotReadyToStep
 from nbgrad.dtype import dtypes, least_upper_dtype
 from nbgrad.tensor import Tensor
 
@@ -52,10 +53,10 @@ class Optimizer:
   def schedule_step(self) -> list[Tensor]:
     """The tensors a step writes (not yet realized): state, parameters, buffers."""
     if not Tensor.training:
-      raise RuntimeError("an optimizer step needs Tensor.training: set Tensor.training = True, or step inside `with Tensor.train():`")
+      raise NotReadyToStep("an optimizer step needs Tensor.training: set Tensor.training = True, or step inside `with Tensor.train():`")
     for i, t in enumerate(self.params):
       if t.grad is None:
-        raise RuntimeError(f"parameter {i} (shape {t.shape}) has no gradient: call backward() on a loss that uses it before step()")
+        raise NotReadyToStep(f"parameter {i} (shape {t.shape}) has no gradient: call backward() on a loss that uses it before step()")
     return self._step() + self.params + self.buffers
 
   def _step(self) -> list[Tensor]: raise NotImplementedError(type(self).__name__)
