@@ -264,11 +264,8 @@ def order_loop_dims(kernel: Kernel) -> Kernel:
   n = len(kernel.loop_shape)
   if not kernel.reduce_axes or n < 2: return kernel
   contiguous_reads = [0] * n
-  for view in collect_views(kernel, loads_only=True):
-    flat = view.flattened()
-    if len(flat.levels) != 1: continue
-    (coeffs, _), = flat.levels[0].rows
-    for d, c in enumerate(coeffs): contiguous_reads[d] += abs(c) == 1
+  for strides in read_strides(kernel):
+    for d, c in enumerate(strides): contiguous_reads[d] += abs(c) == 1
   best = max(range(n), key=contiguous_reads.__getitem__)
   if contiguous_reads[best] <= contiguous_reads[-1]: return kernel
   order = tuple(d for d in range(n) if d != best) + (best,)
@@ -278,6 +275,12 @@ def order_loop_dims(kernel: Kernel) -> Kernel:
                   stages=tuple((op, map_views(e, lambda v: v.permute(order), memo)) for op, e in kernel.stages),
                   out_expr=map_views(kernel.out_expr, lambda v: v.permute(order), memo))
   return merge_loop_dims(moved)
+
+
+def read_strides(kernel: Kernel) -> list[tuple[int, ...]]:
+  """The strides, per loop dim, of each buffer read that one set of strides expresses."""
+  flats = [view.flattened() for view in collect_views(kernel, loads_only=True)]
+  return [flat.levels[0].rows[0][0] for flat in flats if len(flat.levels) == 1]
 
 
 def collect_views(kernel: Kernel, loads_only: bool = False) -> set:

@@ -8,7 +8,7 @@ import re
 from typing import Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
-from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC, collect_views
+from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC, read_strides
 from nbgrad.graph.view import View, contiguous_strides, prod
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
@@ -571,13 +571,7 @@ class Renderer:
   def reads_transposed(self) -> bool:
     """An input walked with a longer stride along the last loop dim than along the one before (a transpose):
     row by row, each of its cache lines would be loaded once per element it holds."""
-    if len(self.kernel.loop_shape) < 2: return False
-    for view in collect_views(self.kernel, loads_only=True):
-      flat = view.flattened()
-      if len(flat.levels) != 1: continue
-      (coeffs, _), = flat.levels[0].rows
-      if 0 < abs(coeffs[-2]) < abs(coeffs[-1]): return True
-    return False
+    return len(self.kernel.loop_shape) >= 2 and any(0 < abs(s[-2]) < abs(s[-1]) for s in read_strides(self.kernel))
 
   def render_tiles(self, outer):
     """An elementwise kernel in square blocks of the last two dims: a block's rows of the output and of the
