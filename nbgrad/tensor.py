@@ -26,6 +26,18 @@ Scalar = Union[bool, int, float]
 
 
 # ---- argument checking shared by many ops
+class ElementCount(int):
+  """t.size: the number of elements, as numpy's attribute (np.size(t), range(t.size)); called, it is tinygrad's and
+  torch's method: t.size() is the shape, t.size(dim) one dim's size."""
+  def __new__(cls, shape: tuple[int, ...]):
+    count = super().__new__(cls, math.prod(shape))
+    count.shape = shape
+    return count
+
+  def __call__(self, dim: Optional[int] = None):
+    return self.shape if dim is None else self.shape[resolve_axis(dim, len(self.shape))]
+
+
 def resolve_axis(axis: int, ndim: int, extra: int = 0) -> int:
   """axis in [-ndim-extra, ndim+extra) normalized; IndexError naming both otherwise."""
   if type(axis) is int and 0 <= axis < ndim + extra: return axis
@@ -402,7 +414,8 @@ class Tensor:
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
-  def size(self, dim: Optional[int] = None): return self.shape if dim is None else self.shape[resolve_axis(dim, self.ndim)]
+  @property
+  def size(self) -> ElementCount: return ElementCount(self.shape)
 
   def __len__(self): return self.shape[0] if self.shape else 1   # tinygrad's: a 0-d tensor has length 1
 

@@ -276,6 +276,8 @@ def test_properties(shape, npdt):
   assert t.nbytes() == a.nbytes
   assert tuple(t.size()) == tuple(ref.size())
   for d in range(-a.ndim, a.ndim): assert t.size(d) == ref.size(d)
+  assert t.size == a.size and np.size(t) == a.size and list(range(t.size)) == list(range(a.size))   # numpy's attribute
+  if a.ndim: assert np.size(t, -1) == np.size(a, -1)
   assert t.is_floating_point() == ref.is_floating_point()
   if a.ndim: assert len(t) == len(a)
   with pytest.raises(TypeError):
