@@ -45,7 +45,7 @@ class Function:
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
       ctx.input_writes = [(t.lazydata.base, t.lazydata.base.writes) for t in tensors]
-    if cls.is_view: out._view_of = (tensors[0], cls, kwargs)
+    if cls.is_view: out._record_view(tensors[0], cls, kwargs)
     return out._after_op()
 
   def check_inputs_unwritten(self):

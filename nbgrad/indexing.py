@@ -96,7 +96,7 @@ def basic_index(tensor, indices):
   x = x.reshape(tuple(final_shape))
   # the result remembers the whole indexing as one view of tensor: a step's padding is no view step, so the chain of
   # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
-  if x is not tensor: x._view_of = (tensor, BasicIndex, {"indices": tuple(items)})
+  if x is not tensor: x._record_view(tensor, BasicIndex, {"indices": tuple(items)})
   return x
 
 

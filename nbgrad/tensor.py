@@ -329,7 +329,7 @@ class Tensor:
   no_grad: bool = False
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
-  __slots__ = ("lazydata", "requires_grad", "_grad", "_ctx", "_view_of", "__weakref__")
+  __slots__ = ("lazydata", "requires_grad", "_grad", "_ctx", "_view_of", "_views", "__weakref__")
 
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     """numpy on tensors: a ufunc nbgrad has (np.exp(t), np.float32(2) * t, array + t) is the Tensor's own op and
@@ -346,7 +346,7 @@ class Tensor:
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
-      self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of = data, requires_grad, None, None, None
+      self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of, self._views = data, requires_grad, None, None, None, None
       return
     dtype = None if dtype is None else to_dtype(dtype)
     if isinstance(data, Tensor):   # a new leaf with the values of its own, as torch copies; on data's device unless given
@@ -380,6 +380,15 @@ class Tensor:
     self._grad: Optional[Tensor] = None
     self._ctx = None
     self._view_of: Optional[tuple] = None   # (source tensor, view Function, its arguments) for a view made by one
+    self._views: Optional[list] = None      # weak references to the views made of this tensor (see _rebind)
+
+  def _record_view(self, source: Tensor, function, arguments: dict):
+    """self is function(source, **arguments), a view: it follows source when source is given other values."""
+    self._view_of = (source, function, arguments)
+    if source._views is None: source._views = []
+    views = source._views
+    views.append(weakref.ref(self))
+    if len(views) >= 64 and len(views) & (len(views) - 1) == 0: views[:] = [v for v in views if v() is not None]
 
   @property
   def grad(self) -> Optional[Tensor]: return self._grad
@@ -554,6 +563,13 @@ class Tensor:
     if old.base.buffer is not None and old.size == old.base.size and old.view.is_flat_order():   # the whole buffer
       old.base.replaced_by = weakref.ref(self)
     self.lazydata = lazy
+    # the views made of self show its new values, as numpy's and torch's views of an array written in place do
+    # (row = x[1]; x *= 2 doubles row too); what was computed from self before keeps the values it was built from
+    for ref in list(self._views or ()):
+      view = ref()
+      if view is not None and view._view_of is not None and view._view_of[0] is self:
+        _, function, arguments = view._view_of
+        view._rebind(function.apply(self, **arguments).lazydata)
 
   def to(self, device: Optional[str]) -> Tensor:
     """These values on another device; gradients flow back through the copy. A gradient already collected comes

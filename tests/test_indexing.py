@@ -449,13 +449,44 @@ def test_write_through_a_view_of_a_lazy_tensor_reaches_it(row):
   np.testing.assert_array_equal(before.numpy(), old)
 
 
-def test_a_view_of_a_tensor_given_new_values_since_writes_into_its_own_copy():
-  """README: views taken before a whole-tensor assign keep the old values; a write into one stays in it."""
+def test_a_view_of_a_tensor_given_new_values_since_shows_them_and_writes_into_them():
+  """README: views taken before a whole-tensor assign show the new values, as numpy's views; a write into one
+  reaches the tensor."""
   y = Tensor([1.0, 2.0, 3.0])
   w = y[1:]
   y.assign(Tensor([7.0, 8.0, 9.0]))
+  assert w.tolist() == [8.0, 9.0]
   w[0] = 0.0
-  assert y.tolist() == [7.0, 8.0, 9.0] and w.tolist() == [0.0, 3.0]
+  assert y.tolist() == [7.0, 0.0, 9.0] and w.tolist() == [0.0, 9.0]
+
+
+@pytest.mark.parametrize("write", ["imul", "assign", "ellipsis_iadd", "realized_then_assign"])
+def test_views_follow_in_place_ops_on_the_whole_tensor_and_computed_results_keep_their_values(write):
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  x = Tensor(a).realize()
+  views = {"row": (x[1], lambda v: v[1]), "T": (x.T, lambda v: v.T), "flat": (x.reshape(12), lambda v: v.reshape(12)),
+           "view_of_view": (x[::2][0][1:], lambda v: v[::2][0][1:]), "permuted_expanded": (x.T.flip(0), lambda v: v.T[::-1])}
+  z = x * 3   # computed from the old values: keeps them, as in eager mode
+  if write == "imul": x *= 2
+  elif write == "assign": x.assign(Tensor(a * 2))
+  elif write == "ellipsis_iadd": x[...] += a
+  else:
+    x.realize()
+    x.assign(x * 2).realize()
+  for name, (view, ref) in views.items():
+    np.testing.assert_array_equal(view.numpy(), ref(a * 2), err_msg=name)
+  np.testing.assert_array_equal(z.numpy(), a * 3)
+
+
+def test_a_view_of_a_parameter_follows_its_optimizer_updates():
+  from nbgrad.nn.optim import SGD
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  first = w[0:1]
+  opt = SGD([w], lr=0.25)
+  (w * w).sum().backward()
+  with Tensor.train(): opt.step()
+  np.testing.assert_array_equal(first.numpy(), [0.5])
+  np.testing.assert_array_equal(w.numpy(), [0.5, 1.0])
 
 
 def test_setitem_on_a_padded_view_gets_a_buffer_of_its_own():
