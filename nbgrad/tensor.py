@@ -17,7 +17,8 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled
+from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled, \
+  add_weak_reference
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -386,9 +387,7 @@ class Tensor:
     """self is function(source, **arguments), a view: it follows source when source is given other values."""
     self._view_of = (source, function, arguments)
     if source._views is None: source._views = []
-    views = source._views
-    views.append(weakref.ref(self))
-    if len(views) >= 64 and len(views) & (len(views) - 1) == 0: views[:] = [v for v in views if v() is not None]
+    add_weak_reference(source._views, self)
 
   @property
   def grad(self) -> Optional[Tensor]: return self._grad

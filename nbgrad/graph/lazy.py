@@ -3,11 +3,11 @@ node is a base seen through a View. Building nodes never computes anything."""
 from __future__ import annotations
 import functools
 import math
-import weakref
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
 from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
 from nbgrad.graph.view import View
+from nbgrad.helpers import add_weak_reference
 
 
 @functools.lru_cache(maxsize=4096)
@@ -32,8 +32,7 @@ class LazyBuffer:
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = []
-        src.readers.append(weakref.ref(self))
-        if len(src.readers) >= 64 and len(src.readers) & (len(src.readers) - 1) == 0: src.forget_dead_readers()
+        add_weak_reference(src.readers, self)
         if src.buffer is None: self.depth = max(self.depth, src.depth + 1)
     else:
       assert base.base is base
@@ -46,12 +45,6 @@ class LazyBuffer:
     """The nodes built on this one that are not computed yet: an in-place write into this buffer computes them
     first, so that they see the values they were built from (as in eager mode)."""
     return [r for r in (ref() for ref in self.readers or ()) if r is not None and r.buffer is None]
-
-  def forget_dead_readers(self):
-    """Drops the references to readers that are gone. Called as the list reaches each power of two (a weight read
-    by every training step would otherwise collect one per step): constant time per reader on average, cheaper
-    than a WeakSet's callback per reader."""
-    self.readers = [r for r in self.readers if r() is not None]
 
   @property
   def realized(self) -> bool: return self.base.buffer is not None

@@ -250,8 +250,13 @@ def merge_loop_dims(kernel: Kernel) -> Kernel:
   def remap(view: View) -> View:
     for m in maps: view = m[view]
     return view
+  return _with_views(kernel, shape, axes, remap)
+
+
+def _with_views(kernel: Kernel, loop_shape, reduce_axes, remap) -> Kernel:
+  """kernel over another loop space: every view it reads and writes through replaced by remap(view)."""
   memo: dict = {}
-  return replace(kernel, loop_shape=tuple(shape), reduce_axes=tuple(sorted(axes)), out_view=remap(kernel.out_view),
+  return replace(kernel, loop_shape=tuple(loop_shape), reduce_axes=tuple(sorted(reduce_axes)), out_view=remap(kernel.out_view),
                  stages=tuple((op, map_views(e, remap, memo)) for op, e in kernel.stages),
                  out_expr=map_views(kernel.out_expr, remap, memo))
 
@@ -269,11 +274,8 @@ def order_loop_dims(kernel: Kernel) -> Kernel:
   best = max(range(n), key=contiguous_reads.__getitem__)
   if contiguous_reads[best] <= contiguous_reads[-1]: return kernel
   order = tuple(d for d in range(n) if d != best) + (best,)
-  memo: dict = {}
-  moved = replace(kernel, loop_shape=tuple(kernel.loop_shape[d] for d in order),
-                  reduce_axes=tuple(sorted(order.index(a) for a in kernel.reduce_axes)), out_view=kernel.out_view.permute(order),
-                  stages=tuple((op, map_views(e, lambda v: v.permute(order), memo)) for op, e in kernel.stages),
-                  out_expr=map_views(kernel.out_expr, lambda v: v.permute(order), memo))
+  moved = _with_views(kernel, [kernel.loop_shape[d] for d in order], [order.index(a) for a in kernel.reduce_axes],
+                      lambda view: view.permute(order))
   return merge_loop_dims(moved)
 
 
