@@ -16,8 +16,13 @@ from pathlib import Path
 LIBS = ["nbgrad", "numpy", "torch"]
 GROUP_TITLES = {
     "elementwise": "Elementwise, 16M float32 (int32 for the divisions) (after warm-up)",
-    "movement": "cat of 8 realized 1024x512 float32 pieces along each axis (after warm-up)",
+    "movement": "Movement, float32: cat of 8 realized 1024x512 pieces along each axis; a 4096x4096 matrix's transpose "
+                "copied, and added to the matrix (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (after warm-up)",
+    "norm": "Normalization, float32: GroupNorm of 8 groups on 16x64x56x56 images; layernorm of the rows of a 4096x4096 "
+            "matrix (after warm-up)",
+    "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",
+    "random": "16M float32 random values from a seeded generator (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
     "conv": "conv2d 3x3, stride 1, padding 1, float32: ResNet-style layers, nbgrad's choice, Winograd (WINO=1) and "
             "direct (WINO=0) against torch (after warm-up)",
