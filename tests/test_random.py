@@ -354,6 +354,35 @@ def test_randn_moments_ks_and_oracle():
     assert f32_bits_equal(Tensor.rand(3).numpy(), oracle_rand(12, 2 * N_STAT, (3,)))
 
 
+def test_box_muller_sin_and_log2_are_libms_on_every_argument():
+    """randn's kernel computes sinf and log2f inline (nbgrad.random.libm); tinygrad's values come from libm's.
+    Box-Muller takes sin(fma(-u, 2pi, pi/2)) and log2(1 - u) for u = k / 2^24: all 2^24 of each are checked
+    against libm (numba's math.sin and math.log2 on float32 call sinf and log2f), and log2 also on positive
+    normal float32 values of every exponent."""
+    import numba
+    from nbgrad.random.libm import fma, log2f_of_normal, sinf_below_120
+
+    @numba.njit
+    def compare(sin_args, log_args, out):
+        for i in range(sin_args.size):
+            out[0, i], out[1, i] = math.sin(sin_args[i]), sinf_below_120(sin_args[i])
+        for i in range(log_args.size):
+            out[2, i], out[3, i] = math.log2(log_args[i]), log2f_of_normal(log_args[i])
+
+    @numba.njit
+    def box_muller_arguments(u):
+        return np.array([fma(-v, np.float32(6.283185307179586), np.float32(1.5707963267948966)) for v in u])
+
+    u = np.arange(2 ** 24, dtype=np.uint32).astype(np.float32) * np.float32(2.0 ** -24)
+    sin_args = box_muller_arguments(u)
+    rng = np.random.default_rng(3)
+    log_args = np.concatenate([np.float32(1) - u, np.exp2(rng.uniform(-125.9, 127.9, 2 ** 22)).astype(np.float32),
+                               rng.uniform(1.1755e-38, 3.4e38, 2 ** 22).astype(np.float32)])
+    out = np.empty((4, log_args.size), np.float32)
+    compare(sin_args, log_args, out)
+    assert f32_bits_equal(out[1, :u.size], out[0, :u.size]) and f32_bits_equal(out[3], out[2])
+
+
 @pytest.mark.parametrize("low,high", [(0.0, 1.0), (-2, 3), (-5.5, -1.25), (10, 1000), (0.0, 1e-3)])
 def test_uniform_range_and_ks(low, high):
     n = N_STAT // 4

@@ -26,9 +26,8 @@ import math
 
 import numba as nb
 import numpy as np
-from numba.core import types as _nbt
-from numba.extending import intrinsic
 from nbgrad.jit.compiler import CachedEntry, LAUNCH_LOCK
+from nbgrad.random.libm import fma, log2f_of_normal, sinf_below_120
 
 __all__ = [
     "PARALLEL_THRESHOLD", "BLOCK_PAIRS",
@@ -47,18 +46,6 @@ _KS_PARITY = 0x1BD11BDA
 # --------------------------------------------------------------------------------------------
 # core block function
 # --------------------------------------------------------------------------------------------
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """Fused multiply-add (one rounding) of three floats of the same type."""
-    if not (isinstance(a, _nbt.Float) and a == b == c):
-        return None
-    sig = a(a, b, c)
-
-    def codegen(context, builder, signature, args):
-        return builder.fma(*args)
-    return sig, codegen
-
 
 @nb.njit(inline="always", cache=True)
 def _rotl(x, r):
@@ -107,8 +94,8 @@ def _box_muller(u0, u1):
     # tinygrad 0.9.0: cos(2*pi*u0) and sqrt(-2 * log(1 - u1)), all float32, with
     # cos(x) = sin(pi/2 - x) and log(x) = log2(x) * ln(2); its C compiler contracts
     # pi/2 - u0 * 2pi into one fused multiply-add, which the reference values need.
-    c = math.sin(_fma(-u0, np.float32(6.283185307179586), np.float32(1.5707963267948966)))
-    lg = math.log2(np.float32(1.0) - u1) * np.float32(0.6931471805599453)
+    c = sinf_below_120(fma(-u0, np.float32(6.283185307179586), np.float32(1.5707963267948966)))
+    lg = log2f_of_normal(np.float32(1.0) - u1) * np.float32(0.6931471805599453)
     return np.float32(c), np.float32(math.sqrt(lg * np.float32(-2.0)))
 
 
@@ -134,8 +121,8 @@ def _uniform_block(k0, k1, k2, c0, hh, m, scale, shift, o0, o1):
     for j in range(m):
         c1 = np.uint32(c0 + np.uint32(j))
         x0, x1 = _threefry_pair(c1, np.uint32(c1 + hh), k0, k1, k2)
-        o0[j] = _fma(scale, _to_unit(x0), shift)
-        o1[j] = _fma(scale, _to_unit(x1), shift)
+        o0[j] = fma(scale, _to_unit(x0), shift)
+        o1[j] = fma(scale, _to_unit(x1), shift)
 
 
 @nb.njit(inline="always", cache=True)
@@ -146,7 +133,7 @@ def _normal_block(k0, k1, k2, c0, hh, m, affine, std, mean, o):
         x0, x1 = _threefry_pair(c1, np.uint32(c1 + hh), k0, k1, k2)
         c, s = _box_muller(_to_unit(x0), _to_unit(x1))
         # std * randn + mean as tinygrad's kernel computes it: (std * cos) * sqrt + mean, contracted
-        o[j] = _fma(np.float32(std * c), s, mean) if affine else np.float32(c * s)
+        o[j] = fma(np.float32(std * c), s, mean) if affine else np.float32(c * s)
 
 
 @nb.njit(cache=True)
@@ -202,7 +189,7 @@ def _uniform_serial(seed, counter, n, scale, shift, out):
     _uniform_block(k0, k1, k2, np.uint32(counter), np.uint32(h), nf, scale, shift,
                    out[:nf], out[h:h + nf])
     if n % 2:
-        out[h - 1] = _fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
+        out[h - 1] = fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
 
 
 @CachedEntry
@@ -220,7 +207,7 @@ def _uniform_parallel(seed, counter, n, scale, shift, out):
         _uniform_block(k0, k1, k2, np.uint32(ctr + np.uint32(p0)), hh, p1 - p0, scale, shift,
                        out[p0:p1], out[h + p0:h + p1])
     if n % 2:
-        out[h - 1] = _fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
+        out[h - 1] = fma(scale, _to_unit(_last_pair_x0(seed, counter, h)), shift)
 
 
 @CachedEntry
@@ -317,7 +304,7 @@ def normal_float32(seed: int, counter: int, n: int, out: np.ndarray | None = Non
 @nb.njit(cache=True)
 def _fma_array(a, x, b, out):
     for i in range(x.size):
-        out[i] = _fma(a, x[i], b)
+        out[i] = fma(a, x[i], b)
 
 
 # --------------------------------------------------------------------------------------------
