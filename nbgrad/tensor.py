@@ -324,6 +324,11 @@ def _einsum_ellipsis(terms: list[str], output: str, explicit: bool, operands) ->
   return spelled, output.replace("...", letters) if explicit else letters
 
 
+def _not_a_value(x) -> bool:
+  """None and text: operands that == and != leave to Python (identity), as torch does."""
+  return x is None or isinstance(x, (str, bytes))
+
+
 class Tensor:
   """A lazily computed n-dimensional array with automatic differentiation."""
   training: bool = False
@@ -1415,8 +1420,9 @@ class Tensor:
   def __gt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x, reverse=True)
   def __le__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x) | self._compare(BinaryOps.CMPEQ, x)
   def __ge__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x, reverse=True) | self._compare(BinaryOps.CMPEQ, x)
-  def __eq__(self, x) -> Tensor: return self._compare(BinaryOps.CMPEQ, x)  # type: ignore[override]
-  def __ne__(self, x) -> Tensor: return self._compare(BinaryOps.CMPNE, x)  # type: ignore[override]
+  # t == None and t == "name" are False (and != True) as in torch, so `t in [None, t]` and sentinel checks work
+  def __eq__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPNE, x)  # type: ignore[override]
 
   # operators
   def __neg__(self) -> Tensor: return self.neg()

@@ -236,6 +236,19 @@ def test_comparing_with_numpy_integers_on_either_side_compares_the_values():
       assert op(Tensor(a), big).tolist() == expected and op(big, Tensor(a)).tolist() == op(int(big), a.astype(object)).astype(bool).tolist()
 
 
+def test_equality_with_none_or_text_is_python_s_as_in_torch():
+  """t == None is False and t != None True (torch's answers), so sentinel checks and `in` over lists holding None
+  work; ordering against None still raises, as in torch."""
+  t, tt = Tensor([1, 2]), torch.tensor([1, 2])
+  for other in (None, "a", b"a"):
+    assert (t == other) is (tt == other) is False and (other == t) is (other == tt) is False
+    assert (t != other) is (tt != other) is True
+  assert t in [None, "x", t] and (t in [None, "x"]) is (tt in [None, "x"]) is False
+  assert (t == Tensor([1, 3])).tolist() == [True, False]
+  with pytest.raises(TypeError): t < None
+  with pytest.raises(TypeError): tt < None
+
+
 def test_numpy_integers_as_sizes_give_shapes_of_python_ints():
   """A view made with numpy ints kept them in its shape, and a cache of views handed that shape to later calls with
   plain ints (safe_save then failed to write the shape as JSON)."""
