@@ -55,6 +55,35 @@ FUSION = [
   ("center_by_mean", [(4, 6)], lambda a: a - a.mean(1, keepdim=True), lambda a: a - a.mean(1, keepdims=True), 2, False),
   ("normalize_by_sum", [(4, 6)], lambda a: a / a.sum(1, keepdim=True), lambda a: a / a.sum(1, keepdims=True), 2, False),
 ]
+
+
+def np_group_norm(x, w, b, groups):
+  g = x.reshape(x.shape[0], groups, -1)
+  g = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+  per_channel = (1, -1) + (1,) * (x.ndim - 2)
+  return g.reshape(x.shape) * w.reshape(per_channel) + b.reshape(per_channel)
+
+
+def nb_group_norm(x, w, b, groups):
+  per_channel = (1, -1) + (1,) * (x.ndim - 2)
+  return x.reshape(x.shape[0], groups, -1).layernorm().reshape(x.shape) * w.reshape(per_channel) + b.reshape(per_channel)
+
+
+# statistics over a reshape of the values they normalize (GroupNorm's groups, InstanceNorm's images): the loop runs
+# over a refinement of both shapes, so the sums and the values read from them are one kernel
+FUSION += [
+  ("group_norm", [(2, 6, 3, 5), (6,), (6,)], lambda x, w, b: nb_group_norm(x, w, b, 3),
+   lambda x, w, b: np_group_norm(x, w, b, 3), 1, True),
+  ("group_norm_batch_1_one_group", [(1, 4, 1, 6), (4,), (4,)], lambda x, w, b: nb_group_norm(x, w, b, 1),
+   lambda x, w, b: np_group_norm(x, w, b, 1), 1, True),
+  ("instance_norm", [(3, 4, 2, 5), (4,), (4,)], lambda x, w, b: nb_group_norm(x, w, b, 4),
+   lambda x, w, b: np_group_norm(x, w, b, 4), 1, True),
+  ("mean_of_outer_dim_read_back_through_reshape", [(6, 4, 5)],
+   lambda a: a - a.reshape(6, 20).mean(0, keepdim=True).expand(6, 20).reshape(6, 4, 5),
+   lambda a: a - a.reshape(6, 20).mean(0, keepdims=True).reshape(1, 4, 5), 1, True),
+  ("softmax_of_groups_scaled", [(4, 6, 5)], lambda a: a.reshape(4, 2, 15).softmax(-1).reshape(4, 6, 5) * 2,
+   lambda a: np_softmax(a.reshape(4, 2, 15)).reshape(4, 6, 5) * 2, 1, True),
+]
 FUSION_IDS = [row[0] for row in FUSION]
 
 

@@ -6,7 +6,8 @@ Rules:
 - a reduce is the core of a kernel; the elementwise work feeding it is fused into its loop, and the
   elementwise work consuming its result is fused after it ("post" kernel), or, when the consumer
   reads it broadcast back over the reduced axes, the consumer is fused as a loop after the reduce
-  loop ("full" kernel: softmax is one kernel this way);
+  loop ("full" kernel: softmax is one kernel this way), also through a reshape (GroupNorm's statistics over
+  (N, groups, rest) normalizing (N, C, H, W)), with a loop over a refinement of both shapes;
 - several reduces over the same loop space and axes share one kernel, one stage each, when each reads
   the earlier ones broadcast back, unless an earlier kernel realizes one already; any other reduce is
   realized by a kernel of its own first;
@@ -15,14 +16,16 @@ Rules:
   gradient that a matrix product reads and a bias gradient sums).
 """
 from __future__ import annotations
+import itertools
 import math
+import operator
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, ALU_OPS
-from nbgrad.graph.view import View, prod
+from nbgrad.graph.view import View, contiguous_strides, prod, reshape_groups
 from nbgrad.helpers import HashedKey
 
 
@@ -126,16 +129,15 @@ class KernelBuilder:
         self.loop_shape, self.axes, full = red.srcs[0].shape, red.arg, False
         out_view = View.contiguous(red.shape).expand(self.loop_shape).then(View.contiguous(root.shape).reshape(red.shape))
       else:
-        red = found[0]
-        self.loop_shape, self.axes, full = root.shape, red.arg, True
-        out_view = View.contiguous(root.shape)
+        (self.loop_shape, self.axes), full = found[2], True
+        out_view = View.contiguous(root.shape).reshape(self.loop_shape)
       out_expr = self.expr(root, out_view)
     return Kernel("compute", root, self.inputs, self.loop_shape, self.axes, tuple(self.stages), out_expr,
                   out_view.flattened(), full)
 
   def find_primary_reduce(self, base: LazyBuffer, view: View, seen: set, depth: int = 0):
-    """A reduce the root can be fused onto: read in flat order (post) or broadcast back (full), within the
-    depth the kernel inlines."""
+    """A reduce the root can be fused onto, within the depth the kernel inlines: read in flat order (post), or
+    broadcast back (full, with the loop space and reduce axes to run it over)."""
     if depth >= MAX_FUSED_DEPTH: return None
     for src in base.srcs:
       sbase, sview = src.base, view.then(src.view)
@@ -143,8 +145,10 @@ class KernelBuilder:
       seen.add((id(sbase), sview))
       if sbase.op in ReduceOps:
         if sbase.size == self.root.size and sview.is_flat_order(): return sbase, "post"
-        if sbase.srcs[0].shape == self.root.shape and sview.same_map(View.contiguous(sbase.shape).expand(self.root.shape)):
-          return sbase, "full"
+        if sbase.srcs[0].shape == self.root.shape: loop = (self.root.shape, sbase.arg)
+        else: loop = reduce_loop(sbase.srcs[0].shape, sbase.arg, self.root.shape)
+        if loop is not None and View.contiguous(self.root.shape).reshape(loop[0]).then(sview).same_map(broadcast_back(sbase, loop[0])):
+          return sbase, "full", loop
       elif isinstance(sbase.op, ALU_OPS):
         if (found := self.find_primary_reduce(sbase, sview, seen, depth + 1)) is not None: return found
     return None
@@ -159,10 +163,15 @@ class KernelBuilder:
   def stage(self, red: LazyBuffer) -> int:
     if id(red) not in self.stage_of:
       src = red.srcs[0]
-      body = self.expr(src.base, src.view)
+      body = self.expr(src.base, View.contiguous(src.shape).reshape(self.loop_shape).then(src.view))
       self.stage_of[id(red)] = len(self.stages)
       self.stages.append((red.op, body))
     return self.stage_of[id(red)]
+
+  def reduces_over_loop(self, red: LazyBuffer) -> bool:
+    """Whether red sums (or takes the max) over this kernel's reduce axes of its loop, so it can be a stage."""
+    if red.srcs[0].shape == self.loop_shape: return red.arg == self.axes
+    return reduce_loop(red.srcs[0].shape, red.arg, self.loop_shape) == (self.loop_shape, self.axes)
 
   def load(self, base: LazyBuffer, view: View) -> Expr:
     self.schedule_base(base)
@@ -182,8 +191,8 @@ class KernelBuilder:
     if base.op is LoadOps.CONST: value = Expr(CONST, base.dtype, arg=base.arg)
     elif base.op is LoadOps.ARANGE: value = Expr(INDEX, base.dtype, arg=(view,) + tuple(base.arg))
     elif base.op in ReduceOps:
-      fusable = base.srcs[0].shape == self.loop_shape and base.arg == self.axes and id(base) not in self.targets \
-        and view.same_map(View.contiguous(base.shape).expand(self.loop_shape)) \
+      fusable = self.reduces_over_loop(base) and id(base) not in self.targets \
+        and view.same_map(broadcast_back(base, self.loop_shape)) \
         and (id(base) in self.stage_of or len(self.stages) < MAX_STAGES)
       return Expr(ACC, base.dtype, arg=self.stage(base)) if fusable else self.load(base, view)
     else:
@@ -209,6 +218,34 @@ class KernelBuilder:
     conditions = view.conditions_only()
     if conditions not in self.valids: self.valids[conditions] = Expr(VALID, dtypes.bool, arg=conditions)
     return self.valids[conditions]
+
+
+def reduce_loop(src_shape, axes, shape) -> Optional[tuple[tuple, tuple]]:
+  """(loop shape, reduce axes) of a kernel that reduces a tensor of src_shape over axes and computes values of
+  shape (as many elements) from the result, as GroupNorm's (the means over (N, groups, C / groups * H * W), the
+  values over (N, C, H, W)): the loop is the shapes' common refinement, each of whose dims lies within one dim of
+  either, so that both are read through strides. None where there is none, or where no loop dim is reduced."""
+  groups = reshape_groups(src_shape, shape) if prod(src_shape) == prod(shape) else None
+  if groups is None: return None
+  loop: list[int] = []
+  loop_axes: list[int] = []
+  for src_dims, dims in groups:
+    src_sizes = [src_shape[d] for d in src_dims]
+    inner_spans = {1} | set(itertools.accumulate(reversed(src_sizes), operator.mul)) \
+      | set(itertools.accumulate(reversed([shape[d] for d in dims]), operator.mul))
+    spans = sorted(inner_spans, reverse=True)
+    if any(outer % inner for outer, inner in zip(spans, spans[1:])): return None
+    src_spans = contiguous_strides(tuple(src_sizes))
+    for outer, inner in zip(spans, spans[1:]):
+      loop.append(outer // inner)
+      if next(d for d, span in zip(src_dims, src_spans) if span <= inner) in axes: loop_axes.append(len(loop) - 1)
+  return (tuple(loop), tuple(loop_axes)) if loop_axes else None
+
+
+def broadcast_back(red: LazyBuffer, loop_shape) -> View:
+  """The view through which a kernel looping over loop_shape reads red's result broadcast over red's reduced dims."""
+  src_shape = red.srcs[0].shape
+  return View.contiguous(src_shape).reshape(loop_shape).then(View.contiguous(red.shape).expand(src_shape))
 
 
 def merge_loop_dims(kernel: Kernel) -> Kernel:

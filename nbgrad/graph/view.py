@@ -24,6 +24,26 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
   return tuple(reversed(strides))
 
 
+def reshape_groups(old_shape, new_shape):
+  """Pairs (old dims, new dims) of equal element count, in order; size-1 dims belong to no group.
+  None when either shape has no elements."""
+  if prod(old_shape) == 0 or prod(new_shape) == 0: return None
+  old_dims = [d for d, n in enumerate(old_shape) if n != 1]
+  new_dims = [d for d, n in enumerate(new_shape) if n != 1]
+  groups, i, j = [], 0, 0
+  while i < len(old_dims):
+    group_old, group_new = [old_dims[i]], [new_dims[j]]
+    p_old, p_new = old_shape[old_dims[i]], new_shape[new_dims[j]]
+    i, j = i + 1, j + 1
+    while p_old != p_new:
+      if p_old < p_new:
+        group_old.append(old_dims[i]); p_old *= old_shape[old_dims[i]]; i += 1  # noqa: E702
+      else:
+        group_new.append(new_dims[j]); p_new *= new_shape[new_dims[j]]; j += 1  # noqa: E702
+    groups.append((group_old, group_new))
+  return groups
+
+
 def _affine_range(coeffs, const, shape) -> tuple[int, int]:
   lo = hi = const
   for c, s in zip(coeffs, shape):
@@ -105,20 +125,9 @@ class Affine:
       zero = tuple(0 for _ in new_shape)
       return Affine(new_shape, self.base_shape, tuple((zero, k) for _, k in self.rows),
                     tuple((zero, k, lo, hi) for _, k, lo, hi in self.conds))
-    old_dims = [d for d, s in enumerate(self.shape) if s != 1]
-    new_dims = [e for e, s in enumerate(new_shape) if s != 1]
     all_coeffs = [c for c, _ in self.rows] + [c for c, *_ in self.conds]
     new_coeffs = [[0] * n_new for _ in all_coeffs]
-    i = j = 0
-    while i < len(old_dims) or j < len(new_dims):
-      group_old, group_new = [old_dims[i]], [new_dims[j]]
-      i, j = i + 1, j + 1
-      p_old, p_new = self.shape[group_old[0]], new_shape[group_new[0]]
-      while p_old != p_new:
-        if p_old < p_new:
-          group_old.append(old_dims[i]); p_old *= self.shape[old_dims[i]]; i += 1  # noqa: E702
-        else:
-          group_new.append(new_dims[j]); p_new *= new_shape[new_dims[j]]; j += 1  # noqa: E702
+    for group_old, group_new in reshape_groups(self.shape, new_shape):
       for coeffs, out in zip(all_coeffs, new_coeffs):
         for a, b in zip(group_old, group_old[1:]):
           if coeffs[a] != coeffs[b] * self.shape[b]: return None
@@ -129,6 +138,29 @@ class Affine:
     rows = tuple((tuple(c), k) for c, (_, k) in zip(new_coeffs, self.rows))
     conds = tuple((tuple(c), k, lo, hi) for c, (_, k, lo, hi) in zip(new_coeffs[len(self.rows):], self.conds))
     return Affine(new_shape, self.base_shape, rows, conds).simplified()
+
+  def read_as(self, new_base_shape) -> Optional[Affine]:
+    """The same map into new_base_shape, a reshape of the base (the base index flattened and unflattened, as
+    between two levels), or None when no affine map expresses it: each dim's step must be a whole step of one
+    new dim, and no coordinate may carry into the next."""
+    shape, n_new = self.shape, len(new_base_shape)
+    if prod(shape) == 0 or prod(new_base_shape) == 0: return None
+    strides, offset = self.strides_into(contiguous_strides(self.base_shape))
+    new_strides = contiguous_strides(tuple(new_base_shape))
+    if not 0 <= offset < prod(new_base_shape): return None
+    coeffs = [[0] * len(shape) for _ in range(n_new)]
+    for d, step in enumerate(strides):
+      if step == 0 or shape[d] == 1: continue
+      dims = [j for j in range(n_new) if abs(step) % new_strides[j] == 0 and abs(step) // new_strides[j] < new_base_shape[j]]
+      if not dims: return None
+      coeffs[dims[0]][d] = step // new_strides[dims[0]]
+    rows = []
+    for c, st, n in zip(coeffs, new_strides, new_base_shape):
+      const = offset // st % n
+      lo, hi = _affine_range(c, const, shape)
+      if lo < 0 or hi >= n: return None
+      rows.append((tuple(c), const))
+    return Affine(shape, tuple(new_base_shape), tuple(rows), self.conds)
 
   def windows(self, kernel, stride, dilation) -> Affine:
     """Sliding windows over the last len(kernel) dims: (..., *out, *kernel), where window position o and
@@ -268,5 +300,9 @@ class View:
   @functools.lru_cache(maxsize=1 << 14)
   def then(self, other: View) -> View:
     """This view followed by other: other maps this view's base index space to its own base."""
-    joined = self.levels[-1].then(other.levels[0])
-    return View(self.levels[:-1] + (joined,) + other.levels[1:])
+    joined, below = self.levels[-1].then(other.levels[0]), other.levels[1:]
+    # a reshape's level folds into the map above it where their composition is affine (a loop over a
+    # refinement of both shapes reads either through plain strides)
+    while below and (folded := joined.read_as(below[0].shape)) is not None:
+      joined, below = folded.then(below[0]), below[1:]
+    return View(self.levels[:-1] + (joined,) + below)

@@ -9,7 +9,7 @@ from typing import Optional
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps
 from nbgrad.graph.schedule import Kernel, Expr, LOAD, CONST, INDEX, VALID, ACC, read_strides
-from nbgrad.graph.view import View, contiguous_strides, prod
+from nbgrad.graph.view import View, contiguous_strides, prod, reshape_groups
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
@@ -113,26 +113,6 @@ REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, Re
 def key_bits(dt: DType) -> int:
   """Width of the integer keys a float max/min compares (16-bit floats compute in float32)."""
   return 64 if dt.itemsize == 8 else 32
-
-
-def reshape_groups(old_shape, new_shape):
-  """Pairs (old dims, new dims) of equal element count, in order; size-1 dims belong to no group.
-  None when either shape has no elements."""
-  if prod(old_shape) == 0 or prod(new_shape) == 0: return None
-  old_dims = [d for d, n in enumerate(old_shape) if n != 1]
-  new_dims = [d for d, n in enumerate(new_shape) if n != 1]
-  groups, i, j = [], 0, 0
-  while i < len(old_dims):
-    group_old, group_new = [old_dims[i]], [new_dims[j]]
-    p_old, p_new = old_shape[old_dims[i]], new_shape[new_dims[j]]
-    i, j = i + 1, j + 1
-    while p_old != p_new:
-      if p_old < p_new:
-        group_old.append(old_dims[i]); p_old *= old_shape[old_dims[i]]; i += 1  # noqa: E702
-      else:
-        group_new.append(new_dims[j]); p_new *= new_shape[new_dims[j]]; j += 1  # noqa: E702
-    groups.append((group_old, group_new))
-  return groups
 
 
 def reduce_identity(op: ReduceOps, dt: DType) -> str:

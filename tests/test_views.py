@@ -1,0 +1,99 @@
+"""Views against numpy: a chain of movement ops on a view reads, at every index, the base element numpy's same chain
+on an arange reads; and composing two views (View.then, which folds a reshape's level into the map above it where
+that is affine) reads what applying both chains does."""
+import itertools
+import random
+import numpy as np
+import pytest
+
+from nbgrad.graph.view import View, contiguous_strides, prod
+
+PADDED = -1   # numpy's value for an element the view reads as padding
+
+
+def flat_index(view: View, index):
+  """The flat base element view reads at index, or PADDED: the levels' maps applied one after another, the
+  coordinates flattened and unflattened between two levels."""
+  coords = list(index)
+  for number, level in enumerate(view.levels):
+    if any(not lo <= k + sum(a * b for a, b in zip(c, coords)) < hi for c, k, lo, hi in level.conds): return PADDED
+    base = [k + sum(a * b for a, b in zip(c, coords)) for c, k in level.rows]
+    flat = sum(b * s for b, s in zip(base, contiguous_strides(level.base_shape)))
+    if number + 1 == len(view.levels): return flat
+    below = view.levels[number + 1].shape
+    coords = [flat // s % n for s, n in zip(contiguous_strides(below), below)]
+
+
+def random_chain(rng: random.Random, shape):
+  """A few movement ops that apply to shape, as (View method, numpy function, argument) triples."""
+  ops = []
+  for _ in range(rng.randint(1, 4)):
+    n = len(shape)
+    kind = rng.choice(["reshape", "permute", "flip", "pad", "shrink", "expand"])
+    if kind == "reshape":
+      size, new = prod(shape), []
+      while size > 1:
+        d = rng.choice([f for f in range(2, size + 1) if size % f == 0])
+        new.append(d)
+        size //= d
+      rng.shuffle(new)
+      new = tuple(new + [1] * rng.randint(0, 1)) or (1,)
+      ops.append(("reshape", lambda a, s=new: a.reshape(s), new))
+      shape = new
+    elif kind == "permute":
+      order = tuple(rng.sample(range(n), n))
+      ops.append(("permute", lambda a, o=order: a.transpose(o), order))
+      shape = tuple(shape[d] for d in order)
+    elif kind == "flip":
+      axes = tuple(d for d in range(n) if rng.random() < 0.5)
+      ops.append(("flip", lambda a, x=axes: np.flip(a, x), axes))
+    elif kind == "pad":
+      arg = tuple((rng.randint(0, 1), rng.randint(0, 1)) for _ in range(n))
+      ops.append(("pad", lambda a, p=arg: np.pad(a, p, constant_values=PADDED), arg))
+      shape = tuple(s + b + e for s, (b, e) in zip(shape, arg))
+    elif kind == "shrink":
+      arg = tuple((rng.randint(0, 1) if s > 1 else 0, s) for s in shape)
+      ops.append(("shrink", lambda a, r=arg: a[tuple(slice(b, e) for b, e in r)], arg))
+      shape = tuple(e - b for b, e in arg)
+    else:
+      new = tuple(rng.choice([2, 3]) if s == 1 else s for s in shape)
+      ops.append(("expand", lambda a, s=new: np.broadcast_to(a, s), new))
+      shape = new
+  return ops, shape
+
+
+def apply(view: View, array: np.ndarray, ops):
+  for method, numpy_fn, arg in ops:
+    view, array = getattr(view, method)(arg), numpy_fn(array)
+  return view, array
+
+
+def assert_reads_as_numpy(view: View, expected: np.ndarray):
+  assert view.shape == expected.shape
+  for index in itertools.product(*map(range, view.shape)):
+    assert flat_index(view, index) == expected[index], (view, index)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_composed_views_read_what_numpy_reads(seed):
+  rng = random.Random(seed)
+  for _ in range(60):
+    base = tuple(rng.choice([1, 2, 3, 4, 6]) for _ in range(rng.randint(1, 3)))
+    array = np.arange(prod(base)).reshape(base)
+    lower_ops, lower_shape = random_chain(rng, base)
+    lower, lower_array = apply(View.contiguous(base), array, lower_ops)
+    assert_reads_as_numpy(lower, lower_array)
+    upper_ops, _ = random_chain(rng, lower_shape)
+    upper, expected = apply(View.contiguous(lower_shape), lower_array, upper_ops)
+    assert_reads_as_numpy(upper.then(lower), expected)
+
+
+def test_a_loop_over_a_refinement_reads_a_reshaped_mean_through_strides():
+  """GroupNorm's mean, (N, groups, 1) broadcast over (N, groups, C / groups * H * W) and reshaped to (N, C, H, W),
+  read from a loop over (N, groups, C / groups, H, W): one level of plain strides."""
+  mean = View.contiguous((2, 3, 1)).expand((2, 3, 40)).reshape((2, 6, 4, 5))
+  assert len(mean.levels) == 2   # no single map reads it from (N, C, H, W)
+  loop = View.contiguous((2, 6, 4, 5)).reshape((2, 3, 2, 4, 5))
+  read = loop.then(mean)
+  assert len(read.levels) == 1 and read.strided() == ((3, 1, 0, 0, 0), 0)
+  assert_reads_as_numpy(read, np.broadcast_to(np.arange(6).reshape(2, 3, 1, 1, 1), (2, 3, 2, 4, 5)))
