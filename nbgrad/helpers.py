@@ -135,6 +135,15 @@ class ShapeMismatch(ValueError, AssertionError):
   """Shapes, ranks or counts that do not fit together (matmul, einsum, reshape, multinomial)."""
 
 
+class DTypeMismatch(TypeError, AssertionError):
+  """A dtype an op cannot take or store (assign of another dtype, an in-place op whose result is wider, shifts of
+  floats)."""
+
+
+class InPlaceNeedsGradient(RuntimeError, AssertionError):
+  """An in-place op whose result needs a gradient (torch raises RuntimeError, tinygrad asserts)."""
+
+
 class IndexMismatch(IndexError, AssertionError):
   """An index tensor that does not fit the tensor it indexes (gather)."""
 

@@ -17,7 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled, \
+from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled, \
   add_weak_reference
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
@@ -90,7 +90,7 @@ def shape_arg(shape, *rest) -> tuple[int, ...]:
   if len(dims) == 1 and dims[0] is None: return ()
   for d in dims:
     if not _is_int(d): raise TypeError(f"shape {dims} must hold ints")
-    if d < 0: raise ValueError(f"shape {dims} has a negative size")
+    if d < 0: raise ShapeMismatch(f"shape {dims} has a negative size")
   return check_element_count(tuple(int(d) for d in dims))
 
 
@@ -527,7 +527,7 @@ class Tensor:
     """Replaces the values in place (same Tensor object); shape, dtype and device must match."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: raise ShapeMismatch(f"assign shape mismatch: {self.shape} <- {x.shape}")
-    if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
+    if x.dtype != self.dtype: raise DTypeMismatch(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
     from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
     # a view of another tensor writes into that tensor's buffer (w[1:3].assign(v)), and so does any tensor reading a
@@ -555,7 +555,7 @@ class Tensor:
 
   def replace(self, x: Tensor) -> Tensor:
     if not isinstance(x, Tensor): raise TypeError(f"replace takes a Tensor, got {type(x).__name__}")
-    if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} <- {x.shape}")
+    if x.shape != self.shape: raise ShapeMismatch(f"replace shape mismatch: {self.shape} <- {x.shape}")
     self._rebind(x.lazydata)
     return self
 
@@ -893,7 +893,7 @@ class Tensor:
     resolved = tuple((0, 0) if a is None else (int(a[0]), int(a[1])) for a in arg)
     if any(b < 0 or a < 0 for b, a in resolved):   # negative padding crops
       for (b, a), size in zip(resolved, self.shape):
-        if -min(b, 0) - min(a, 0) > size: raise ValueError(f"pad {arg} crops more than the {size} elements of a dim of {self.shape}")
+        if -min(b, 0) - min(a, 0) > size: raise ShapeMismatch(f"pad {arg} crops more than the {size} elements of a dim of {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
     if all(b == 0 and a == 0 for b, a in resolved): return self
@@ -992,7 +992,7 @@ class Tensor:
     if _is_int(sizes):
       sizes = int(sizes)
       if sizes < 0 or (sizes == 0 and n > 0):
-        raise ValueError(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
+        raise ShapeMismatch(f"split size must be positive (0 only for an empty dim), got {sizes} for dim {dim} of {self.shape}")
       sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if n else [0]
     if any(s < 0 for s in sizes): raise ValueError(f"split sizes {list(sizes)} must not be negative")
     if sum(sizes) != n: raise ShapeMismatch(f"split sizes {list(sizes)} do not add up to {n} (dim {dim} of {self.shape})")
@@ -1368,7 +1368,7 @@ class Tensor:
   def bitwise_or(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.OR, x, reverse)
 
   def _shift(self, op, x) -> Tensor:
-    if not dtypes.is_int(self.dtype): raise TypeError(f"shifts need an int tensor, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeMismatch(f"shifts need an int tensor, got {self.dtype}")
     x = self._from_numpy_operand(x)
     if isinstance(x, np.integer): x = int(x)
     if isinstance(x, Tensor):
@@ -1488,11 +1488,11 @@ class Tensor:
     gradient graph raises, as in tinygrad (torch raises for a leaf): the graph would go on reading self as it was,
     and the gradients came out wrong. Under Tensor.no_grad (an optimizer's w -= lr * w.grad) no graph is made."""
     if result._ctx is not None:
-      raise RuntimeError(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
+      raise InPlaceNeedsGradient(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
                          "(or detach(), or run it under Tensor.no_grad / Tensor.inference_mode())")
     if result.dtype != self.dtype:
       if (dtypes.is_float(result.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool):
-        raise TypeError(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
+        raise DTypeMismatch(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
       result = result.cast(self.dtype)
     return self.assign(result)
 
@@ -1693,7 +1693,7 @@ class Tensor:
       for letter in term: counts[letter] = counts.get(letter, 0) + 1
     if not arrow: output += "".join(sorted(letter for letter, c in counts.items() if c == 1 and letter not in output))
     if (unknown := [letter for letter in output if letter not in counts]):
-      raise ValueError(f"einsum output letter(s) {''.join(unknown)!r} of {formula!r} appear in no input term")
+      raise ShapeMismatch(f"einsum output letter(s) {''.join(unknown)!r} of {formula!r} appear in no input term")
     if len(set(output)) != len(output): raise ValueError(f"einsum output {output!r} of {formula!r} repeats a letter")
     terms, operands = zip(*(_einsum_diagonal(term, x) for term, x in zip(terms, operands)))
     letters = sorted(counts)
@@ -1778,7 +1778,7 @@ class Tensor:
     cout, cin_group = weight.shape[:2]
     _check_int("conv2d groups", groups, 1)
     if cin % groups or cout % groups or cin // groups != cin_group:
-      raise ValueError(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
+      raise ShapeMismatch(f"input channels {cin} and weight {weight.shape} do not fit groups={groups}")
     if bias is not None and bias.shape != (cout,): raise ValueError(f"conv2d bias of shape {bias.shape} does not fit weight {weight.shape}: it needs ({cout},)")
     kernel, stride, dilation = self._pool_args(weight.shape[2:], stride, dilation, dims)
     pads = self._conv_padding(padding, kernel, stride, dilation)

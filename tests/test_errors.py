@@ -217,6 +217,12 @@ def _step_without_gradient():
   with Tensor.train(): SGD([Tensor([1.0], requires_grad=True)]).step()
 
 
+def _load_a_weight_of_another_shape():
+  from nbgrad import nn
+  from nbgrad.nn.state import load_state_dict
+  load_state_dict(nn.Linear(2, 3), {"weight": Tensor.ones(2, 3), "bias": Tensor.ones(3)})
+
+
 # tinygrad's own checks raise AssertionError (torch: RuntimeError); nbgrad's errors are also instances of those,
 # so code written for tinygrad or torch catches them
 COMPAT_ROWS = [
@@ -243,6 +249,18 @@ COMPAT_ROWS = [
   ("optimizer_step_outside_training", lambda: _step_outside_training(), (RuntimeError, AssertionError)),
   ("optimizer_step_before_backward", lambda: _step_without_gradient(), (RuntimeError, AssertionError)),
   ("setitem_into_requires_grad", lambda: Tensor.zeros(3, requires_grad=True).__setitem__(slice(0, 2), 1.0), (NotImplementedError,)),
+  ("conv2d_channels", lambda: Tensor.ones(1, 3, 5, 5).conv2d(Tensor.ones(4, 2, 3, 3)), (ValueError, AssertionError)),
+  ("conv2d_groups", lambda: Tensor.ones(1, 4, 5, 5).conv2d(Tensor.ones(4, 2, 3, 3), groups=3), (ValueError, AssertionError)),
+  ("split_size_0", lambda: Tensor.ones(4).split(0), (ValueError, AssertionError)),
+  ("pad_crops_past_the_dim", lambda: Tensor.ones(2).pad(((-3, 0),)), (ValueError, AssertionError)),
+  ("eye_of_negative_size", lambda: Tensor.eye(-1), (ValueError, AssertionError)),
+  ("einsum_output_letter", lambda: Tensor.einsum("ij->k", Tensor.ones(2, 2)), (ValueError, AssertionError)),
+  ("replace_shape", lambda: Tensor.ones(2).replace(Tensor.ones(3)), (ValueError, AssertionError)),
+  ("load_state_dict_shape", lambda: _load_a_weight_of_another_shape(), (ValueError, AssertionError)),
+  ("assign_dtype", lambda: Tensor([1, 2, 3]).assign(Tensor([1.0, 2.0, 3.0])), (TypeError, AssertionError)),
+  ("in_place_result_wider", lambda: Tensor([1, 2, 3]).__imul__(1.5), (TypeError, AssertionError)),
+  ("shift_of_floats", lambda: Tensor([1.0]).lshift(1), (TypeError, AssertionError)),
+  ("in_place_op_needing_a_gradient", lambda: (Tensor([1.0, 2.0], requires_grad=True) * 1).__iadd__(1), (RuntimeError, AssertionError)),
   ("shape_ints_and_tuple_mixed", lambda: Tensor.zeros((2, 2), 2, 2), (ValueError,)),
   ("shape_two_tuples", lambda: Tensor.zeros((2, 2), (2, 2)), (ValueError,)),
 ]

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Any, Optional, Union
 import numpy as np
 from nbgrad.dtype import DType, dtypes
-from nbgrad.helpers import MissingStateKeys
+from nbgrad.helpers import MissingStateKeys, ShapeMismatch
 from nbgrad.tensor import Tensor
 
 # safetensors' dtype names
@@ -56,7 +56,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
     if source.shape != target.shape and source.numel() == target.numel() == 1:
       source = source.reshape(target.shape)   # torch's num_batches_tracked is 0-d, tinygrad's and nbgrad's (1,)
     if source.shape != target.shape:
-      raise ValueError(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
+      raise ShapeMismatch(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
     sources[name] = source
   for name, source in sources.items():
     targets[name].replace(source.to(targets[name].device).detach()).realize()
