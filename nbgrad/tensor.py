@@ -1883,7 +1883,7 @@ class Tensor:
     return out if bias is None else out + bias.reshape(shape)
 
   def one_hot(self, num_classes: int) -> Tensor:
-    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an int tensor, got {self.dtype}")
+    """1 where the last axis's position equals the value (float labels too, as in tinygrad: 2.0 is class 2, 2.5 none)."""
     _check_int("one_hot num_classes", num_classes)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 

@@ -151,9 +151,12 @@ def test_one_hot(case):
   np.testing.assert_array_equal(out.numpy(), ref)
 
 
-def test_one_hot_of_float_tensor_raises_type_error():
-  with pytest.raises(TypeError):
-    Tensor([0.0, 1.0, 2.0]).one_hot(3)
+def test_one_hot_of_float_labels_marks_the_class_each_value_equals_as_tinygrad():
+  """tinygrad 0.9.0 compares the values with the classes: 2.0 is class 2; 2.5, -1.0 and 7.0 are none."""
+  y = np.array([[0.0, 2.0, 2.5], [-1.0, 7.0, 1.0]], np.float32)
+  out = Tensor(y).one_hot(4)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), (y[..., None] == np.arange(4)).astype(np.int32))
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
