@@ -585,6 +585,8 @@ class Tensor:
     return moved
 
   def cpu(self) -> Tensor: return self.to("CPU")
+  def clang(self) -> Tensor: return self.to("CLANG")   # tinygrad's names of CPU devices
+  def llvm(self) -> Tensor: return self.to("LLVM")
   def cuda(self) -> Tensor: return self.to("CUDA")
 
   def to_(self, device: Optional[str]) -> Tensor:

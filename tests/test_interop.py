@@ -133,6 +133,9 @@ def test_device_handle_default_and_shortcuts():
     Device._default = None
   assert Device.DEFAULT == previous
   assert Tensor([1.0]).cpu().device == "CPU"
+  t = Tensor([1.0, 2.0], device="CPU:1")
+  for moved in (t.cpu(), t.clang(), t.llvm()):   # tinygrad's names of the CPU device
+    assert moved.device == "CPU" and moved.tolist() == [1.0, 2.0]
 
 
 def test_like_constructors_take_a_device_and_dtype():
