@@ -147,6 +147,13 @@ def test_float_reduce(name, cols):
   assert_same(*on_both(REDUCES[name], rng.standard_normal((3, cols))))
 
 
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 6, 100)], ids=["short", "long"])
+def test_group_statistics_read_back_through_a_reshape(shape):
+  """GroupNorm's shape of kernel: sums over (N, groups, rest) and the values over (N, C, W) in one loop nest."""
+  def group_norm(x, w): return x.reshape(shape[0], 2, -1).layernorm().reshape(shape) * w.reshape(1, -1, 1)
+  assert_same(*on_both(group_norm, rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape[1]).astype(np.float32)))
+
+
 @pytest.mark.parametrize("dt", [dtypes.int32, dtypes.bool, dtypes.float16, dtypes.uint8], ids=str)
 def test_reduce_dtypes(dt):
   values = rng.integers(0, 3, (3, 260))
