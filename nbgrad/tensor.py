@@ -1412,8 +1412,10 @@ class Tensor:
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
     x = self._from_numpy_operand(x)   # numpy hands its scalars to __array_ufunc__ as 0-d arrays
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and \
-       not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):   # t > 2**40: compared as is, not wrapped to t's dtype
+    # t > 2**40: compared as is, not wrapped to the dtype the comparison runs in (t's, or int32 for a bool t)
+    compared_in = dtypes.default_int if self.dtype == dtypes.bool else self.dtype
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(compared_in) and \
+       not dtypes.min(compared_in) <= x <= dtypes.max(compared_in):
       wide = dtypes.int64 if -2**63 <= x < 2**63 else dtypes.float64
       return self.cast(wide)._compare(op, x, reverse)
     a, b = self._broadcasted(x, reverse)

@@ -219,9 +219,10 @@ def test_a_python_number_does_not_make_a_result_need_grad():
   assert (Tensor([1.0]) * 2).requires_grad is None and (Tensor([1.0], requires_grad=True) * 2).requires_grad is True
 
 
-@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64"])
+@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "bool"])
 def test_comparing_with_an_int_beyond_the_dtype_compares_the_values(name):
-  """t > 2**40 on int32 wrapped the constant to 0 (True for 5); numpy compares the values."""
+  """t > 2**40 on int32 wrapped the constant to 0 (True for 5); numpy compares the values. A bool tensor compares
+  in int32, where 2**31 wrapped too."""
   a = np.array([5, 0, 100], getattr(np, name))
   t = Tensor(a)
   for big in (2**40 if name != "int64" else 2**70, -(2**40) if name != "int64" else -(2**70), 300, -1):
