@@ -1,11 +1,34 @@
-"""CPU routine of the concatenation node (graph/concat.py): each source copied into its slot of the output."""
+"""CPU routine of the concatenation node (graph/concat.py): each source copied into its slot of the output. A big
+source is copied by all threads, a block of a row per work item (numpy's copy runs on one core: 8 pieces of 1024x512
+float32 joined on the last dim took 1.65 ms, torch 1.11)."""
 from __future__ import annotations
 import numpy as np
+from numba import njit, prange
+from nbgrad.jit import PARALLEL_MIN_ELEMENTS
+from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
+
+COPY_BLOCK = 1 << 14   # elements of a row one work item copies
+
+
+@CachedEntry
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _copy_rows(out, source, rows, row, out_row, offset):
+  """Row r of source (rows of row elements) to out[r * out_row + offset:][:row], flat arrays of one dtype."""
+  blocks = (row + COPY_BLOCK - 1) // COPY_BLOCK
+  for item in prange(rows * blocks):
+    r, begin = item // blocks, item % blocks * COPY_BLOCK
+    end = min(row, begin + COPY_BLOCK)
+    start = r * out_row + offset
+    out[start + begin:start + end] = source[r * row + begin:r * row + end]
 
 
 def concatenate(out: np.ndarray, sources: tuple, outer: int, sizes: tuple[int, ...], inner: int):
   """out seen as (outer, sum(sizes), inner) takes source i, seen as (outer, sizes[i], inner), in its slot."""
   slots, start = out.reshape(outer, sum(sizes), inner), 0
   for size, source in zip(sizes, sources):
-    slots[:, start:start + size] = source.reshape(outer, size, inner)
+    if outer > 1 and source.size >= PARALLEL_MIN_ELEMENTS:   # as unsigned ints of the same size: every dtype, bit for bit
+      bits = np.dtype(f"u{out.itemsize}")
+      with LAUNCH_LOCK:
+        _copy_rows(out.reshape(-1).view(bits), source.reshape(-1).view(bits), outer, size * inner, sum(sizes) * inner, start * inner)
+    else: slots[:, start:start + size] = source.reshape(outer, size, inner)
     start += size
