@@ -1,6 +1,7 @@
 """CPU routine of the concatenation node (graph/concat.py): each source copied into its slot of the output. A big
-source is copied by all threads, a block of a row per work item (numpy's copy runs on one core: 8 pieces of 1024x512
-float32 joined on the last dim took 1.65 ms, torch 1.11)."""
+source whose slot is rows of the output (joined past the first dim) is copied by all threads, a block of a row per
+work item: numpy's copy walks the rows on one core (benchmark movement cat_axis1, 8 pieces of 1024x512 float32,
+1.40 ms; torch 1.13)."""
 from __future__ import annotations
 import numpy as np
 from numba import njit, prange
