@@ -1412,12 +1412,14 @@ class Tensor:
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
     x = self._from_numpy_operand(x)   # numpy hands its scalars to __array_ufunc__ as 0-d arrays
-    # t > 2**40: compared as is, not wrapped to the dtype the comparison runs in (t's, or int32 for a bool t)
+    # t > 2**40 on int32: an int past the range of the dtype the comparison runs in (t's, or int32 for a bool t)
+    # is above or below every element, so the answer is one value, not that of the int wrapped to the dtype
     compared_in = dtypes.default_int if self.dtype == dtypes.bool else self.dtype
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(compared_in) and \
        not dtypes.min(compared_in) <= x <= dtypes.max(compared_in):
-      wide = dtypes.int64 if -2**63 <= x < 2**63 else dtypes.float64
-      return self.cast(wide)._compare(op, x, reverse)
+      above = x > dtypes.max(compared_in)
+      answer = op is BinaryOps.CMPNE or (op is BinaryOps.CMPLT and above != reverse)
+      return Tensor.full(self.shape, answer, dtype=dtypes.bool, device=self.device)
     a, b = self._broadcasted(x, reverse)
     return a._nondiff(op, b)
   def __lt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x)

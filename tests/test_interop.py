@@ -219,13 +219,15 @@ def test_a_python_number_does_not_make_a_result_need_grad():
   assert (Tensor([1.0]) * 2).requires_grad is None and (Tensor([1.0], requires_grad=True) * 2).requires_grad is True
 
 
-@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "bool"])
+@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "uint64", "bool"])
 def test_comparing_with_an_int_beyond_the_dtype_compares_the_values(name):
   """t > 2**40 on int32 wrapped the constant to 0 (True for 5); numpy compares the values. A bool tensor compares
-  in int32, where 2**31 wrapped too."""
-  a = np.array([5, 0, 100], getattr(np, name))
+  in int32, where 2**31 wrapped too; int64's extremes against 2**63 and uint64's against -1 were compared in float64
+  or int64, which rounded or wrapped them."""
+  extremes = [] if name == "bool" else [int(np.iinfo(name).min), int(np.iinfo(name).max)]
+  a = np.array([5, 0, 100] + extremes, getattr(np, name))
   t = Tensor(a)
-  for big in (2**40 if name != "int64" else 2**70, -(2**40) if name != "int64" else -(2**70), 300, -1):
+  for big in (2**40, -(2**40), 2**63, -(2**63) - 1, 2**64, 2**70, -(2**70), 300, -1, np.uint64(2**63), np.int64(-1)):
     for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
       expected = getattr(a.astype(object), op)(big).astype(bool)
       assert getattr(t, op)(big).tolist() == expected.tolist(), (name, big, op)
