@@ -172,12 +172,14 @@ class InstanceNorm(GroupNorm):
 
 
 class Embedding:
-  """Rows of weight (vocab_size, embed_size) picked by an int tensor of indices: out shape idx.shape + (embed_size,)."""
+  """Rows of weight (vocab_size, embed_size) picked by a tensor of indices: out shape idx.shape + (embed_size,)."""
   def __init__(self, vocab_size: int, embed_size: int):
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
 
   def __call__(self, idx: Tensor) -> Tensor:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
-    if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int tensor, got {idx.dtype}")
-    return self.weight[idx]
+    if dtypes.is_int(idx.dtype): return self.weight[idx]
+    # float indices as tinygrad reads them: the row whose number the value equals, zeros for 2.5, -1.0 or nan
+    whole = (idx >= 0) & (idx == idx.trunc())
+    return self.weight[whole.where(idx, 0).cast(dtypes.int32)] * whole.unsqueeze(-1).cast(self.weight.dtype)
