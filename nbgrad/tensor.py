@@ -1667,7 +1667,9 @@ class Tensor:
     """out[..., i, ...] = self[..., index[..., i, ...], ...] along dim (torch.gather)."""
     index = self._operand(index, "gather index")
     if index.ndim != self.ndim: raise IndexMismatch(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
-    if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int tensor, got {index.dtype}")
+    if dtypes.is_float(index.dtype):   # as tinygrad reads float indices: 2.0 is position 2; 2.5 and nan read 0
+      index = (index == index.trunc()).where(index, -1).cast(dtypes.int32)
+    if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int or float tensor, got {index.dtype}")
     if self.ndim == 0: return self.reshape(1).gather(resolve_axis(dim, 1), index.reshape(1)).reshape(())   # as torch
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):

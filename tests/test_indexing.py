@@ -591,9 +591,22 @@ def test_gather(row):
 BAD_GATHER_ROWS = {
   "index_more_dims": ((3, 4), 0, np.zeros((3, 4, 1), np.int32), IndexError),
   "index_fewer_dims": ((3, 4), -1, np.zeros((3,), np.int32), IndexError),
-  "float_index": ((3, 4), 1, np.zeros((3, 4), np.float32), IndexError),
+  "bool_index": ((3, 4), 1, np.zeros((3, 4), np.bool_), IndexError),
   "dim_out_of_range": ((3, 4), 2, np.zeros((3, 4), np.int32), IndexError),
 }
+
+
+def test_gather_of_float_indices_reads_the_position_each_value_equals_as_tinygrad():
+  """tinygrad 0.9.0 compares the index values with the positions: 3.0 reads position 3; 2.5, -1.0, 9.0 and nan read 0
+  (as its out-of-range ints do). The gradient goes to the positions read."""
+  a = make((3, 4), seed=2)
+  idx = np.array([[3.0, 2.5], [-1.0, 0.0], [np.nan, 9.0]], np.float32)
+  whole = (idx >= 0) & (idx < 4) & (idx == np.trunc(idx))
+  x = Tensor(a, requires_grad=True)
+  out = x.gather(1, Tensor(idx))
+  np.testing.assert_array_equal(out.numpy(), np.where(whole, np.take_along_axis(a, np.where(whole, idx, 0).astype(np.int64), 1), 0))
+  out.sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), np.array([[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 0, 0]], np.float32))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float16], ids=["bool", "int8", "float16"])
