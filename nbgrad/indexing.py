@@ -6,6 +6,14 @@ import numpy as np
 from nbgrad.graph.view import contiguous_strides
 
 
+def whole_float_indices(index):
+  """Float index values read as tinygrad reads them, comparing them with the positions: 3.0 is position 3, and a value
+  no position equals (2.5, -1.0, nan) becomes int32's minimum, an index past every dim, which reads 0."""
+  from nbgrad.dtype import dtypes
+  whole = (index >= 0) & (index == index.trunc())
+  return whole.where(index, -2**31).cast(dtypes.int32)
+
+
 def _is_array_index(i) -> bool:
   from nbgrad.tensor import Tensor
   return isinstance(i, (Tensor, list, tuple, np.ndarray))

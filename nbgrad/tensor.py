@@ -19,7 +19,7 @@ from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled, \
   add_weak_reference
-from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions
+from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions, whole_float_indices
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
 
@@ -1667,8 +1667,7 @@ class Tensor:
     """out[..., i, ...] = self[..., index[..., i, ...], ...] along dim (torch.gather)."""
     index = self._operand(index, "gather index")
     if index.ndim != self.ndim: raise IndexMismatch(f"gather index has {index.ndim} dims, the tensor {self.ndim} ({index.shape} vs {self.shape})")
-    if dtypes.is_float(index.dtype):   # as tinygrad reads float indices: 2.0 is position 2; 2.5 and nan read 0
-      index = (index == index.trunc()).where(index, -1).cast(dtypes.int32)
+    if dtypes.is_float(index.dtype): index = whole_float_indices(index)
     if not dtypes.is_int(index.dtype): raise IndexError(f"gather index must be an int or float tensor, got {index.dtype}")
     if self.ndim == 0: return self.reshape(1).gather(resolve_axis(dim, 1), index.reshape(1)).reshape(())   # as torch
     dim = resolve_axis(dim, self.ndim)

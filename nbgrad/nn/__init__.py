@@ -9,6 +9,7 @@ import math
 from typing import Optional, Union
 import numpy as np
 from nbgrad.dtype import dtypes
+from nbgrad.indexing import whole_float_indices
 from nbgrad.tensor import Tensor, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
@@ -179,7 +180,6 @@ class Embedding:
 
   def __call__(self, idx: Tensor) -> Tensor:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
-    if dtypes.is_int(idx.dtype): return self.weight[idx]
-    # float indices as tinygrad reads them: the row whose number the value equals, zeros for 2.5, -1.0 or nan
-    whole = (idx >= 0) & (idx == idx.trunc())
-    return self.weight[whole.where(idx, 0).cast(dtypes.int32)] * whole.unsqueeze(-1).cast(self.weight.dtype)
+    if dtypes.is_float(idx.dtype): idx = whole_float_indices(idx)   # as tinygrad: 2.5 reads zeros
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int or float tensor, got {idx.dtype}")
+    return self.weight[idx]
