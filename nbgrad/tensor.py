@@ -1097,7 +1097,14 @@ class Tensor:
   def trunc(self) -> Tensor: return self._rounding(UnaryOps.TRUNC)
   def ceil(self) -> Tensor: return self._rounding(UnaryOps.CEIL)
   def floor(self) -> Tensor: return self._rounding(UnaryOps.FLOOR)
-  def round(self) -> Tensor: return self._rounding(UnaryOps.RINT)
+  def round(self, decimals: int = 0) -> Tensor:
+    """Half to even; with decimals (numpy's and torch's), to that many digits after the point (before it, if negative)."""
+    _check_int("round decimals", decimals, low=None)
+    if decimals == 0 or (decimals > 0 and not dtypes.is_float(self.dtype)): return self._rounding(UnaryOps.RINT)
+    scale = 10.0 ** abs(decimals)
+    values = self if dtypes.is_float(self.dtype) else self.cast(dtypes.float64)
+    rounded = (values * scale).round() / scale if decimals > 0 else (values / scale).round() * scale
+    return rounded.cast(self.dtype)
   def square(self) -> Tensor: return self * self
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self

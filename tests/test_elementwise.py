@@ -1242,3 +1242,17 @@ def test_chained_elementwise_matches_torch():
   ref = torch.maximum(torch.sigmoid(ta * tb + ti) * 2 - torch.tanh(ta / 3), ti * 0.1).numpy()
   check(out, ref, "float32", "trans")
   assert math.isfinite(float(out.numpy().sum()))
+
+
+@pytest.mark.parametrize("decimals", [3, 2, 1, -1, -2])
+def test_round_to_decimals_as_numpy_and_torch(decimals):
+  """numpy's and torch's round(x, decimals): x scaled by 10^decimals, rounded half to even, scaled back; ints round to
+  tens and hundreds for negative decimals (numpy) and are left for positive ones."""
+  a = np.array([1.2345, -2.5551, 0.125, 1234.5678, 0.5, 1.5, 2.5, 2.675, 1e30, np.nan, -np.inf, -0.0], np.float32)
+  expected = torch.round(torch.from_numpy(a), decimals=decimals).numpy()
+  np.testing.assert_array_equal(Tensor(a).round(decimals).numpy(), expected)
+  np.testing.assert_array_equal(expected, np.round(a, decimals))
+  i = np.array([1234, 1250, -1350, 7, 50], np.int32)
+  out = Tensor(i).round(decimals)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), np.round(i, decimals))
