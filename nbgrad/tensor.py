@@ -239,6 +239,17 @@ def _leading_tensor(first, others: tuple, name: str) -> tuple:
   return first, tuple(rest)
 
 
+def _torch_dim(fn):
+  """The reduction (or softmax, cumsum) also takes torch's name for its axis: t.sum(dim=1), t.softmax(dim=-1)."""
+  @functools.wraps(fn)
+  def with_dim(self, *args, dim=None, **kwargs):
+    if dim is not None:
+      if args or "axis" in kwargs: raise TypeError(f"Tensor.{fn.__name__} got both axis and dim")
+      kwargs["axis"] = dim
+    return fn(self, *args, **kwargs)
+  return with_dim
+
+
 _NO_INITIAL = object()
 
 
@@ -1536,6 +1547,7 @@ class Tensor:
     """A sum's result in the dtype the API gives it: half types return their own dtype."""
     return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
 
+  @_torch_dim
   @_numpy_reduction
   def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
     acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
@@ -1543,13 +1555,17 @@ class Tensor:
 
   # over an empty axis max is the dtype's lowest value and min its highest (-inf and inf for floats), as tinygrad's
   # identities (torch and numpy raise)
+  @_torch_dim
   @_numpy_reduction
   def max(self, axis=None, keepdim=False) -> Tensor: return self._max(axis, keepdim)
 
+  @_torch_dim
   @_numpy_reduction
   def min(self, axis=None, keepdim=False) -> Tensor: return self._min(axis, keepdim)
+  @_torch_dim
   @_numpy_reduction
   def any(self, axis=None, keepdim=False) -> Tensor: return self.bool()._max(axis, keepdim)   # over no element: False
+  @_torch_dim
   @_numpy_reduction
   def all(self, axis=None, keepdim=False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
 
@@ -1567,6 +1583,7 @@ class Tensor:
     out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op()
     return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
+  @_torch_dim
   @_numpy_reduction
   def mean(self, axis=None, keepdim=False) -> Tensor:
     axes = self._reduce_axes(axis)
@@ -1579,6 +1596,7 @@ class Tensor:
     out_dtype = least_upper_float(self.dtype)
     return (total * (1 / count) if count else total * float("nan")).cast(out_dtype)
 
+  @_torch_dim
   @_numpy_reduction
   @_in_float32
   def var(self, axis=None, keepdim=False, correction=1) -> Tensor:
@@ -1588,6 +1606,7 @@ class Tensor:
     squares = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return squares / max(0, count - correction)
 
+  @_torch_dim
   @_numpy_reduction
   @_in_float32
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor:
@@ -1611,11 +1630,13 @@ class Tensor:
     first = (hit.cast(dtypes.int32) * countdown).max(axis, keepdim)
     return (n - first).cast(dtypes.int32)
 
+  @_torch_dim
   @_numpy_reduction
   def argmax(self, axis=None, keepdim=False) -> Tensor:
     if axis is None: return self._arg_extreme(self._max(None, True) if self.ndim else self, None, keepdim)
     return self._arg_extreme(self._max(axis, keepdim=True), axis, keepdim)
 
+  @_torch_dim
   @_numpy_reduction
   def argmin(self, axis=None, keepdim=False) -> Tensor:
     if axis is None: return self._arg_extreme(self._min(None, True) if self.ndim else self, None, keepdim)
@@ -1627,16 +1648,19 @@ class Tensor:
     exps = shifted.exp()
     return shifted, exps, exps.sum(axis=axis, keepdim=True)
 
+  @_torch_dim
   @_in_float32
   def softmax(self, axis=-1) -> Tensor:
     _, exps, total = self._softmax(axis)
     return exps * total.reciprocal()   # one division per row, not per element
 
+  @_torch_dim
   @_in_float32
   def log_softmax(self, axis=-1) -> Tensor:
     shifted, _, total = self._softmax(axis)
     return shifted - total.log()
 
+  @_torch_dim
   @_in_float32
   def logsumexp(self, axis=None, keepdim=False) -> Tensor:
     x = self
@@ -1648,6 +1672,7 @@ class Tensor:
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
   # ---- scans and masks
+  @_torch_dim
   def cumsum(self, axis: int = 0) -> Tensor:
     """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
     axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch

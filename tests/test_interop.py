@@ -255,6 +255,21 @@ def test_equality_with_none_or_text_is_python_s_as_in_torch():
   with pytest.raises(TypeError): tt < None
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "softmax", "log_softmax",
+                                  "logsumexp", "cumsum", "any", "all"])
+def test_reductions_take_torch_s_dim_keyword(name):
+  """t.sum(dim=1, keepdim=True) as a torch user writes it: dim is the axis (torch's max and min give the values)."""
+  a = np.random.default_rng(1).standard_normal((3, 4, 2)).astype(np.float32)
+  t, tt = Tensor(a), torch.from_numpy(a)
+  for dim in (1, -1):
+    got, ref = getattr(t, name)(dim=dim), getattr(tt, name)(dim=dim)
+    ref = ref[0] if isinstance(ref, tuple) else ref
+    assert got.shape == tuple(ref.shape)
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+  if name not in ("softmax", "log_softmax", "cumsum"): assert getattr(t, name)(dim=0, keepdim=True).shape == (1, 4, 2)
+  with pytest.raises(TypeError, match="both axis and dim"): getattr(t, name)(0, dim=1)
+
+
 def test_numpy_integers_as_sizes_give_shapes_of_python_ints():
   """A view made with numpy ints kept them in its shape, and a cache of views handed that shape to later calls with
   plain ints (safe_save then failed to write the shape as JSON)."""
