@@ -17,8 +17,8 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.schedule import create_schedule
-from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, NotAScalar, NoAxisToJoin, eager_enabled, \
-  add_weak_reference
+from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
+  NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
 from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions, whole_float_indices
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
