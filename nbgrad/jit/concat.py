@@ -25,11 +25,12 @@ def _copy_rows(out, source, rows, row, out_row, offset):
 
 def concatenate(out: np.ndarray, sources: tuple, outer: int, sizes: tuple[int, ...], inner: int):
   """out seen as (outer, sum(sizes), inner) takes source i, seen as (outer, sizes[i], inner), in its slot."""
-  slots, start = out.reshape(outer, sum(sizes), inner), 0
+  total, start = sum(sizes), 0
+  slots = out.reshape(outer, total, inner)
+  bits = np.dtype(f"u{out.itemsize}")   # rows copied as unsigned ints of the same size: every dtype, bit for bit
   for size, source in zip(sizes, sources):
-    if outer > 1 and source.size >= PARALLEL_MIN_ELEMENTS:   # as unsigned ints of the same size: every dtype, bit for bit
-      bits = np.dtype(f"u{out.itemsize}")
+    if outer > 1 and source.size >= PARALLEL_MIN_ELEMENTS:
       with LAUNCH_LOCK:
-        _copy_rows(out.reshape(-1).view(bits), source.reshape(-1).view(bits), outer, size * inner, sum(sizes) * inner, start * inner)
+        _copy_rows(out.reshape(-1).view(bits), source.reshape(-1).view(bits), outer, size * inner, total * inner, start * inner)
     else: slots[:, start:start + size] = source.reshape(outer, size, inner)
     start += size
