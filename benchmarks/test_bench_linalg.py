@@ -1,6 +1,6 @@
 """Matrix products and a training step: nbgrad against numpy and torch (CPU), in one run.
 
-`matmul`: square float32 products and one int32 product, a fresh lazy product of realized inputs realized on every call.
+`matmul`: square float32 products, one int32 product and a batched float32 einsum, a fresh lazy product of realized inputs realized on every call.
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
@@ -81,6 +81,29 @@ def test_matmul_int32_512(benchmark, lib):
     a, b = (rng.integers(-100, 100, (512, 512)).astype(np.int32) for _ in range(2))
     bench_product(benchmark, lib, a, b, lambda result: np.testing.assert_array_equal(
         result, a @ b, err_msg=f"{lib} int32 matmul differs from numpy"))
+
+
+@pytest.mark.benchmark(group="matmul")
+@pytest.mark.parametrize("lib", LIBS)
+def test_matmul_einsum_batched(benchmark, lib):
+    """einsum('bij,bjk->bik') of 64 128x256 by 256x128 float32 matrices (numpy's einsum with its contraction
+    planner, which calls BLAS)."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((64, 128, 256), dtype=np.float32), rng.standard_normal((64, 256, 128), dtype=np.float32)
+    if lib == "numpy":
+        def call(): return np.einsum("bij,bjk->bik", a, b, optimize=True)
+    elif lib == "torch":
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        def call(): return torch.einsum("bij,bjk->bik", ta, tb)
+    else:
+        from nbgrad import Tensor
+        na, nb = nbgrad_tensor(a), nbgrad_tensor(b)
+        def call(): return Tensor.einsum("bij,bjk->bik", na, nb).realize()
+    result = call()
+    np.testing.assert_allclose(result if lib == "numpy" else result.numpy(), a @ b, rtol=1e-4, atol=1e-3,
+                               err_msg=f"{lib} einsum differs from numpy's product")
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
+    benchmark(call)
 
 
 # ---------------------------------------------------------------------------------------------

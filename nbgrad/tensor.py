@@ -335,6 +335,49 @@ def _einsum_ellipsis(terms: list[str], output: str, explicit: bool, operands) ->
   return spelled, output.replace("...", letters) if explicit else letters
 
 
+def _einsum_by_products(terms, operands, output: str) -> Tensor:
+  """A float einsum of several operands contracted a pair at a time, left to right (as torch does), each pair as one
+  batched matrix product: the letters both share and keep are the batch, the ones they share and sum are the inner
+  size, the rest are the rows and the columns. A letter only one operand has and nothing later needs is summed
+  first. A pair with no rows, columns or inner letters (a dot, an outer product) stays a fused multiply and sum.
+  The broadcast multiply and sum took 7.2 ms for 64x128x256 'bij,bjk->bik' 64x256x128, the product 3.6."""
+  term, x = terms[0], operands[0]
+  for number in range(1, len(operands)):
+    later = output + "".join(terms[number + 1:])
+    y_term, y = terms[number], operands[number]
+    term, x = _einsum_sum_unused(term, x, y_term + later)
+    y_term, y = _einsum_sum_unused(y_term, y, term + later)
+    batch = [c for c in term if c in y_term and c in later]
+    inner = [c for c in term if c in y_term and c not in later]
+    rows, cols = [c for c in term if c not in y_term], [c for c in y_term if c not in term]
+    size = lambda letters, t, z: math.prod(z.shape[t.index(c)] for c in letters)
+    a = x.permute([term.index(c) for c in batch + rows + inner])
+    b = y.permute([y_term.index(c) for c in batch + inner + cols])
+    a = a.reshape(size(batch, term, x), size(rows, term, x), size(inner, term, x))
+    b = b.reshape(size(batch, y_term, y), size(inner, y_term, y), size(cols, y_term, y))
+    if rows and cols and inner: product = a @ b
+    else: product = (a.reshape(a.shape + (1,)) * b.reshape(b.shape[:1] + (1,) + b.shape[1:])).sum(2)   # fused, memory-bound
+    shape = tuple(x.shape[term.index(c)] for c in batch + rows) + tuple(y.shape[y_term.index(c)] for c in cols)
+    term, x = "".join(batch + rows + cols), product.reshape(shape)
+  term, x = _einsum_sum_unused(term, x, output)
+  return x.permute([term.index(c) for c in output])
+
+
+def _einsum_as_products(terms, operands, sizes: dict, acc_dtype) -> bool:
+  """Whether an einsum can be contracted by matrix products: float32 or float64 operands of one dtype summed in it,
+  whose shared letters have one size (a size-1 axis against a longer one broadcasts: the sum path takes those)."""
+  dtype = operands[0].dtype
+  return (dtype in (dtypes.float32, dtypes.float64) and all(x.dtype == dtype for x in operands) and
+          acc_dtype in (None, dtype) and all(x.shape[term.index(c)] == sizes[c] for term, x in zip(terms, operands) for c in term))
+
+
+def _einsum_sum_unused(term: str, x: Tensor, needed: str) -> tuple[str, Tensor]:
+  """The term without the letters `needed` lacks, and x summed over their axes."""
+  unused = tuple(i for i, c in enumerate(term) if c not in needed)
+  if not unused: return term, x
+  return "".join(c for c in term if c in needed), x.sum(unused)
+
+
 def _not_a_value(x) -> bool:
   """None and text: operands that == and != leave to Python (identity), as torch does."""
   return x is None or isinstance(x, (str, bytes))
@@ -1742,6 +1785,7 @@ class Tensor:
         if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
           raise ShapeMismatch(f"einsum letter {letter!r} has sizes {sizes[letter]} and {size}")
         sizes[letter] = max(sizes[letter], size)
+    if len(operands) > 1 and _einsum_as_products(terms, operands, sizes, acc_dtype): return _einsum_by_products(terms, operands, output)
     product = None
     for term, x in zip(terms, operands):
       order = sorted(range(len(term)), key=lambda i: letters.index(term[i]))

@@ -319,6 +319,17 @@ EINSUM_CASES = {
   "ellipsis_at_the_end": ("ij...->j...i", [(2, 3, 4)]),
   "ellipsis_diagonal": ("...ii->...i", [(2, 3, 3)]),
   "ellipsis_covering_nothing": ("...i,...i->...", [(4,), (4,)]),
+  # float operands of one dtype contract a pair at a time as matrix products
+  "three_operands": ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+  "letter_of_one_operand_summed_first": ("ij,jk->i", [(2, 3), (3, 4)]),
+  "several_inner_letters": ("ijk,jkl->li", [(2, 3, 4), (3, 4, 5)]),
+  "batch_letters_apart_output_permuted": ("ibj,jbk->kbi", [(2, 3, 4), (4, 3, 5)]),
+  "letter_kept_for_a_later_operand": ("ij,jk,ik->k", [(2, 3), (3, 4), (2, 4)]),
+  "batched_dot": ("bi,bi->b", [(3, 4), (3, 4)]),
+  "batched_outer": ("bi,bj->bij", [(3, 2), (3, 4)]),
+  "size_one_letter_broadcast": ("ij,jk->ik", [(2, 1), (4, 3)]),
+  "empty_inner": ("ij,jk->ik", [(2, 0), (0, 3)]),
+  "empty_rows": ("bij,bjk->bik", [(2, 0, 3), (2, 3, 4)]),
 }
 
 
@@ -329,6 +340,20 @@ def test_einsum(case):
   nb_in, th_in = [nb_leaf(v) for v in values], [th_leaf(v) for v in values]
   weighted_backward(Tensor.einsum(formula, *nb_in), torch.einsum(formula, *th_in), 30)
   check_grads(nb_in, th_in)
+
+
+def test_float_einsum_runs_as_matrix_products():
+  a, b, c = Tensor(randn((2, 3, 4), 42)), Tensor(randn((2, 4, 5), 43)), Tensor(randn((5, 6), 44))
+  assert [k.name for k in Tensor.einsum("bij,bjk->bik", a, b).schedule()] == ["matmul_2_3_4_5"]
+  assert [k.name for k in Tensor.einsum("bij,bjk,kl->bil", a, b, c).schedule()] == ["matmul_2_3_4_5", "matmul_1_6_5_6"]
+
+
+def test_einsum_float64_and_mixed_dtypes():
+  a, b = randn((3, 4), 40).astype(np.float64), randn((4, 5), 41)
+  np.testing.assert_allclose(Tensor.einsum("ij,jk->ik", Tensor(a), Tensor(b.astype(np.float64))).numpy(), a @ b, rtol=1e-12)
+  mixed = Tensor.einsum("ij,jk->ik", Tensor(a), Tensor(b))
+  assert mixed.dtype == dtypes.float64
+  np.testing.assert_allclose(mixed.numpy(), a @ b.astype(np.float64), rtol=1e-6)
 
 
 def test_einsum_acc_dtype():
