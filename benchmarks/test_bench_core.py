@@ -122,6 +122,12 @@ WORKLOADS = {
         torch=lambda m: m.T.contiguous(),
         nbgrad=lambda m: m.T.contiguous(),
         rtol=0.0, atol=0.0),
+    "channels_last_copy": Workload(
+        "images",
+        numpy=lambda x: np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
+        torch=lambda x: x.permute(0, 2, 3, 1).contiguous(),
+        nbgrad=lambda x: x.permute(0, 2, 3, 1).contiguous(),
+        rtol=0.0, atol=0.0),
     "transpose_add": Workload(
         "matrix",
         numpy=lambda m: m.T + m,
@@ -375,6 +381,12 @@ def test_movement_cat_axis1(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_movement_transpose_copy(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "transpose_copy")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_channels_last_copy(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "channels_last_copy")
 
 
 @pytest.mark.benchmark(group="movement")

@@ -541,3 +541,20 @@ def test_axis_0_of_a_0d_tensor_as_torch():
   assert x.transpose(0, -1).numpy() == tx.transpose(0, -1).numpy() == 2.5
   assert x.flip(0).numpy() == torch.flip(tx, (0,)).numpy() == 2.5
   assert x.gather(0, Tensor(0)).numpy() == torch.gather(tx, 0, torch.tensor(0)).numpy() == 2.5
+
+
+@pytest.mark.parametrize("shape,order", [((3, 17, 33), (0, 2, 1)), ((2, 3, 19, 21), (1, 0, 3, 2)), ((2, 5, 3, 40), (0, 2, 3, 1))],
+                         ids=["batch_1", "batch_2", "channels_last"])
+def test_transposed_copy_with_batch_dims_on_all_threads(monkeypatch, shape, order):
+  """A copy that reads its input transposed, with dims before the transposed pair, runs its parallel build as one
+  parallel loop over those dims and the row tiles together (sizes not a multiple of the tile's 16): against numpy."""
+  import nbgrad.jit as jit
+  from nbgrad.jit.render import Renderer
+  monkeypatch.setattr(jit, "PARALLEL_MIN_ELEMENTS", 0)
+  a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+  x = Tensor(a).realize()
+  (kernel,) = x.permute(order).contiguous().schedule()
+  assert "for xflat in prange(" in Renderer(kernel, True).render("kernel")
+  x.permute(order).contiguous().realize()
+  jit.finish_builds()   # the first call ran the serial build while the parallel one compiled
+  np.testing.assert_array_equal(x.permute(order).contiguous().numpy(), a.transpose(order))

@@ -557,9 +557,21 @@ class Renderer:
     """An elementwise kernel in square blocks of the last two dims: a block's rows of the output and of the
     transposed input both stay in cache while it is walked."""
     rows, cols = outer[-2], outer[-1]
-    depth = self.loops(1, outer[:-2], parallel_first=self.parallel)
-    first = "prange" if self.parallel and len(outer) == 2 else "range"
-    self.emit(depth, f"for xtile{rows} in {first}(({self.sizes[rows]} + {TILE - 1}) // {TILE}):")
+    row_tiles = f"(({self.sizes[rows]} + {TILE - 1}) // {TILE})"
+    if self.parallel and len(outer) > 2:
+      # one parallel loop over the batch dims and the row tiles together: 16x64x3136 to 16x3136x64 took 1.13 ms
+      # with the batch dim parallel, 0.67 this way (a lone matrix's row tiles in prange were 2x slower this way)
+      self.emit(1, f"for xflat in prange({' * '.join([self.sizes[d] for d in outer[:-2]] + [row_tiles])}):")
+      self.emit(2, f"xtile{rows} = xflat % {row_tiles}")
+      self.emit(2, f"rest = xflat // {row_tiles}")
+      for d in reversed(outer[1:-2]):
+        self.emit(2, f"x{d} = rest % {self.sizes[d]}")
+        self.emit(2, f"rest = rest // {self.sizes[d]}")
+      self.emit(2, f"x{outer[0]} = rest")
+      depth = 1
+    else:
+      depth = self.loops(1, outer[:-2])
+      self.emit(depth, f"for xtile{rows} in {'prange' if self.parallel else 'range'}{row_tiles}:")
     self.emit(depth + 1, f"for xtile{cols} in range(({self.sizes[cols]} + {TILE - 1}) // {TILE}):")
     for i, d in enumerate((rows, cols)):
       self.emit(depth + 2 + i, f"for x{d} in range(xtile{d} * {TILE}, min({self.sizes[d]}, xtile{d} * {TILE} + {TILE})):")
