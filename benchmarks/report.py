@@ -23,6 +23,7 @@ GROUP_TITLES = {
             "matrix (after warm-up)",
     "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",
     "random": "16M float32 random values from a seeded generator (after warm-up)",
+    "optim": "One Adam step of four 1024x1024 and four 1024 float32 parameters (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
     "conv": "conv2d 3x3, stride 1, padding 1, float32: ResNet-style layers, nbgrad's choice, Winograd (WINO=1) and "
             "direct (WINO=0) against torch (after warm-up)",

@@ -4,6 +4,7 @@
 `train`: one SGD step (forward, backward, update) with cross-entropy of an MLP 784-512-512-10 on a batch
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
+`optim`: one Adam step of 4M float32 parameters, nbgrad against torch.optim.Adam.
 `conv5x5`: forward and both gradients of a 5x5 convolution (the second layer of tinygrad's MNIST example:
 batch 128, 32 to 32 channels, 24x24), whose 25 kernel offsets take a different input-gradient path than 3x3.
 `train-busy-core`: the same steps while another process keeps one core busy (a user's machine is rarely idle;
@@ -104,6 +105,36 @@ def test_matmul_einsum_batched(benchmark, lib):
                                err_msg=f"{lib} einsum differs from numpy's product")
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
+
+
+@pytest.mark.benchmark(group="optim")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_optim_adam_step(benchmark, lib):
+    """One Adam step of four 1024x1024 and four 1024 float32 parameters with fixed gradients (torch: its default,
+    multi-tensor implementation); the parameters after a first step are checked against numpy's update."""
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(shape, dtype=np.float32) for shape in [(1024, 1024)] * 4 + [(1024,)] * 4]
+    grads = [rng.standard_normal(v.shape, dtype=np.float32) for v in values]
+    expected = [v - 1e-3 * g / (np.abs(g) + 1e-8) for v, g in zip(values, grads)]   # Adam's first step: m = g, v = g^2
+    if lib == "torch":
+        params = [torch.tensor(v, requires_grad=True) for v in values]
+        for p, g in zip(params, grads): p.grad = torch.from_numpy(g)
+        opt = torch.optim.Adam(params, lr=1e-3)
+        step = opt.step
+    else:
+        from nbgrad import Tensor
+        from nbgrad.nn import optim
+        params = [Tensor(v, requires_grad=True) for v in values]
+        for p, g in zip(params, grads): p.grad = nbgrad_tensor(g)
+        opt = optim.Adam(params, lr=1e-3)
+
+        def step():
+            with Tensor.train(): opt.step()
+    step()
+    for p, want in zip(params, expected):
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5, atol=1e-6, err_msg=f"{lib} Adam step differs")
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
+    benchmark(step)
 
 
 # ---------------------------------------------------------------------------------------------

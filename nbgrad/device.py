@@ -159,12 +159,23 @@ def _run(kernel: Kernel, backend_):
     if host is src.buffer: host = host.copy()   # between CPU devices: each keeps a buffer of its own
     return backend_.from_host(host, base.dtype)
   out = backend_.allocate(base.size, base.dtype)
-  run_into(kernel, base.arg, backend_, out, [src.buffer for src in kernel.inputs])
+  also = [backend_.allocate(node.size, node.dtype) for node in kernel.also]
+  run_into(kernel, base.arg, backend_, out, [src.buffer for src in kernel.inputs] + also)
+  for node, buffer in zip(kernel.also, also): _realized(node, buffer, backend_)
   return out
 
 
+def _realized(node: LazyBuffer, buffer, backend_):
+  """node computed into buffer: from now on a leaf of every graph that reads it."""
+  node.buffer = buffer
+  _count_memory(node, buffer.nbytes)
+  backend_.keep_for_reuse(node, buffer)
+  node.op, node.srcs, node.arg = LoadOps.BUFFER, (), None
+
+
 def run_into(kernel: Kernel, routine, backend_, out, inputs: list):
-  """Runs a compute or custom kernel (routine: its custom routine) into out, reading inputs."""
+  """Runs a compute or custom kernel (routine: its custom routine) into out, reading inputs (after the kernel's
+  inputs come the buffers of the nodes it also stores, kernel.also, which it writes)."""
   if kernel.kind == "custom": backend_.run_custom(kernel, routine, out, inputs)
   elif kernel.kind == "compute" and kernel.output.size > 0: backend_.run_compute(kernel, out, inputs)
 
@@ -233,10 +244,7 @@ def run_schedule(schedule: list[Kernel]):
     if kernel.kind != "empty":
       GlobalCounters.kernel_count += 1
       GlobalCounters.time_sum_s += elapsed
-      GlobalCounters.global_mem += out.nbytes + sum(src.buffer.nbytes for src in kernel.inputs)
+      GlobalCounters.global_mem += out.nbytes + sum(src.buffer.nbytes for src in kernel.inputs + kernel.also)
       GlobalCounters.global_ops += base.size
       if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
-    base.buffer = out
-    _count_memory(base, out.nbytes)
-    backend_.keep_for_reuse(base, out)
-    base.op, base.srcs, base.arg = LoadOps.BUFFER, (), None
+    _realized(base, out, backend_)

@@ -38,7 +38,7 @@ class _Launch:
     self.kernel, self.out, self.backend = kernel, out, backend
     self.routine = kernel.output.arg if kernel.kind == "custom" else None
     self.input_nodes = list(kernel.inputs)
-    self.inputs = [src.buffer for src in kernel.inputs]
+    self.inputs = [src.buffer for src in kernel.inputs] + [node.buffer for node in kernel.also]   # the latter written
     self.argument_slots: list[tuple[int, int]] = []   # (input position, argument number)
 
   def run(self, arguments: list):
@@ -82,7 +82,8 @@ class _Replay:
     self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
                     for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
     # buffers computed before the call that no argument, rebound tensor or recorded kernel fills: weights, opt.lr
-    filled = set(argument_numbers) | {id(read) for *_, read, _ in self.rebound} | {id(launch.out) for launch in self.launches}
+    filled = (set(argument_numbers) | {id(read) for *_, read, _ in self.rebound} | {id(launch.out) for launch in self.launches} |
+              {id(node.buffer) for launch in self.launches for node in launch.kernel.also})
     self.read_from_outside = list({id(node): node for launch in self.launches for node in launch.input_nodes
                                    if id(node.buffer) not in filled}.values())
     self.refreshed: dict[int, LazyBuffer] = {}   # id(node) -> what its replacing tensor held when last copied in

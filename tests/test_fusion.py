@@ -442,3 +442,108 @@ def test_a_value_assigned_in_a_loop_is_stored_when_a_realize_reads_it():
     bn = bn - np.float32(0.1) * (xs + bn).mean()
   assert counts[2:] == [counts[2]] * 10 and counts[2] <= 4, counts
   np.testing.assert_allclose(b.numpy(), bn, rtol=1e-5, atol=1e-5)
+
+
+# ---- values realized together: an elementwise value a later elementwise kernel reads at the same index is computed
+# and stored by that kernel (graph/schedule.py store_alongside)
+
+@pytest.mark.parametrize("npdt", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_a_chain_realized_together_is_one_kernel_storing_every_value(npdt):
+  """a = x * y, b = a + x, c = b * 3, d = c > a, realized together: one kernel stores all four, each as numpy computes
+  it one op at a time (ints wrap, halfs round after every op)."""
+  rng = np.random.default_rng(7)
+  x, y = ((rng.standard_normal((4, 5)) * 60).astype(npdt) for _ in range(2))
+  tx, ty = Tensor(x).realize(), Tensor(y).realize()
+  a = tx * ty
+  b = a + tx
+  c = b * 3
+  d = c > a
+  (kernel,) = Tensor.schedule(a, b, c, d)
+  assert kernel.output is d.lazydata.base and len(kernel.also) == 3
+  Tensor.realize(a, b, c, d)
+  with np.errstate(all="ignore"):
+    ra = x * y
+    rb = ra + x
+    rc = rb * npdt(3)
+    expected = [ra, rb, rc, rc > ra]
+  for got, want in zip((a, b, c, d), expected):
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_bfloat16_values_stored_alongside_round_as_torch():
+  import torch
+  rng = np.random.default_rng(8)
+  x, y = (rng.standard_normal((3, 7)).astype(np.float32) for _ in range(2))
+  tx, ty = Tensor(x).cast(dtypes.bfloat16).realize(), Tensor(y).cast(dtypes.bfloat16).realize()
+  a = tx * ty + 1
+  b = a * a - tx
+  assert len(Tensor.schedule(a, b)) == 1
+  rx, ry = torch.from_numpy(x).bfloat16(), torch.from_numpy(y).bfloat16()
+  ra = rx * ry + 1
+  for got, want in ((a, ra), (b, ra * ra - rx)):
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_a_value_is_not_stored_alongside_a_reader_of_another_index_or_after_another_reader():
+  """b reads a transposed, and s (a sum) reads a between a's kernel and c's: each keeps a kernel of its own."""
+  (x,), (xs,) = inputs((3, 3))
+  a = x + 1
+  b = a.T * 2
+  assert len(Tensor.schedule(a, b)) == 2
+  a2 = x * 3
+  s, c = a2.sum(), a2 - 1
+  assert len(Tensor.schedule(a2, s, c)) == 3
+  Tensor.realize(a, b, a2, s, c)
+  np.testing.assert_allclose(b.numpy(), (xs + 1).T * 2, rtol=1e-6)
+  np.testing.assert_allclose(s.numpy(), (xs * 3).sum(), rtol=1e-6)
+  np.testing.assert_allclose(c.numpy(), xs * 3 - 1, rtol=1e-6)
+
+
+def test_adam_updates_each_parameter_and_its_moments_in_one_kernel():
+  """The moments Adam assigns are stored by the kernel of the parameter's update: besides the two scalar bias
+  corrections, one kernel per parameter. Its moments and parameters after three steps are torch's."""
+  import torch
+  from nbgrad.nn import optim
+  rng = np.random.default_rng(9)
+  values = [rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal(6).astype(np.float32)]
+  grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(3)]
+  params = [Tensor(v, requires_grad=True) for v in values]
+  opt = optim.Adam(params, lr=0.1)
+  theirs = [torch.tensor(v, requires_grad=True) for v in values]
+  their_opt = torch.optim.Adam(theirs, lr=0.1)
+  with Tensor.train():
+    for step in grads:
+      for p, g in zip(params, step): p.grad = Tensor(g)
+      for p, g in zip(theirs, step): p.grad = torch.from_numpy(g)
+      written = opt.schedule_step()
+      kernels = Tensor.schedule(*written)
+      assert len([k for k in kernels if k.also]) == len(params) and len(kernels) == len(params) + 2
+      Tensor.realize(*written)   # what opt.step() does
+      their_opt.step()
+  for p, m, v, t in zip(params, opt.m, opt.v, theirs):
+    state = their_opt.state[t]
+    np.testing.assert_allclose(m.numpy(), state["exp_avg"].numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(v.numpy(), state["exp_avg_sq"].numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)   # float32 steps of 0.1 each
+
+
+def test_a_tinyjit_replay_refills_values_stored_alongside():
+  """A momentum step (buf assigned, then read by the parameter's update) under TinyJit: the replayed kernel writes
+  both buffers each call, as the eager loop in numpy does."""
+  from nbgrad import TinyJit
+  (g,), (gs,) = inputs((5,))
+  buf, w = Tensor.zeros(5).contiguous().realize(), Tensor.ones(5).contiguous().realize()
+
+  @TinyJit
+  def step(grad):
+    buf.assign(buf * 0.9 + grad)
+    w.assign(w - 0.1 * buf)
+    return w.realize(buf)
+  rbuf, rw = np.zeros(5, np.float32), np.ones(5, np.float32)
+  for _ in range(5):
+    step(g)
+    rbuf = rbuf * np.float32(0.9) + gs
+    rw = rw - np.float32(0.1) * rbuf
+  np.testing.assert_allclose(buf.numpy(), rbuf, rtol=1e-6)
+  np.testing.assert_allclose(w.numpy(), rw, rtol=1e-6)

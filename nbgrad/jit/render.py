@@ -456,8 +456,8 @@ class Renderer:
     elif self.column: self.render_column(outer, reduce)
     elif not reduce and self.reads_transposed(): self.render_tiles(outer)
     else: self.render_rows(outer, reduce)
-    inputs = ", ".join(f"b{i}" for i in range(len(k.inputs)))
-    head = [f"def {fn_name}(out, {inputs + ', ' if inputs else ''}ip, fp):"] + ["  " + h for h in self.header]
+    inputs = [f"b{i}" for i in range(len(k.inputs))] + [f"also{i}" for i in range(len(k.also_exprs))]
+    head = [f"def {fn_name}(out, {''.join(name + ', ' for name in inputs)}ip, fp):"] + ["  " + h for h in self.header]
     return "\n".join(head + hoist_invariants(self.code)) + "\n"
 
   def emit(self, depth: int, text: str): self.code.append("  " * depth + text)
@@ -479,11 +479,16 @@ class Renderer:
     return offset
 
   def store(self, depth: int, known: Optional[dict] = None):
-    value = self.emit_body(depth, self.kernel.out_expr, known)
+    memo, lines = dict(known or {}), []
+    value = self.render_expr(self.kernel.out_expr, lines, memo)
+    for line in lines: self.emit(depth, line)
     dt = self.kernel.output.dtype
     rounded = re.fullmatch(rf"(\s*{value} = ){ROUNDING[dt]}\((.+)\)", self.code[-1]) if dt in ROUNDING else None
     if rounded: self.code[-1] = rounded.group(1) + rounded.group(2)   # the store rounds to the 16-bit type anyway
-    self.emit(depth, f"out[{unsigned(self.out_offset(depth))}] = {store_to_storage(dt, value)}")
+    offset = unsigned(self.out_offset(depth))
+    self.emit(depth, f"out[{offset}] = {store_to_storage(dt, value)}")
+    for number, expr in enumerate(self.kernel.also_exprs):   # computed above: the memo holds their names
+      self.emit(depth, f"also{number}[{offset}] = {store_to_storage(expr.dtype, memo[id(expr)])}")
 
   def reusable_stage_value(self) -> Optional[Expr]:
     """In a full kernel, the last stage's per-element value when the output uses it again (softmax's exp):
