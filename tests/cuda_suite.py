@@ -309,6 +309,40 @@ def test_jitted_sgd_steps_replay_on_the_gpu():
     results.append((np.array(losses, np.float32), p.numpy()))
   for cpu, gpu in zip(*results): assert_same(cpu, gpu)
 
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int8], ids=str)
+def test_values_realized_together_are_stored_by_one_kernel(dt):
+  """b = a * 3 - x and c = b + a realized with a: one kernel stores all three, as on the CPU (UNROLL outputs a thread,
+  sizes past a whole round: the stores of every value keep the last round's guard)."""
+  x, y = ((rng.standard_normal(1029) * 20).astype(np.float32) for _ in range(2))
+  results = []
+  for device in ("CPU", GPU):
+    tx, ty = Tensor(x, device=device).cast(dt).realize(), Tensor(y, device=device).cast(dt).realize()
+    a = tx * ty
+    b = a * 3 - tx
+    c = b + a
+    (kernel,) = Tensor.schedule(a, b, c)
+    assert len(kernel.also) == 2
+    Tensor.realize(a, b, c)
+    results.append([t.numpy() for t in (a, b, c)])
+  for cpu, gpu in zip(*results): assert_same(cpu, gpu, exact=dt != dtypes.float16)
+
+
+def test_adam_steps_on_the_gpu():
+  """Adam's moments stored by the kernel of the parameter's update, on the GPU as on the CPU."""
+  from nbgrad.nn import optim
+  w, grads = rng.standard_normal((5, 7)).astype(np.float32), [rng.standard_normal((5, 7)).astype(np.float32) for _ in range(3)]
+  results = []
+  for device in ("CPU", GPU):
+    p = Tensor(w, device=device, requires_grad=True)
+    opt = optim.Adam([p], lr=0.05)
+    with Tensor.train():
+      for g in grads:
+        p.grad = Tensor(g, device=device)
+        opt.step()
+    results.append((p.numpy(), opt.m[0].numpy(), opt.v[0].numpy()))
+  for cpu, gpu in zip(*results): assert_same(cpu, gpu)
+
+
 def test_max_pool_after_a_normalization_gives_every_window_its_gradient():
   """The gradient's mask compares the input, recomputed in another kernel, with the stored window maximum:
   both kernels must round a*b+c alike (the GPU compiler would fuse it into one multiply-add in one of them)."""

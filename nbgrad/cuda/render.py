@@ -111,7 +111,8 @@ class CudaRenderer(Renderer):
     elif not k.stages: self.render_elementwise(outer)
     elif uses_block_reduce(k): self.render_blocks(outer, reduce)
     else: self.render_threads(outer, reduce)
-    buffers = ["out"] + (["partials"] if self.phase else []) + [f"b{i}" for i in range(len(k.inputs))]
+    buffers = (["out"] + (["partials"] if self.phase else []) + [f"b{i}" for i in range(len(k.inputs))] +
+               [f"also{i}" for i in range(len(k.also_exprs))])
     head = [f"def {fn_name}({', '.join(buffers)}, ip, fp):"] + ["  " + h for h in self.header]
     return "\n".join(head + self.code) + "\n"
 
@@ -140,18 +141,23 @@ class CudaRenderer(Renderer):
     thread one load in flight, too few to keep the GPU's memory busy. Past the last output a thread computes
     the last one again and does not store it, so no load needs a guard. The body is rendered once (its
     parameters too) and written out per output, its temporaries renamed."""
-    lines, value = self.body(self.kernel.out_expr)
-    offset, _ = self.buffer_offset(self.kernel.out_view, lines)
-    value, offset = store_to_storage(self.kernel.output.dtype, value), unsigned(offset)
+    k = self.kernel
+    lines, memo = [], {}
+    values = [store_to_storage(k.output.dtype, self.render_expr(k.out_expr, lines, memo))]
+    values += [store_to_storage(e.dtype, memo[id(e)]) for e in k.also_exprs]   # computed on the way: in the memo
+    offset, _ = self.buffer_offset(k.out_view, lines)
+    offset = unsigned(offset)
+    targets = ["out"] + [f"also{i}" for i in range(len(k.also_exprs))]
     self.emit(1, "step = cuda.gridsize(1)")
     self.emit(1, f"for xb in range(cuda.grid(1), n_outer, step * {UNROLL}):")
     for u in range(UNROLL):
       self.unflatten(2, f"min(xb + {u} * step, n_outer - 1)" if u else "xb", outer)
       for line in lines: self.emit(2, _suffixed(line, str(u)))
-      self.emit(2, f"value{u}, offset{u} = {_suffixed(value, str(u))}, {_suffixed(offset, str(u))}")
-    self.emit(2, "out[offset0] = value0")
-    for u in range(1, UNROLL):
-      self.emit(2, f"if xb + {u} * step < n_outer: out[offset{u}] = value{u}")
+      self.emit(2, f"offset{u} = {_suffixed(offset, str(u))}")
+      for number, value in enumerate(values): self.emit(2, f"value{u}_{number} = {_suffixed(value, str(u))}")
+    for u in range(UNROLL):
+      guard = f"if xb + {u} * step < n_outer: " if u else ""
+      for number, target in enumerate(targets): self.emit(2, f"{guard}{target}[offset{u}] = value{u}_{number}")
 
   def render_threads(self, outer, reduce):
     k = self.kernel
