@@ -51,6 +51,13 @@ def images():
 
 
 @pytest.fixture(scope="session")
+def heads():
+    """Attention values of 16 sequences, 8 heads, 256 positions, 64 features per head, float32 (as a 1-tuple)."""
+    rng = np.random.default_rng(6)
+    return (rng.standard_normal((16, 8, 256, 64), dtype=np.float32),)
+
+
+@pytest.fixture(scope="session")
 def int_vectors():
     """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
     rng = np.random.default_rng(2)

@@ -128,6 +128,13 @@ WORKLOADS = {
         torch=lambda x: x.permute(0, 2, 3, 1).contiguous(),
         nbgrad=lambda x: x.permute(0, 2, 3, 1).contiguous(),
         rtol=0.0, atol=0.0),
+    # attention's heads merged back: (batch, heads, positions, features) to (batch, positions, heads * features)
+    "heads_merged": Workload(
+        "heads",
+        numpy=lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3)).reshape(16, 256, 512),
+        torch=lambda x: x.transpose(1, 2).reshape(16, 256, 512),
+        nbgrad=lambda x: x.transpose(1, 2).reshape(16, 256, 512).contiguous(),
+        rtol=0.0, atol=0.0),
     "transpose_add": Workload(
         "matrix",
         numpy=lambda m: m.T + m,
@@ -387,6 +394,12 @@ def test_movement_transpose_copy(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_movement_channels_last_copy(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "channels_last_copy")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_heads_merged(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "heads_merged")
 
 
 @pytest.mark.benchmark(group="movement")

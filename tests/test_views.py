@@ -97,3 +97,53 @@ def test_a_loop_over_a_refinement_reads_a_reshaped_mean_through_strides():
   read = loop.then(mean)
   assert len(read.levels) == 1 and read.strided() == ((3, 1, 0, 0, 0), 0)
   assert_reads_as_numpy(read, np.broadcast_to(np.arange(6).reshape(2, 3, 1, 1, 1), (2, 3, 2, 4, 5)))
+
+
+# ---- kernels over a refinement of their shape and a reshaped read's (graph/schedule.py refine_loop_dims)
+
+def _tensor_ops(ops):
+  """random_chain's ops as Tensor methods (pad reads 0 where numpy's chain reads PADDED)."""
+  from nbgrad import Tensor
+  calls = {"reshape": Tensor.reshape, "permute": Tensor.permute, "flip": lambda t, axes: t.flip(axes) if axes else t,
+           "pad": Tensor.pad, "shrink": Tensor.shrink, "expand": Tensor.expand}
+  return [lambda t, f=calls[method], a=arg: f(t, a) for method, _, arg in ops]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_elementwise_kernels_read_movement_chains_as_numpy_does(seed):
+  """Random chains of movement ops (reshapes of permuted, flipped, padded, expanded views among them) read by an
+  elementwise kernel, some of which loop over a refinement of two shapes: the values of numpy's same chain."""
+  from nbgrad import Tensor
+  rng = random.Random(100 + seed)
+  for _ in range(25):
+    base = tuple(rng.choice([1, 2, 3, 4, 6]) for _ in range(rng.randint(1, 3)))
+    ops, shape = random_chain(rng, base)
+    ops += random_chain(rng, shape)[0]
+    array = np.arange(1, prod(base) + 1).reshape(base).astype(np.float32)
+    expected = array
+    for _, numpy_fn, _ in ops: expected = numpy_fn(expected)
+    t = Tensor(array).realize()
+    for op in _tensor_ops(ops): t = op(t)
+    np.testing.assert_array_equal((t + 0.5).numpy(), np.where(expected == PADDED, 0, expected) + 0.5)
+
+
+REFINED = {   # name -> (input shape, the Tensor chain, numpy's, the kernel's loop shape)
+  "heads_merged": ((2, 4, 3, 2), lambda t: t.transpose(1, 2).reshape(2, 3, 8),
+                   lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), (2, 3, 4, 2)),
+  "repeat": ((2, 3, 5), lambda t: t.repeat((1, 2, 3)), lambda a: np.tile(a, (1, 2, 3)), (2, 2, 3, 3, 5)),
+  "flatten_of_a_transpose": ((6, 4), lambda t: t.T.reshape(24), lambda a: a.T.reshape(24), (4, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(REFINED))
+def test_a_reshaped_read_loops_over_the_refinement_without_division(name):
+  from nbgrad import Tensor
+  from nbgrad.jit.render import Renderer
+  shape, build, numpy_build, loop = REFINED[name]
+  array = np.arange(prod(shape), dtype=np.float32).reshape(shape)
+  out = build(Tensor(array).realize()).contiguous()
+  (kernel,) = out.schedule()
+  assert kernel.loop_shape == loop
+  per_element = [line for line in Renderer(kernel, False).render("kernel").splitlines() if line.strip().startswith("t")]
+  assert not any(op in line for line in per_element for op in ("//", "%", ">>")), per_element
+  np.testing.assert_array_equal(out.numpy(), numpy_build(array))

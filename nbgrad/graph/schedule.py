@@ -294,6 +294,37 @@ def merge_loop_dims(kernel: Kernel) -> Kernel:
   return _with_views(kernel, shape, axes, remap)
 
 
+def refine_loop_dims(kernel: Kernel) -> Kernel:
+  """An elementwise kernel that reads a buffer through a reshape no strides express (a repeat, the flatten of a
+  transpose, attention's heads merged back: x.transpose(1, 2).reshape(B, T, H * D)) loops over the common
+  refinement of its shape and the reshaped one's, where the read is plain strides: no division and remainder per
+  element. merge_loop_dims then joins back the dims every view walks in step."""
+  if kernel.stages: return kernel
+  views = collect_views(kernel)
+  shape = kernel.loop_shape
+  for view in views:
+    if len(view.levels) > 1 and view.levels[0].is_identity(): shape = _common_refinement(shape, view.levels[1].shape) or shape
+  if shape == kernel.loop_shape: return kernel
+  refined = {}
+  for view in views:
+    top = view.levels[0].reshape(shape)
+    if top is None: return kernel
+    levels = (top,) + view.levels[1:]
+    while len(levels) > 1 and (folded := levels[0].read_as(levels[1].shape)) is not None:
+      levels = (folded.then(levels[1]),) + levels[2:]
+    refined[view] = View(levels)
+  if all(len(refined[view].levels) == len(view.levels) for view in views): return kernel
+  return _with_views(kernel, shape, (), refined.__getitem__)
+
+
+def _common_refinement(a: tuple, b: tuple) -> Optional[tuple]:
+  """The shape whose dims split both a's and b's (each of their dims a product of neighbouring ones), if any."""
+  if prod(a) != prod(b) or prod(a) == 0: return None
+  bounds = sorted(set(itertools.accumulate(a, operator.mul)) | set(itertools.accumulate(b, operator.mul)))
+  if any(high % low for low, high in zip(bounds, bounds[1:])): return None
+  return tuple(high // low for low, high in zip([1] + bounds, bounds))
+
+
 def _with_views(kernel: Kernel, loop_shape, reduce_axes, remap) -> Kernel:
   """kernel over another loop space: every view it reads and writes through replaced by remap(view)."""
   memo: dict = {}
@@ -412,7 +443,7 @@ class _Scheduler:
                      View.contiguous(base.shape).flattened(), True)
     else:
       built = builder.build()
-    built = order_loop_dims(merge_loop_dims(built))
+    built = order_loop_dims(merge_loop_dims(refine_loop_dims(built)))
     built.name = kernel_name(built)
     self.schedule.append(built)
 
