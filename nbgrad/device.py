@@ -202,6 +202,7 @@ REALIZE_LOCK = threading.RLock()
 def realize(outs: list[LazyBuffer]):
   """Computes outs. A graph deeper than DEPTH_STAGE ops (x = x * 1.001 a thousand times) is computed in stages:
   its nodes at every multiple of that depth first, shallowest first, so no walk goes deeper than one stage."""
+  if all(o.base.buffer is not None for o in outs): return   # realized already (numpy() of a result asks again)
   with REALIZE_LOCK:
     if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
       for node in _stage_nodes(outs): run_schedule(create_schedule([node]))

@@ -241,8 +241,11 @@ class View:
     """Both views read the same element for every index (they may differ in the coefficients of size-1 dims)."""
     return len(self.levels) == len(other.levels) and all(a.canonical == b.canonical for a, b in zip(self.levels, other.levels))
 
-  def is_flat_order(self) -> bool:
-    """True when the view reads its base in order with no gaps: a reshape at most."""
+  def is_flat_order(self) -> bool: return self._is_flat_order
+
+  @functools.cached_property
+  def _is_flat_order(self) -> bool:
+    """True when the view reads its base in order with no gaps: a reshape at most (asked on every numpy())."""
     if len(self.levels) != 1 or self.levels[0].conds or prod(self.shape) != prod(self.base_shape): return False
     strides, offset = self.levels[0].strides_into(contiguous_strides(self.base_shape))
     return offset == 0 and all(s == c for s, c, n in zip(strides, contiguous_strides(self.shape), self.shape) if n != 1)
