@@ -487,13 +487,19 @@ def store_alongside(schedule: list[Kernel]) -> list[Kernel]:
   position = {id(k.output): i for i, k in enumerate(schedule)}
   for j, kernel in enumerate(schedule):
     if not _elementwise(kernel): continue
-    while True:
-      source = next((schedule[i] for node in kernel.inputs if (i := position.get(id(node), j)) < j and schedule[i] is not None
-                     and _stores_alongside(schedule[i], kernel, schedule[i + 1:j])), None)
-      if source is None: break
+    while (source := _source_to_store(schedule, position, j)) is not None:
       schedule[position[id(source.output)]] = None
-      kernel = schedule[j] = _with_stored(kernel, source)
+      schedule[j] = _with_stored(schedule[j], source)
   return [k for k in schedule if k is not None]
+
+
+def _source_to_store(schedule: list, position: dict, j: int) -> Optional[Kernel]:
+  """An earlier kernel whose nodes schedule[j] can compute and store alongside its output, if any."""
+  reader = schedule[j]
+  for node in reader.inputs:
+    i = position.get(id(node), j)
+    if i < j and schedule[i] is not None and _stores_alongside(schedule[i], reader, schedule[i + 1:j]): return schedule[i]
+  return None
 
 
 def _elementwise(kernel: Kernel) -> bool: return kernel.kind == "compute" and not kernel.stages
