@@ -178,6 +178,13 @@ WORKLOADS = {
         torch=lambda m: torch.softmax(m.T, dim=-1),
         nbgrad=lambda m: m.T.softmax(axis=-1),
         rtol=1e-4, atol=1e-7),
+    # attention's heads merged back, then a softmax over each position's 512 features
+    "softmax_heads_merged": Workload(
+        "heads",
+        numpy=lambda x: numpy_softmax(x.transpose(0, 2, 1, 3).reshape(16, 256, 512)),
+        torch=lambda x: torch.softmax(x.transpose(1, 2).reshape(16, 256, 512), dim=-1),
+        nbgrad=lambda x: x.transpose(1, 2).reshape(16, 256, 512).softmax(-1),
+        rtol=1e-5, atol=1e-8),
     # running sums of 4096 standard normals reach about 200; float32 accumulation (torch: double) drifts
     "cumsum_axis0": Workload(
         "matrix",
@@ -446,6 +453,12 @@ def test_reduce_softmax_lastaxis(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_reduce_softmax_transposed(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "softmax_transposed")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_softmax_heads_merged(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "softmax_heads_merged")
 
 
 # ---------------------------------------------------------------------------------------------

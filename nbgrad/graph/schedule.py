@@ -298,8 +298,10 @@ def refine_loop_dims(kernel: Kernel) -> Kernel:
   """An elementwise kernel that reads a buffer through a reshape no strides express (a repeat, the flatten of a
   transpose, attention's heads merged back: x.transpose(1, 2).reshape(B, T, H * D)) loops over the common
   refinement of its shape and the reshaped one's, where the read is plain strides: no division and remainder per
-  element. merge_loop_dims then joins back the dims every view walks in step."""
-  if kernel.stages: return kernel
+  element. merge_loop_dims then joins back the dims every view walks in step. So does a reduce whose kernel writes
+  every element (softmax, layernorm over merged heads, 16x256x8x64: 6.2 -> 1.5 and 1.70 -> 1.30 ms), its reduced
+  dim's parts all reduced; a lone reduce keeps its loop (a sum over merged heads took 0.60 ms, 0.88 refined)."""
+  if kernel.stages and not kernel.full: return kernel
   views = collect_views(kernel)
   shape = kernel.loop_shape
   for view in views:
@@ -314,7 +316,9 @@ def refine_loop_dims(kernel: Kernel) -> Kernel:
       levels = (folded.then(levels[1]),) + levels[2:]
     refined[view] = View(levels)
   if all(len(refined[view].levels) == len(view.levels) for view in views): return kernel
-  return _with_views(kernel, shape, (), refined.__getitem__)
+  axes = [d for group, parts in reshape_groups(kernel.loop_shape, shape) if group[0] in kernel.reduce_axes for d in parts]
+  if kernel.reduce_axes and not axes: return kernel   # only size-1 dims were reduced
+  return _with_views(kernel, shape, axes, refined.__getitem__)
 
 
 def _common_refinement(a: tuple, b: tuple) -> Optional[tuple]:
