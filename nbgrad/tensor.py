@@ -335,7 +335,7 @@ def _einsum_ellipsis(terms: list[str], output: str, explicit: bool, operands) ->
   return spelled, output.replace("...", letters) if explicit else letters
 
 
-def _einsum_by_products(terms, operands, output: str) -> Tensor:
+def _einsum_by_products(terms, operands, output: str, sizes: dict) -> Tensor:
   """A float einsum of several operands contracted a pair at a time, left to right (as torch does), each pair as one
   batched matrix product: the letters both share and keep are the batch, the ones they share and sum are the inner
   size, the rest are the rows and the columns. A letter only one operand has and nothing later needs is summed
@@ -350,15 +350,12 @@ def _einsum_by_products(terms, operands, output: str) -> Tensor:
     batch = [c for c in term if c in y_term and c in later]
     inner = [c for c in term if c in y_term and c not in later]
     rows, cols = [c for c in term if c not in y_term], [c for c in y_term if c not in term]
-    size = lambda letters, t, z: math.prod(z.shape[t.index(c)] for c in letters)
-    a = x.permute([term.index(c) for c in batch + rows + inner])
-    b = y.permute([y_term.index(c) for c in batch + inner + cols])
-    a = a.reshape(size(batch, term, x), size(rows, term, x), size(inner, term, x))
-    b = b.reshape(size(batch, y_term, y), size(inner, y_term, y), size(cols, y_term, y))
+    size = lambda letters: math.prod(sizes[c] for c in letters)
+    a = x.permute([term.index(c) for c in batch + rows + inner]).reshape(size(batch), size(rows), size(inner))
+    b = y.permute([y_term.index(c) for c in batch + inner + cols]).reshape(size(batch), size(inner), size(cols))
     if rows and cols and inner: product = a @ b
     else: product = (a.reshape(a.shape + (1,)) * b.reshape(b.shape[:1] + (1,) + b.shape[1:])).sum(2)   # fused, memory-bound
-    shape = tuple(x.shape[term.index(c)] for c in batch + rows) + tuple(y.shape[y_term.index(c)] for c in cols)
-    term, x = "".join(batch + rows + cols), product.reshape(shape)
+    term, x = "".join(batch + rows + cols), product.reshape(tuple(sizes[c] for c in batch + rows + cols))
   term, x = _einsum_sum_unused(term, x, output)
   return x.permute([term.index(c) for c in output])
 
@@ -1785,7 +1782,7 @@ class Tensor:
         if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
           raise ShapeMismatch(f"einsum letter {letter!r} has sizes {sizes[letter]} and {size}")
         sizes[letter] = max(sizes[letter], size)
-    if len(operands) > 1 and _einsum_as_products(terms, operands, sizes, acc_dtype): return _einsum_by_products(terms, operands, output)
+    if len(operands) > 1 and _einsum_as_products(terms, operands, sizes, acc_dtype): return _einsum_by_products(terms, operands, output, sizes)
     product = None
     for term, x in zip(terms, operands):
       order = sorted(range(len(term)), key=lambda i: letters.index(term[i]))
