@@ -590,11 +590,11 @@ class Renderer:
       self.init_accumulator(depth, op, expr.dtype, f"acc{number}")
       inner = self.loops(depth, reduce)
       value = self.accumulate(inner, op, expr, f"acc{number}")
-      if expr is reused: self.emit(inner, f"out[{self.out_offset(inner)}] = {value}")
+      if expr is reused: self.emit(inner, f"out[{unsigned(self.out_offset(inner))}] = {value}")
       self.finish_accumulator(depth, op, expr.dtype, f"acc{number}")
     if k.full and reused is not None:
       inner = self.loops(depth, reduce)
-      self.emit(inner, f"parked = out[{self.out_offset(inner)}]")
+      self.emit(inner, f"parked = out[{unsigned(self.out_offset(inner))}]")
       self.store(inner, known={id(reused): "parked"})
     elif k.full: self.store(self.loops(depth, reduce))
     else:
