@@ -1,5 +1,6 @@
 """A parallel kernel launched often gets a second build with its integer parameters written in as constants
-(nbgrad.jit.SPECIALIZE_AFTER); it must compute the same bits as the generic build."""
+(nbgrad.jit.SPECIALIZE_AFTER); it must compute the same bits as the generic build, and a parallel build the same bits
+on one thread as on all."""
 import numpy as np
 import torch
 import nbgrad.jit as jit
@@ -21,3 +22,31 @@ def test_a_kernel_launched_often_switches_to_its_specialized_build_with_equal_re
   assert specialized_kernels() - before, f"no kernel was specialized after {len(results)} launches"
   for got in results: np.testing.assert_array_equal(got, want)
   assert np.array_equal(results[0].view(np.uint32), results[-1].view(np.uint32))
+
+
+def parallel_entry_of(kernel_count_before: int):
+  """The parallel build's entry made since the cache held kernel_count_before entries."""
+  entries = [entry for key, entry in list(jit._rendered_cache.items())[kernel_count_before:] if key[1]]
+  assert len(entries) == 1, f"expected one parallel kernel, found {len(entries)}"
+  return entries[0]
+
+
+def test_a_parallel_build_computes_the_same_bits_on_one_thread_and_on_all():
+  """Below ALWAYS_PARALLEL_ELEMENTS a parallel build runs on one thread until its timings show that all threads pay;
+  the switch must not change a value (row sums and softmax of 512x1024, elementwise over 2^18)."""
+  x = np.random.default_rng(11).standard_normal((512, 1024)).astype(np.float32)
+  t = Tensor(x).realize()
+  for name, op, want in [("row sums", lambda v: (v * 2 + 1).relu().sum(1), np.maximum(x * 2 + 1, 0).sum(1)),
+                         ("softmax", lambda v: v.softmax(1), torch.from_numpy(x).softmax(1).numpy()),
+                         ("elementwise", lambda v: (v * 3).exp() - v, np.exp(x * 3) - x)]:
+    before = len(jit._rendered_cache)
+    op(t).realize()
+    jit.finish_builds()
+    entry = parallel_entry_of(before)
+    results = []
+    for threads_pay in (None, None, False, True, True):   # timed on one thread twice, then each way forced
+      if threads_pay is not None: entry.threads_pay = threads_pay
+      results.append(op(t).numpy())
+    assert entry.one_thread_timings == jit.ONE_THREAD_TIMINGS, name
+    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4, err_msg=name)
+    for got in results[1:]: assert np.array_equal(got.view(np.uint32), results[0].view(np.uint32)), name

@@ -1,5 +1,7 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
+import math
+import time
 from typing import Optional
 import numba
 import numpy as np
@@ -20,6 +22,17 @@ from nbgrad.jit.render import Renderer
 # on one core, which made the parallel kernels after them slower (their data sat in the other core's cache, or
 # its workers slept), and the step took 1.3-1.5 ms longer on a 2-core AMD EPYC VM.
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
+
+# Waking the pool's sleeping workers costs a launch 30-60 us on a 2-core AMD EPYC VM (numba functions, x * 2 in
+# parallel on all threads / on one: 2^16 elements 51 / 10 us, 2^18 62 / 29, 2^20 95 / 96). So a parallel build
+# below ALWAYS_PARALLEL_ELEMENTS runs on one thread for its first ONE_THREAD_TIMINGS launches, and on all of them
+# from then on only if the fastest of those took PARALLEL_MIN_SECONDS or more. Each thread computes whole prange
+# iterations, so the values do not depend on the thread count. Measured per kernel of the training steps (benchmarks/
+# group train, one thread / all): the MLP's bias-and-relu of 256x512 15 / 56 us, its weight update of 784x512
+# 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us.
+ALWAYS_PARALLEL_ELEMENTS = 1 << 22
+PARALLEL_MIN_SECONDS = 80e-6
+ONE_THREAD_TIMINGS = 2
 
 __all__ = ["run_kernel", "finish_builds"]
 
@@ -43,8 +56,10 @@ SPECIALIZE_AFTER = 16
 class _Rendered:
   """A kernel structure's compiled kernel and parameter arrays, kept so a kernel seen before is not rendered
   again (rendering costs more than running a small kernel); for a parallel kernel also its launch count and,
-  once launched SPECIALIZE_AFTER times, its build with constant parameters."""
-  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized")
+  once launched SPECIALIZE_AFTER times, its build with constant parameters, and whether its threads pay (None
+  until its launches on one thread tell)."""
+  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized", "threads_pay", "one_thread_timings",
+               "one_thread_seconds")
 
   def __init__(self, kernel: Kernel, parallel: bool):
     renderer = Renderer(kernel, parallel)
@@ -53,6 +68,14 @@ class _Rendered:
     self.float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
+    self.threads_pay: Optional[bool] = None
+    self.one_thread_timings, self.one_thread_seconds = 0, math.inf
+
+  def timed_on_one_thread(self, seconds: float):
+    """Counts a launch on one thread (the first one's time may hold a load from disk: the fastest counts)."""
+    self.one_thread_timings += 1
+    self.one_thread_seconds = min(self.one_thread_seconds, seconds)
+    if self.one_thread_timings >= ONE_THREAD_TIMINGS: self.threads_pay = self.one_thread_seconds >= PARALLEL_MIN_SECONDS
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -78,15 +101,28 @@ def _rendered(kernel: Kernel, parallel: bool) -> _Rendered:
 
 
 def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
-  """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache);
-  until then the serial build runs and the parallel one compiles on a background thread, so a first
-  call never waits for a parallel compile."""
+  """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache), on one thread
+  or on all (see ALWAYS_PARALLEL_ELEMENTS); until then the serial build runs and the parallel one compiles on a
+  background thread, so a first call never waits for a parallel compile."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
-  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
+  elements = prod(kernel.loop_shape)
+  if elements >= PARALLEL_MIN_ELEMENTS:
     parallel = _rendered(kernel, parallel=True)
     if parallel.compiled.ready or parallel.compiled.on_disk():
       launch = parallel.fastest(kernel, arrays)
-      with LAUNCH_LOCK: launch(*arrays, parallel.int_params, parallel.float_params)
+      if elements >= ALWAYS_PARALLEL_ELEMENTS: parallel.threads_pay = True
+      with LAUNCH_LOCK:
+        if parallel.threads_pay:
+          launch(*arrays, parallel.int_params, parallel.float_params)
+          return
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+          start = time.perf_counter()
+          launch(*arrays, parallel.int_params, parallel.float_params)
+          if parallel.threads_pay is None: parallel.timed_on_one_thread(time.perf_counter() - start)
+        finally:
+          numba.set_num_threads(threads)
       return
     serial = _rendered(kernel, parallel=False)
     with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
