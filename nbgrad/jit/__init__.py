@@ -17,19 +17,21 @@ from nbgrad.jit.render import Renderer
 # launch and the calling thread only waits: a launch costs about 50 us, and relu(x+y) (numba functions, 2 cores)
 # took 2^16 16 us serial vs 78 parallel, 2^20 222 vs 363, 2^22 3036 vs 2377. In the MLP training step (benchmarks/
 # group train) its parallel kernels also slowed the products that followed them.
-# The threshold is fixed rather than timed per kernel (as a big take chooses its threads): timing each
-# kernel's serial and parallel builds and keeping the faster put some of the CNN training step's elementwise kernels
-# on one core, which made the parallel kernels after them slower (their data sat in the other core's cache, or
-# its workers slept), and the step took 1.3-1.5 ms longer on a 2-core AMD EPYC VM.
+# Which build runs is fixed by this threshold rather than timed per kernel (as a big take chooses its threads):
+# timing each kernel's serial and parallel builds and keeping the faster put some of the CNN training step's
+# elementwise kernels on one core, which made the parallel kernels after them slower (their data sat in the other
+# core's cache, or its workers slept), and the step took 1.3-1.5 ms longer on a 2-core AMD EPYC VM. Only the thread
+# count of a parallel build is timed (below), which changes neither the build nor the values.
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
 
 # Waking the pool's sleeping workers costs a launch 30-60 us on a 2-core AMD EPYC VM (numba functions, x * 2 in
 # parallel on all threads / on one: 2^16 elements 51 / 10 us, 2^18 62 / 29, 2^20 95 / 96). So a parallel build
 # below ALWAYS_PARALLEL_ELEMENTS runs on one thread for its first ONE_THREAD_TIMINGS launches, and on all of them
 # from then on only if the fastest of those took PARALLEL_MIN_SECONDS or more. Each thread computes whole prange
-# iterations, so the values do not depend on the thread count. Measured per kernel of the training steps (benchmarks/
-# group train, one thread / all): the MLP's bias-and-relu of 256x512 15 / 56 us, its weight update of 784x512
-# 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us.
+# iterations, so the values do not depend on the thread count. Kernels of the training steps (benchmarks/ group train,
+# serial build / parallel build on all threads): the MLP's bias-and-relu of 256x512 15 / 56 us, its weight update
+# of 784x512 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us. The steps (min of the benchmark,
+# three runs each): MLP 6.9-9.3 -> 6.5-6.7 ms, CNN 7.5-8.9 -> 7.4-7.5 ms, with TinyJit MLP 5.7-8.3 -> 5.1-5.2 ms.
 ALWAYS_PARALLEL_ELEMENTS = 1 << 22
 PARALLEL_MIN_SECONDS = 80e-6
 ONE_THREAD_TIMINGS = 2
