@@ -224,8 +224,8 @@ def _names_changed_in_blocks(code: list[str]) -> dict[int, set]:
 class Renderer:
   # float math: op -> (function for 16/32-bit floats, function for 64-bit floats)
   MATH = {
-    UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP: ("exp_f32", "np.exp"), UnaryOps.EXP2: ("exp2_f32", "np.exp2"),
-    UnaryOps.LOG: ("log_f32", "np.log"), UnaryOps.LOG2: ("log2_f32", "np.log2"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.COS: ("cos_f32", "np.cos"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
+    UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP: ("exp_f32", "exp_f64"), UnaryOps.EXP2: ("exp2_f32", "exp2_f64"),
+    UnaryOps.LOG: ("log_f32", "log_f64"), UnaryOps.LOG2: ("log2_f32", "log2_f64"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.COS: ("cos_f32", "np.cos"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
     UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
   }
   BINARY = BINARY

@@ -4,6 +4,7 @@ them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that sto
 Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
 and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp over the whole float32 range (their range
 reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers)."""
+import math
 import platform
 import numpy as np
 from llvmlite import ir
@@ -183,6 +184,91 @@ def exp_f32(x):
   scale_b = reinterpret(np.int32((np.int32(k) - half + np.int32(127)) << np.int32(23)), types.float32)
   r = p * scale_a * scale_b
   return r if x == x else x
+
+
+# ---- float64 exponentials and logarithms: numba calls libm's exp and log for each element, which keeps LLVM from
+# vectorizing the loop (exp of 2^21 float64, 2 threads: 4.67 ms that way, 1.31 ms this way; numpy 1.75, torch 1.77)
+_EXP_SERIES = tuple(1.0 / math.factorial(n) for n in range(13, -1, -1))   # e**r's, highest power first
+_ATANH_SERIES = tuple(2.0 / n for n in range(23, 2, -2))   # (2 atanh(s) - 2 s) / s**3's, in powers of s**2
+
+
+@njit(**JIT, inline="always")
+def _horner(x, coefficients):
+  """The polynomial in x with these coefficients, the highest power's first."""
+  p = coefficients[0]
+  for c in coefficients[1:]: p = p * x + c
+  return p
+
+
+@njit(**JIT, inline="always")
+def _exp_f64_reduced(k, r):
+  """e**r * 2**k for |r| <= ln2 / 2 (the series to r**13, below a 20th of an ulp) and an integer k in -1076..1024,
+  2**k in two factors that are normal floats, so the product rounds once (into a subnormal too)."""
+  p = _horner(r, _EXP_SERIES)
+  half = np.int64(k) >> np.int64(1)
+  scale_a = reinterpret((half + np.int64(1023)) << np.int64(52), types.float64)
+  scale_b = reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
+  return p * scale_a * scale_b
+
+
+@njit(**JIT)
+def exp_f64(x):
+  """e**x within an ulp: x = k ln2 + r with ln2 in two parts, the first exact in a product with k."""
+  xs = min(max(x, -746.0), 710.0)
+  k = np.rint(xs * 1.4426950408889634)
+  r = (xs - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10
+  v = _exp_f64_reduced(k, r)
+  return v if x == x else x
+
+
+@njit(**JIT)
+def exp2_f64(x):
+  xs = min(max(x, -1076.0), 1025.0)
+  k = np.rint(xs)
+  v = _exp_f64_reduced(k, (xs - k) * 0.6931471805599453)
+  return v if x == x else x
+
+
+@njit(**JIT, inline="always")
+def _log_f64_parts(x):
+  """A float64 x > 0 as 2 ** e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), and ln(1 + f) = 2 atanh(s) for s = f / (2 + f),
+  written f - s (f - R) with R = 2 s**2 / 3 + 2 s**4 / 5 + ... (to s**22, below a 20th of an ulp; |s| <= 0.172):
+  f is exact, and the rounding of s only reaches the smaller second term. (e, ln(1 + f))."""
+  small = x < 2.2250738585072014e-308
+  xs = x * 4503599627370496.0 if small else x   # subnormals scaled by 2**52
+  bits = reinterpret(xs, types.int64)
+  e = np.float64((bits >> np.int64(52)) - np.int64(1023)) - (52.0 if small else 0.0)
+  m = reinterpret((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000), types.float64)
+  big = m > 1.4142135623730951
+  m = m * 0.5 if big else m
+  e = e + 1.0 if big else e
+  f = m - 1.0
+  s = f / (2.0 + f)
+  z = s * s
+  p = _horner(z, _ATANH_SERIES)
+  return e, f - s * (f - z * p)
+
+
+@njit(**JIT, inline="always")
+def _log_f64_special(x, r):
+  """r, or IEEE's answer where x is 0, inf, negative or nan."""
+  r = -np.inf if x == 0.0 else r
+  r = x if x == np.inf else r
+  return np.nan if (x < 0.0 or x != x) else r
+
+
+@njit(**JIT)
+def log_f64(x):
+  """ln x within an ulp of numpy's, vectorizable (as exp_f64): e ln2 with ln2 in two parts, the first exact in e's
+  product (log2 x, e + ln(1 + f) log2 e, is within two)."""
+  e, ln_m = _log_f64_parts(x)
+  return _log_f64_special(x, e * 6.93147180369123816490e-01 + (e * 1.90821492927058770002e-10 + ln_m))
+
+
+@njit(**JIT)
+def log2_f64(x):
+  e, ln_m = _log_f64_parts(x)
+  return _log_f64_special(x, e + ln_m * 1.4426950408889634)
 
 
 @njit(**JIT)
