@@ -58,6 +58,20 @@ def heads():
 
 
 @pytest.fixture(scope="session")
+def double_vectors():
+    """16M float64 values drawn from a standard normal (as a 1-tuple): what numpy makes by default."""
+    return (np.random.default_rng(7).standard_normal(VECTOR_SIZE),)
+
+
+@pytest.fixture(scope="session")
+def small_vectors():
+    """Three 64K-element float32 arrays drawn from a standard normal: 256 KiB each, a size where a call's fixed
+    costs (scheduling, waking threads) count more than its loop."""
+    rng = np.random.default_rng(8)
+    return tuple(rng.standard_normal(1 << 16, dtype=np.float32) for _ in range(3))
+
+
+@pytest.fixture(scope="session")
 def int_vectors():
     """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
     rng = np.random.default_rng(2)

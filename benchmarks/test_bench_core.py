@@ -97,6 +97,18 @@ WORKLOADS = {
         torch=lambda x, y: x + y,
         nbgrad=lambda x, y: x + y,
         rtol=0.0, atol=0.0),
+    "small_fma_relu": Workload(
+        "small_vectors",
+        numpy=lambda x, y, z: np.maximum(x * y + z, 0),
+        torch=lambda x, y, z: torch.relu(x * y + z),
+        nbgrad=lambda x, y, z: (x * y + z).relu(),
+        rtol=1e-5, atol=1e-5),
+    "double_log_exp": Workload(
+        "double_vectors",
+        numpy=lambda x: np.log(np.exp(x) + 1),
+        torch=lambda x: torch.log(torch.exp(x) + 1),
+        nbgrad=lambda x: (x.exp() + 1).log(),
+        rtol=1e-12, atol=0.0),
     "half_to_float": Workload(
         "half_vectors",
         numpy=lambda x, y: x.astype(np.float32),
@@ -328,7 +340,8 @@ def bench_workload(benchmark, request, lib, name):
 
 
 # ---------------------------------------------------------------------------------------------
-# elementwise: 16M float32 (int32 for the integer divisions, float16 for the half ones)
+# elementwise: 16M float32 (int32 for the integer divisions, float16 for the half ones, float64 for the double
+# one), and 64K float32 for the small one
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="elementwise")
@@ -377,6 +390,18 @@ def test_elementwise_half_add(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_half_to_float(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "half_to_float")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_small_fma_relu(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "small_fma_relu")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_double_log_exp(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "double_log_exp")
 
 
 @pytest.mark.benchmark(group="movement")
