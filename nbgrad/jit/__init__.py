@@ -26,14 +26,15 @@ PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" e
 
 # Waking the pool's sleeping workers costs a launch 30-60 us on a 2-core AMD EPYC VM (numba functions, x * 2 in
 # parallel on all threads / on one: 2^16 elements 51 / 10 us, 2^18 62 / 29, 2^20 95 / 96). So a parallel build
-# below ALWAYS_PARALLEL_ELEMENTS runs on one thread for its first ONE_THREAD_TIMINGS launches, and on all of them
-# from then on only if the fastest of those took PARALLEL_MIN_SECONDS or more. Each thread computes whole prange
+# below ALWAYS_PARALLEL_ELEMENTS runs on one thread for its first ONE_THREAD_TIMINGS launches, and on all T of them
+# from then on only if the fastest of those took WAKE_SECONDS * T / (T - 1) or more: t on one thread against about
+# t / T + WAKE_SECONDS on T (80 us on 2 threads, 43 on 16). Each thread computes whole prange
 # iterations, so the values do not depend on the thread count. Kernels of the training steps (benchmarks/ group train,
 # serial build / parallel build on all threads): the MLP's bias-and-relu of 256x512 15 / 56 us, its weight update
 # of 784x512 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us. The steps (min of the benchmark,
 # three runs each): MLP 6.9-9.3 -> 6.5-6.7 ms, CNN 7.5-8.9 -> 7.4-7.5 ms, with TinyJit MLP 5.7-8.3 -> 5.1-5.2 ms.
 ALWAYS_PARALLEL_ELEMENTS = 1 << 22
-PARALLEL_MIN_SECONDS = 80e-6
+WAKE_SECONDS = 40e-6
 ONE_THREAD_TIMINGS = 2
 
 __all__ = ["run_kernel", "finish_builds"]
@@ -73,11 +74,12 @@ class _Rendered:
     self.threads_pay: Optional[bool] = None
     self.one_thread_timings, self.one_thread_seconds = 0, math.inf
 
-  def timed_on_one_thread(self, seconds: float):
-    """Counts a launch on one thread (the first one's time may hold a load from disk: the fastest counts)."""
+  def timed_on_one_thread(self, seconds: float, threads: int):
+    """Counts a launch on one thread of threads (the first one's time may hold a load from disk: the fastest counts)."""
     self.one_thread_timings += 1
     self.one_thread_seconds = min(self.one_thread_seconds, seconds)
-    if self.one_thread_timings >= ONE_THREAD_TIMINGS: self.threads_pay = self.one_thread_seconds >= PARALLEL_MIN_SECONDS
+    if self.one_thread_timings >= ONE_THREAD_TIMINGS:
+      self.threads_pay = threads > 1 and self.one_thread_seconds >= WAKE_SECONDS * threads / (threads - 1)
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -122,7 +124,7 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
         try:
           start = time.perf_counter()
           launch(*arrays, parallel.int_params, parallel.float_params)
-          if parallel.threads_pay is None: parallel.timed_on_one_thread(time.perf_counter() - start)
+          if parallel.threads_pay is None: parallel.timed_on_one_thread(time.perf_counter() - start, threads)
         finally:
           numba.set_num_threads(threads)
       return
