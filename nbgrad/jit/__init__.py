@@ -71,7 +71,7 @@ class _Rendered:
     self.float_params = np.array(renderer.float_params, np.float64) if renderer.float_params else _EMPTY_FLOATS
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
-    self.threads_pay: Optional[bool] = None
+    self.threads_pay: Optional[bool] = True if prod(kernel.loop_shape) >= ALWAYS_PARALLEL_ELEMENTS else None
     self.one_thread_timings, self.one_thread_seconds = 0, math.inf
 
   def timed_on_one_thread(self, seconds: float, threads: int):
@@ -109,12 +109,10 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   or on all (see ALWAYS_PARALLEL_ELEMENTS); until then the serial build runs and the parallel one compiles on a
   background thread, so a first call never waits for a parallel compile."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
-  elements = prod(kernel.loop_shape)
-  if elements >= PARALLEL_MIN_ELEMENTS:
+  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
     parallel = _rendered(kernel, parallel=True)
     if parallel.compiled.ready or parallel.compiled.on_disk():
       launch = parallel.fastest(kernel, arrays)
-      if elements >= ALWAYS_PARALLEL_ELEMENTS: parallel.threads_pay = True
       with LAUNCH_LOCK:
         if parallel.threads_pay:
           launch(*arrays, parallel.int_params, parallel.float_params)

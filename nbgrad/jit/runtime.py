@@ -3,7 +3,8 @@ them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that sto
 
 Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
 and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp over the whole float32 range (their range
-reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers)."""
+reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers). float64 (against
+numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2."""
 import math
 import platform
 import numpy as np
