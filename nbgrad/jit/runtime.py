@@ -293,18 +293,14 @@ def _log_parts(x):
 @njit(**JIT)
 def pow_f32(a, e):
   """a ** e for a magnitude a > 0, in float64 arithmetic: e * log2(a) keeps its digits, where exp(e * log(a)) in
-  float32 lost up to 70 ulps. log2(a) from _log_parts; 2**t by the series of e**(f ln2) for the fraction f of t,
-  scaled by 2**round(t). Infinite and NaN a go through as log2(a) = a; selects only, no branches, so that loops
-  over it vectorize."""
+  float32 lost up to 70 ulps. log2(a) from _log_parts; 2**t as e**(f ln2) 2**n for t = n + f, n = round(t).
+  Infinite and NaN a go through as log2(a) = a; selects only, no branches, so that loops over it vectorize."""
   k, ln_m = _log_parts(a)
   x = np.float64(a)
   log2_a = k + ln_m * 1.4426950408889634 if x < np.inf else x
   t = min(max(np.float64(e) * log2_a, -200.0), 200.0)
   n = np.rint(t)
-  y = (t - n) * 0.6931471805599453
-  p = 1.0 + y * (1.0 + y * (1 / 2 + y * (1 / 6 + y * (1 / 24 + y * (1 / 120 + y * (1 / 720 + y * (1 / 5040 + y * (
-    1 / 40320 + y * (1 / 362880 + y * (1 / 3628800 + y / 39916800))))))))))
-  return np.float32(p * reinterpret((np.int64(n) + np.int64(1023)) << np.int64(52), types.float64))
+  return np.float32(_exp_f64_reduced(n, (t - n) * 0.6931471805599453))
 
 
 @njit(**JIT)
