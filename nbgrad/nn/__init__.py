@@ -173,7 +173,8 @@ class InstanceNorm(GroupNorm):
 
 
 class Embedding:
-  """Rows of weight (vocab_size, embed_size) picked by a tensor of indices: out shape idx.shape + (embed_size,)."""
+  """Rows of weight (vocab_size, embed_size) picked by a tensor of indices: out shape idx.shape + (embed_size,).
+  An index outside [0, vocab_size) reads a row of zeros and sends no gradient."""
   def __init__(self, vocab_size: int, embed_size: int):
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
@@ -182,4 +183,5 @@ class Embedding:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
     if dtypes.is_float(idx.dtype): idx = whole_float_indices(idx)   # as tinygrad: 2.5 reads zeros
     if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int or float tensor, got {idx.dtype}")
+    if not dtypes.is_unsigned(idx.dtype): idx = (idx < 0).where(self.vocab_sz, idx)   # as tinygrad: -1 reads zeros, not the last row
     return self.weight[idx]
