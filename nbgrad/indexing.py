@@ -14,6 +14,12 @@ def whole_float_indices(index):
   return whole.where(index, -2**31).cast(dtypes.int32)
 
 
+def _is_int_tensor(i) -> bool:
+  from nbgrad.tensor import Tensor
+  from nbgrad.dtype import dtypes
+  return isinstance(i, Tensor) and dtypes.is_int(i.dtype)
+
+
 def _is_array_index(i) -> bool:
   from nbgrad.tensor import Tensor
   return isinstance(i, (Tensor, list, tuple, np.ndarray))
@@ -66,6 +72,7 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
 
 
 def basic_index(tensor, indices):
+  if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices)   # x[idx], the common case
   items = _normalize(indices, tensor.shape)
   for i in items:
     if _is_array_index(i): return advanced_index(tensor, items)
@@ -165,7 +172,7 @@ def advanced_index(tensor, items: list):
       positions.append(dim)
       index_items.append(i)
     if is_array or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
-  x = basic_index(tensor, tuple(basic))
+  x = tensor if all(b == slice(None) for b in basic) else basic_index(tensor, tuple(basic))
   if positions == [0]: return _read_rows(x, index_tensor(index_items[0], x.device))
   wrapped = [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
   try: batch = broadcast_shape(*[index.shape for index, _ in wrapped])
