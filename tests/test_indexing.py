@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from nbgrad import Tensor, dtypes
+from nbgrad import Tensor, dtypes, indexing
 
 SHAPE = (4, 5, 6)   # one input shape for most rows: kernels that differ only in sizes share a compile
 TOL = dict(rtol=1e-6, atol=1e-6)   # indexing only moves values (the gradient sums at most a few of them)
@@ -60,6 +60,13 @@ def check_index_and_grad(a, nb_index, np_ref, th_index):
 
 
 # ---------------------------------------------------------------- advanced indexing
+@pytest.fixture(params=["known", "graph"])
+def positions_path(request, monkeypatch):
+  """Both ways an advanced index finds the positions it reads: from the index values in numpy (small results of
+  known indices, the default here), or computed in the graph (big results, lazy index tensors)."""
+  if request.param == "graph": monkeypatch.setattr(indexing, "KNOWN_INDEX_ELEMENTS", -1)
+
+
 # id -> index into an array of SHAPE (4, 5, 6); T(...) marks an index tensor, lists and tuples stay Python sequences
 ADVANCED_ROWS = {
   "tensor_1d": T([0, 2, 3, 1]),
@@ -89,7 +96,7 @@ ADVANCED_ROWS = {
 
 
 @pytest.mark.parametrize("row", list(ADVANCED_ROWS))
-def test_advanced_index(row):
+def test_advanced_index(row, positions_path):
   index = ADVANCED_ROWS[row]
   a = make(SHAPE)
   check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
@@ -114,6 +121,19 @@ def test_index_tensor_dtypes(name):
   index = T(values, INDEX_DTYPES[name])
   a = make(SHAPE)
   check_index_and_grad(a, for_nbgrad(index), a[for_numpy(index)], for_torch(index))
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["realized", "lazy"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint64], ids=["int8", "int64", "uint64"])
+def test_an_index_on_a_later_dim_wraps_negatives_and_reads_zero_out_of_range_in_every_dtype(dtype, lazy, positions_path):
+  """x[:, idx]: uint64 values past int64's range and int64 ones past int32's read zeros, negative ones count from the
+  end, whether the index values are known (a realized tensor) or computed in the same graph."""
+  values = {np.int8: [3, -1, 7, -6], np.int64: [1, 2**40, -(2**40), -1], np.uint64: [0, 2**63 + 1, 2**64 - 1, 4]}[dtype]
+  size, a = SHAPE[1], make(SHAPE)
+  valid = np.array([-size <= v < size for v in values])
+  ref = np.where(valid[None, :, None], a[:, [v % size if ok else 0 for v, ok in zip(values, valid)]], 0)
+  index = Tensor(np.array(values, dtype))
+  np.testing.assert_array_equal(Tensor(a)[:, index + 0 if lazy else index].numpy(), ref)
 
 
 # one index tensor on the first dim: the take kernel itself counts negative indices from the end and reads 0 out of
@@ -198,7 +218,7 @@ OUT_OF_RANGE_ROWS = {
 
 
 @pytest.mark.parametrize("row", list(OUT_OF_RANGE_ROWS))
-def test_out_of_range_index_tensor_reads_zero(row):
+def test_out_of_range_index_tensor_reads_zero(row, positions_path):
   index = OUT_OF_RANGE_ROWS[row]
   a = make(SHAPE)
   dim = len(index) - 1
@@ -247,7 +267,7 @@ MASK_ROWS = {
 
 
 @pytest.mark.parametrize("row", list(MASK_ROWS))
-def test_bool_mask_index(row):
+def test_bool_mask_index(row, positions_path):
   index = MASK_ROWS[row]
   a = make(SHAPE)
   check_index_and_grad(a, for_nbgrad(mask_for(index, Tensor)), a[for_numpy(mask_for(index, lambda m: m))],
