@@ -133,3 +133,50 @@ def test_random_graph_forward_and_backward_match_torch(seed):
     ours = pair.ours.grad.numpy() if pair.ours.grad is not None else np.zeros(pair.shape, np.float32)
     theirs = pair.theirs.grad.numpy() if pair.theirs.grad is not None else np.zeros(pair.shape)
     np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4, err_msg=f"gradient of leaf {n} {pair.shape}, seed {seed}")
+
+
+# ---- integer graphs, forward against numpy: wrap-around arithmetic, casts, comparisons and sums in every int dtype
+INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+SUM_DTYPES = {"int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32"}   # ints sum in at least 32 bits
+
+
+def int_leaf(rng, shape, dtype):
+  values = rng.integers(-100, 100, shape).astype(dtype)   # negative values wrap into the unsigned dtypes
+  return Pair(Tensor(values), values)
+
+
+def int_step(rng, x: Pair) -> Pair:
+  dtype = x.theirs.dtype.name
+  kind = rng.choice(["arith", "arith", "compare", "cast", "movement", "reduce"])
+  if kind == "arith":
+    other = int_leaf(rng, broadcastable_to(rng, x.shape), dtype) if rng.random() < 0.7 else None
+    name = rng.choice(["add", "sub", "mul", "maximum", "minimum", "xor", "where"])
+    b_ours, b_theirs = (other.ours, other.theirs) if other is not None else (7, np.array(7, dtype))
+    if name == "where": return Pair((x.ours > b_ours).where(x.ours, b_ours), np.where(x.theirs > b_theirs, x.theirs, b_theirs))
+    ours = {"add": lambda: x.ours + b_ours, "sub": lambda: x.ours - b_ours, "mul": lambda: x.ours * b_ours, "maximum": lambda: x.ours.maximum(b_ours),
+            "minimum": lambda: x.ours.minimum(b_ours), "xor": lambda: x.ours ^ b_ours}[name]()
+    theirs = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum, "xor": np.bitwise_xor}[name](x.theirs, b_theirs)
+    return Pair(ours, theirs.astype(dtype))
+  if kind == "compare":   # back to an int through a cast of the bool
+    return Pair((x.ours < 3).cast(x.ours.dtype) + x.ours, ((x.theirs < 3).astype(dtype) + x.theirs).astype(dtype))
+  if kind == "cast":
+    target = str(rng.choice(INT_DTYPES))
+    return Pair(x.ours.cast(target), x.theirs.astype(target))
+  if kind == "movement" and x.ours.ndim:
+    moved = movement(rng, Pair(x.ours, torch.from_numpy(x.theirs.astype(np.int64))))   # torch mirrors the view
+    return Pair(moved.ours, moved.theirs.numpy().astype(dtype))
+  if x.ours.ndim == 0: return x
+  axis = int(rng.integers(0, x.ours.ndim))
+  if rng.random() < 0.5: return Pair(x.ours.max(axis), x.theirs.max(axis))
+  return Pair(x.ours.sum(axis), x.theirs.sum(axis, dtype=SUM_DTYPES.get(dtype, dtype)))
+
+
+@pytest.mark.parametrize("seed", range(GRAPHS // 2))
+def test_random_integer_graph_matches_numpy(seed):
+  rng = np.random.default_rng(1000 + seed)
+  x = int_leaf(rng, random_shape(rng), str(rng.choice(INT_DTYPES)))
+  for _ in range(STEPS):
+    x = int_step(rng, x)
+    if rng.random() < 0.15: x.ours.realize()
+  assert x.ours.dtype.name == x.theirs.dtype.name, f"seed {seed}"
+  np.testing.assert_array_equal(x.ours.numpy(), x.theirs, err_msg=f"seed {seed}")
