@@ -8,7 +8,7 @@ import torch
 from nbgrad import Tensor
 
 GRAPHS = int(os.environ.get("RANDOM_GRAPHS", 24))   # each compiles a few kernels; RANDOM_GRAPHS=2000 for a long hunt
-STEPS = 7
+STEPS = int(os.environ.get("RANDOM_GRAPH_STEPS", 7))
 
 
 class Pair:
