@@ -50,7 +50,15 @@ def unary(rng, x: Pair) -> Pair:
 def binary(rng, x: Pair, values: list, leaves: list) -> Pair:
   same = [v for v in values if v.shape == x.shape and v is not x]
   other = same[int(rng.integers(0, len(same)))] if same and rng.random() < 0.5 else leaf(rng, broadcastable_to(rng, x.shape), leaves)
-  name = rng.choice(["add", "sub", "mul", "maximum", "where"])
+  name = rng.choice(["add", "sub", "mul", "maximum", "where", "matmul", "cat"])
+  if name == "matmul":   # with a fresh (k, n) matrix: x's last dim is k
+    w = leaf(rng, (x.shape[-1] if x.shape else 1, int(rng.integers(1, 5))), leaves)
+    if not x.shape: return Pair(x.ours.reshape(1, 1) @ w.ours, x.theirs.reshape(1, 1) @ w.theirs)
+    return Pair((x.ours @ w.ours).tanh(), (x.theirs @ w.theirs).tanh())
+  if name == "cat" and x.shape:
+    axis = int(rng.integers(0, len(x.shape)))
+    piece = leaf(rng, tuple(int(rng.integers(1, 4)) if d == axis else s for d, s in enumerate(x.shape)), leaves)
+    return Pair(x.ours.cat(piece.ours, dim=axis), torch.cat([x.theirs, piece.theirs], axis))
   if name == "where":
     return Pair((x.ours > other.ours).where(x.ours, other.ours * 0.5), torch.where(x.theirs > other.theirs, x.theirs, other.theirs * 0.5))
   if name == "maximum": return Pair(x.ours.maximum(other.ours), torch.maximum(x.theirs, other.theirs))
@@ -78,7 +86,8 @@ def movement(rng, x: Pair) -> Pair:
   if name == "pad":
     pads = [(int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in shape]
     flat = [p for pair in reversed(pads) for p in pair]   # torch's order: last dim first
-    return Pair(x.ours.pad(tuple(pads)), torch.nn.functional.pad(x.theirs, flat))
+    value = float(rng.choice([0.0, 0.0, -1.5]))
+    return Pair(x.ours.pad(tuple(pads), value=value), torch.nn.functional.pad(x.theirs, flat, value=value))
   if name == "reshape":
     total = int(np.prod(shape))
     factors = [f for f in (1, 2, 3, 4, 5, 6) if total % f == 0]
