@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from nbgrad import Tensor
+from nbgrad import Tensor, dtypes
 
 GRAPHS = int(os.environ.get("RANDOM_GRAPHS", 24))   # each compiles a few kernels; RANDOM_GRAPHS=2000 for a long hunt
 STEPS = int(os.environ.get("RANDOM_GRAPH_STEPS", 7))
@@ -55,7 +55,8 @@ def binary(rng, x: Pair, values: list, leaves: list) -> Pair:
     w = leaf(rng, (x.shape[-1] if x.shape else 1, int(rng.integers(1, 5))), leaves)
     if not x.shape: return Pair(x.ours.reshape(1, 1) @ w.ours, x.theirs.reshape(1, 1) @ w.theirs)
     return Pair((x.ours @ w.ours).tanh(), (x.theirs @ w.theirs).tanh())
-  if name == "cat" and x.shape:
+  if name == "cat" and not x.shape: name = "add"
+  if name == "cat":
     axis = int(rng.integers(0, len(x.shape)))
     piece = leaf(rng, tuple(int(rng.integers(1, 4)) if d == axis else s for d, s in enumerate(x.shape)), leaves)
     return Pair(x.ours.cat(piece.ours, dim=axis), torch.cat([x.theirs, piece.theirs], axis))
@@ -86,7 +87,7 @@ def movement(rng, x: Pair) -> Pair:
   if name == "pad":
     pads = [(int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in shape]
     flat = [p for pair in reversed(pads) for p in pair]   # torch's order: last dim first
-    value = float(rng.choice([0.0, 0.0, -1.5]))
+    value = float(rng.choice([0.0, 0.0, -1.5])) if x.ours.dtype == dtypes.float32 else int(rng.choice([0, 3]))   # ints keep their dtype
     return Pair(x.ours.pad(tuple(pads), value=value), torch.nn.functional.pad(x.theirs, flat, value=value))
   if name == "reshape":
     total = int(np.prod(shape))
