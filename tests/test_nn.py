@@ -183,18 +183,20 @@ def test_embedding_of_float_indices_reads_the_row_each_value_equals_as_tinygrad(
   np.testing.assert_array_equal(ours.weight.grad.numpy(), np.eye(5, dtype=np.float32)[[3, 0]].sum(0)[:, None].repeat(3, 1))
 
 
+@pytest.mark.parametrize("vocab", [5, 300], ids=["small", "past_int8"])
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
-def test_embedding_of_int_indices_outside_the_table_reads_zeros_as_tinygrad(dtype):
-  """tinygrad 0.9.0 compares the indices with the row numbers, so -1 reads zeros, not the last row (torch raises)."""
-  ours = nn.Embedding(5, 3)
+def test_embedding_of_int_indices_outside_the_table_reads_zeros_as_tinygrad(dtype, vocab):
+  """tinygrad 0.9.0 compares the indices with the row numbers, so -1 reads zeros, not the last row (torch raises);
+  also where the table has more rows than the index dtype can count."""
+  ours = nn.Embedding(vocab, 3)
   ours.weight.requires_grad = True
   weight = ours.weight.numpy()
-  idx = np.array([4, 5, 0, -1, 100, -128] if np.dtype(dtype).kind == "i" else [4, 5, 0, 255, 100, 2], dtype)
-  inside = (idx >= 0) & (idx < 5)
+  idx = np.array([4, 5, 0, -1, 100, -128, 127] if np.dtype(dtype).kind == "i" else [4, 5, 0, 255, 100, 2, 127], dtype)
+  inside = (idx >= 0) & (idx < vocab)
   out = ours(Tensor(idx))
   np.testing.assert_array_equal(out.numpy(), np.where(inside[:, None], weight[np.where(inside, idx, 0)], 0))
   out.sum().backward()
-  expected_grad = np.zeros((5, 3), np.float32)
+  expected_grad = np.zeros((vocab, 3), np.float32)
   np.add.at(expected_grad, idx[inside].astype(np.int64), 1)
   np.testing.assert_array_equal(ours.weight.grad.numpy(), expected_grad)
 

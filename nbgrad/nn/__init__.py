@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Union
 import numpy as np
-from nbgrad.dtype import dtypes
+from nbgrad.dtype import dtypes, least_upper_dtype, int_dtype_holding
 from nbgrad.indexing import whole_float_indices
 from nbgrad.tensor import Tensor, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
@@ -183,5 +183,6 @@ class Embedding:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
     if dtypes.is_float(idx.dtype): idx = whole_float_indices(idx)   # as tinygrad: 2.5 reads zeros
     if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int or float tensor, got {idx.dtype}")
-    if not dtypes.is_unsigned(idx.dtype): idx = (idx < 0).where(self.vocab_sz, idx)   # as tinygrad: -1 reads zeros, not the last row
+    if not dtypes.is_unsigned(idx.dtype):   # as tinygrad: -1 reads zeros, not the last row (vocab_size past the row: wider ints)
+      idx = (idx < 0).where(self.vocab_sz, idx.cast(least_upper_dtype(idx.dtype, int_dtype_holding(0, self.vocab_sz))))
     return self.weight[idx]
