@@ -6,8 +6,8 @@ recording every kernel launched, with the buffers each reads and writes, and fro
 again and the function's Python does not. Tensor arguments are swapped in for the recorded call's; the return
 value is the recorded call's own, its buffers now holding the new values. So the function must launch the same
 kernels on every call, and what it reads from Python (item(), a learning rate in a variable, a Tensor made from
-numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments. Random draws
-inside it take new values from the generator on each replay.
+numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments (a changed number
+or string argument warns once). Random draws inside it take new values from the generator on each replay.
 
 `w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
 buffer again, then copies them into the buffer w held before, which the recorded kernels read. A tensor the
@@ -136,6 +136,15 @@ def _mismatch(recorded: list, given: list) -> str:
   return "TinyJit: Tensor arguments differ from the recorded call's (a replay runs the recorded kernels): " + "; ".join(changed)
 
 
+def _plain_values_in(value) -> list:
+  """The numbers, strings, booleans and Nones among the arguments (in lists, tuples and dicts), in order: a replay
+  keeps the recorded call's, so a change in them is worth a warning."""
+  if isinstance(value, (bool, int, float, str, type(None))): return [value]
+  if isinstance(value, (list, tuple)): return [p for v in value for p in _plain_values_in(v)]
+  if isinstance(value, dict): return [p for v in value.values() for p in _plain_values_in(v)]
+  return []
+
+
 def _tensors_in(value) -> list[Tensor]:
   if isinstance(value, Tensor): return [value]
   if isinstance(value, (list, tuple)): return [t for v in value for t in _tensors_in(v)]
@@ -153,6 +162,7 @@ class TinyJit:
   def reset(self):
     """Forgets the recording: the next call runs the function as it is, the one after records it again."""
     self.cnt, self.ret, self._replay, self._plain = 0, None, None, False
+    self._recorded_values, self._warned_values = None, False
 
   @property
   def _name(self) -> str: return getattr(self.fxn, "__name__", "the function")
@@ -167,13 +177,15 @@ class TinyJit:
 
   def __call__(self, *args, **kwargs) -> Any:
     if devices.recording.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
-    arguments = _tensors_in(list(args) + [value for _, value in sorted(kwargs.items())])
+    given = list(args) + [value for _, value in sorted(kwargs.items())]
+    arguments = _tensors_in(given)
     if arguments: Tensor.realize(*arguments)
     buffers = [id(t.lazydata.base.buffer) for t in arguments]
     if len(set(buffers)) != len(buffers):
       raise JitArgumentMismatch("TinyJit: two Tensor arguments share a buffer; the recorded kernels could not tell them apart")
     if self._replay is not None:
       if self._replay.still_valid() and self._replay.refresh_replaced_inputs():
+        self._warn_of_changed_values(given)
         self._replay.run(arguments)
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
@@ -192,8 +204,15 @@ class TinyJit:
                     f"cannot be replayed: {refusal}", stacklevel=2)
       self._plain = True
     else:
-      self._replay = _Replay(recorder, arguments)
+      self._replay, self._recorded_values = _Replay(recorder, arguments), _plain_values_in(given)
     return ret
+
+  def _warn_of_changed_values(self, given: list):
+    if self._warned_values or _plain_values_in(given) == self._recorded_values: return
+    self._warned_values = True
+    warnings.warn(f"TinyJit: {self._name} was recorded with the plain arguments {self._recorded_values} and is now called with "
+                  f"{_plain_values_in(given)}; a replay runs the recorded kernels, which keep the recorded values (pass "
+                  "values that change as Tensors)", stacklevel=3)
 
   def _run_recording(self, args, kwargs, keeps_launches: bool) -> tuple[Any, _Recorder]:
     """Runs the function, recording what it does, then computes what it returns and the tensors it assigned (so

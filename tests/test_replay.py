@@ -95,6 +95,21 @@ def test_changed_argument_shape_or_dtype_raises_naming_both():
   np.testing.assert_array_equal(f(Tensor([5.0, 6.0])).numpy(), [6.0, 7.0])   # still replays after the error
 
 
+def test_a_changed_plain_argument_warns_once_that_replays_keep_the_recorded_value():
+  """tinygrad's rule, kept: a number passed beside the tensors is part of the recorded kernels. A replay with another
+  number warns (once) rather than giving the recorded call's result silently."""
+  f = TinyJit(lambda x, k, options: x * k)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")   # equal plain arguments replay without a warning
+    results = [f(Tensor([1.0, 2.0]), 3, {"mode": "a"}).numpy().copy() for _ in range(3)]
+  np.testing.assert_array_equal(results[-1], [3.0, 6.0])
+  with pytest.warns(UserWarning, match=r"recorded with the plain arguments \[3, 'a'\] and is now called with \[4, 'b'\]"):
+    np.testing.assert_array_equal(f(Tensor([1.0, 2.0]), 4, {"mode": "b"}).numpy(), [3.0, 6.0])
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    f(Tensor([1.0, 2.0]), 5, {"mode": "c"})
+
+
 def test_random_draws_take_new_values_on_each_replay():
   f = TinyJit(lambda: Tensor.rand(5) * 2)
   Tensor.manual_seed(3)
