@@ -1,6 +1,6 @@
-"""Random graphs of movement, elementwise, reduce and scan ops, some of their values realized midway, against
-torch (float64) forward and backward: the scheduler's cuts, the fused kernels' index arithmetic and the
-backward graphs meet op orders that no hand-written test lists. A seed fixes each graph."""
+"""Random graphs of movement, elementwise, product, concatenation, reduce and scan ops, some values realized
+midway, against torch (float64) forward and backward: the scheduler's cuts, the fused kernels' index arithmetic
+and the backward graphs meet op orders that no hand-written test lists. A seed fixes each graph."""
 import os
 import numpy as np
 import pytest
