@@ -136,20 +136,20 @@ def _mismatch(recorded: list, given: list) -> str:
   return "TinyJit: Tensor arguments differ from the recorded call's (a replay runs the recorded kernels): " + "; ".join(changed)
 
 
+def _leaves(value) -> list:
+  """The values inside value's lists, tuples and dicts, in order (value itself when it is none of those)."""
+  if isinstance(value, (list, tuple)): return [leaf for v in value for leaf in _leaves(v)]
+  if isinstance(value, dict): return [leaf for v in value.values() for leaf in _leaves(v)]
+  return [value]
+
+
+def _tensors_in(value) -> list[Tensor]: return [leaf for leaf in _leaves(value) if isinstance(leaf, Tensor)]
+
+
 def _plain_values_in(value) -> list:
-  """The numbers, strings, booleans and Nones among the arguments (in lists, tuples and dicts), in order: a replay
-  keeps the recorded call's, so a change in them is worth a warning."""
-  if isinstance(value, (bool, int, float, str, type(None))): return [value]
-  if isinstance(value, (list, tuple)): return [p for v in value for p in _plain_values_in(v)]
-  if isinstance(value, dict): return [p for v in value.values() for p in _plain_values_in(v)]
-  return []
-
-
-def _tensors_in(value) -> list[Tensor]:
-  if isinstance(value, Tensor): return [value]
-  if isinstance(value, (list, tuple)): return [t for v in value for t in _tensors_in(v)]
-  if isinstance(value, dict): return [t for v in value.values() for t in _tensors_in(v)]
-  return []
+  """The numbers, strings, booleans and Nones among the arguments, in order: a replay keeps the recorded call's, so
+  a change in them is worth a warning."""
+  return [leaf for leaf in _leaves(value) if isinstance(leaf, (bool, int, float, str, type(None)))]
 
 
 class TinyJit:
@@ -208,10 +208,10 @@ class TinyJit:
     return ret
 
   def _warn_of_changed_values(self, given: list):
-    if self._warned_values or _plain_values_in(given) == self._recorded_values: return
+    if self._warned_values or (values := _plain_values_in(given)) == self._recorded_values: return
     self._warned_values = True
     warnings.warn(f"TinyJit: {self._name} was recorded with the plain arguments {self._recorded_values} and is now called with "
-                  f"{_plain_values_in(given)}; a replay runs the recorded kernels, which keep the recorded values (pass "
+                  f"{values}; a replay runs the recorded kernels, which keep the recorded values (pass "
                   "values that change as Tensors)", stacklevel=3)
 
   def _run_recording(self, args, kwargs, keeps_launches: bool) -> tuple[Any, _Recorder]:
