@@ -717,6 +717,35 @@ def test_float32_sin_and_cos_within_an_ulp_at_every_exponent():
     assert ulps.max() <= 1, f"{name}({x[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_sin_and_cos_of_small_arguments_have_the_bits_they_have_beside_large_ones(monkeypatch, parallel):
+  """A kernel computes a block of elements (4096 in the parallel build, all in the serial one) with the small-angle
+  sin and cos, and again with the whole-range ones when an argument of the block is 1e6 or more, inf or nan. Blocks
+  of small arguments only give the bits those arguments get in a block with a large one, within an ulp of numpy."""
+  import nbgrad.jit as jit
+  from nbgrad.jit.render import BLOCK, Renderer
+  if parallel: monkeypatch.setattr(jit, "PARALLEL_MIN_ELEMENTS", 0)
+  rng = np.random.default_rng(15)
+  edges = np.array([999999.94, -999999.94, 0.0, -0.0, 1e-30, 1.5707964, 3.1415927], np.float32)
+  small = np.concatenate([edges, rng.uniform(-1e6, 1e6, BLOCK), rng.uniform(-10, 10, BLOCK - len(edges))]).astype(np.float32)
+  large = np.array([1e7, np.inf, -np.inf, np.nan, 1e6, 3e38], np.float32)
+  mixed = np.concatenate([small, large])   # the first blocks small only, the last one with the large arguments
+  for name, reference in (("sin", np.sin), ("cos", np.cos)):
+    (kernel,) = getattr(Tensor(mixed), name)().schedule()
+    assert f"{name}_f32_small_angle(" in Renderer(kernel, parallel).render("kernel")
+    getattr(Tensor(mixed), name)().realize()
+    jit.finish_builds()
+    got = getattr(Tensor(mixed), name)().numpy()
+    beside_large = np.concatenate([getattr(Tensor(np.append(small[i:i + 64], 1e7).astype(np.float32)), name)().numpy()[:-1]
+                                   for i in range(0, len(small), 64)])
+    np.testing.assert_array_equal(got[:len(small)].view(np.uint32), beside_large.view(np.uint32))
+    want = reference(small.astype(np.float64))
+    ulps = np.abs(got[:len(small)] - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 1, f"{name}({small[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
+    with np.errstate(invalid="ignore"): want = reference(large.astype(np.float64))   # nan for inf, as ours
+    np.testing.assert_allclose(got[len(small):], want, atol=1e-6)
+
+
 def test_cos_tan_and_sin_gradient_near_the_zeros_of_cos_and_far_out():
   """cos reduces x itself (sin(pi/2 - x) rounded pi/2 - x first: 2e9 ulps off near its zeros, wrong signs past
   10); tan and sin's gradient follow. Relative to the float64 values of the float32 inputs."""

@@ -82,6 +82,7 @@ UNARY = {
   UnaryOps.RECIP: lambda dt, a: in_dtype(dt, f"({compute_type(dt)}(1.0) / {a})"),
   UnaryOps.NOT: lambda dt, a: f"(not {a})",
 }
+SMALL_ANGLE_VERSIONS = {"sin_f32": "sin_f32_small_angle", "cos_f32": "cos_f32_small_angle"}   # see store_elementwise
 EXACT_ROUNDING = (UnaryOps.TRUNC, UnaryOps.FLOOR, UnaryOps.CEIL, UnaryOps.RINT)   # results need no re-rounding
 BINARY = {
   BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else in_dtype(dt, f"({a} + {b})"),
@@ -239,6 +240,7 @@ class Renderer:
     self.temporaries = 0
     self.loop_names: dict[int, str] = {}   # a loop dim read under another name (a second row in flight)
     self.window = False   # the reduce is a small window, unrolled (see SMALL_WINDOW)
+    self.angle_args: Optional[list[str]] = None   # collected while a loop body is rendered with small-angle sin and cos
 
   def tmp(self) -> str:
     self.temporaries += 1
@@ -424,7 +426,11 @@ class Renderer:
     return name
 
   def math(self, op, dt: DType, a: str) -> str:
-    text = f"{self.MATH[op][dt.itemsize == 8]}({a})"
+    function = self.MATH[op][dt.itemsize == 8]
+    if self.angle_args is not None and function in SMALL_ANGLE_VERSIONS:
+      self.angle_args.append(a)
+      function = SMALL_ANGLE_VERSIONS[function]
+    text = f"{function}({a})"
     return text if op in EXACT_ROUNDING else in_dtype(dt, text)
 
   def body(self, expr: Expr, known: Optional[dict] = None) -> tuple[list[str], str]:
@@ -489,6 +495,38 @@ class Renderer:
     self.emit(depth, f"out[{offset}] = {store_to_storage(dt, value)}")
     for number, expr in enumerate(self.kernel.also_exprs):   # computed above: the memo holds their names
       self.emit(depth, f"also{number}[{offset}] = {store_to_storage(expr.dtype, memo[id(expr)])}")
+
+  def store_elementwise(self, depth: int):
+    """The output stored in the loop just opened (its header the last line). Where it computes a 32- or 16-bit sine
+    or cosine, the loop runs with their small-angle versions while noting whether any argument is large, and runs
+    again with the whole-range versions only if one was (runtime.is_large_angle). The whole-range versions compute
+    the large-argument reduction for every element and keep it for few; benchmark elementwise_sin_cos
+    (16M float32 sin(x) * cos(y)): 47.5 -> 17.9 ms, numpy 36.6."""
+    header = self.code[-1].strip() if self.code else ""
+    if not (header.startswith("for ") and self.computes_angles()):
+      self.store(depth)
+      return
+    self.code.pop()
+    self.emit(depth - 1, "large = False")
+    self.emit(depth - 1, header)
+    self.angle_args = []
+    self.store(depth)
+    for argument in self.angle_args: self.emit(depth, f"large = large | is_large_angle({argument})")
+    self.angle_args = None
+    self.emit(depth - 1, "if large:")
+    self.emit(depth, header)
+    self.store(depth + 1)
+
+  def computes_angles(self) -> bool:
+    """Whether the output's expressions take a sine or cosine that has a small-angle version."""
+    seen, stack = set(), [self.kernel.out_expr, *self.kernel.also_exprs]
+    while stack:
+      e = stack.pop()
+      if id(e) in seen: continue
+      seen.add(id(e))
+      if e.op in self.MATH and self.MATH[e.op][e.dtype.itemsize == 8] in SMALL_ANGLE_VERSIONS: return True
+      stack.extend(e.srcs)
+    return False
 
   def reusable_stage_value(self) -> Optional[Expr]:
     """In a full kernel, the last stage's per-element value when the output uses it again (softmax's exp):
@@ -580,7 +618,7 @@ class Renderer:
     self.emit(depth + 1, f"for xtile{cols} in range(({self.sizes[cols]} + {TILE - 1}) // {TILE}):")
     for i, d in enumerate((rows, cols)):
       self.emit(depth + 2 + i, f"for x{d} in range(xtile{d} * {TILE}, min({self.sizes[d]}, xtile{d} * {TILE} + {TILE})):")
-    self.store(depth + 4)
+    self.store_elementwise(depth + 4)
 
   def render_rows(self, outer, reduce):
     k = self.kernel
@@ -596,6 +634,7 @@ class Renderer:
       inner = self.loops(depth, reduce)
       self.emit(inner, f"parked = out[{unsigned(self.out_offset(inner))}]")
       self.store(inner, known={id(reused): "parked"})
+    elif k.full and not reduce: self.store_elementwise(depth)
     elif k.full: self.store(self.loops(depth, reduce))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")

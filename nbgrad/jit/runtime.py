@@ -371,26 +371,42 @@ def _quarter_turns_of_large(d):
   return np.float64(k), np.float64(np.int64(turns - (k << np.uint64(62)))) * 2.168404344971009e-19   # 2^-62
 
 
+# Below this magnitude a float32's angle is reduced by the two-part subtraction of multiples of pi/2
+SMALL_ANGLE = 1e6
+
+
 @njit(**JIT, inline="always")
-def _sine_of_shifted(x, quarter_turns):
-  """sin(x + quarter_turns * pi / 2) for a float32 x, in float64: x less the nearest multiple of pi/2 (two-part
-  reduction below 1e6, Payne and Hanek's past it), the quadrant moved by quarter_turns. cos is the shift by one:
-  computed as sin(pi/2 - x) it lost every digit near its zeros. Selects only, no branches: a call of numpy's sin
-  for large arguments in a branch kept LLVM from vectorizing every loop over sin or cos (16M cos: 200 -> 52 ms)."""
-  d = np.float64(x)
+def _small_quarter_turns(d):
+  """(k, r): d = k * pi/2 + r with k an integer and |r| <= pi/4, for |d| < SMALL_ANGLE (two-part reduction)."""
   k = np.rint(d * 0.6366197723675814)
   r = (d - k * 1.5707963267341256) - k * 6.077100506506192e-11
-  r = r if k != 0 else d   # d itself keeps the sign of -0.0
-  big_k, big_f = _quarter_turns_of_large(d)
-  large, negative = abs(d) >= 1e6, d < 0
-  k = (-big_k if negative else big_k) if large else k
-  r = (-big_f if negative else big_f) * 1.5707963267948966 if large else r
+  return k, (r if k != 0 else d)   # d itself keeps the sign of -0.0
+
+
+@njit(**JIT, inline="always")
+def _sine_of_reduced(k, r, quarter_turns):
+  """sin(k * pi/2 + r + quarter_turns * pi/2) for |r| <= pi/4, in float64."""
   r2 = r * r
   s = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 + r2 * (-1.0 / 39916800))))))
   c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 + r2 / 479001600)))))
   q = (np.int64(k) + quarter_turns) & 3
   v = s if (q & 1) == 0 else c
-  v = -v if q >= 2 else v
+  return -v if q >= 2 else v
+
+
+@njit(**JIT, inline="always")
+def _sine_of_shifted(x, quarter_turns):
+  """sin(x + quarter_turns * pi / 2) for a float32 x, in float64: x less the nearest multiple of pi/2 (two-part
+  reduction below SMALL_ANGLE, Payne and Hanek's past it), the quadrant moved by quarter_turns. cos is the shift by
+  one: computed as sin(pi/2 - x) it lost every digit near its zeros. Selects only, no branches: a call of numpy's
+  sin for large arguments in a branch kept LLVM from vectorizing every loop over sin or cos (16M cos: 200 -> 52 ms)."""
+  d = np.float64(x)
+  k, r = _small_quarter_turns(d)
+  big_k, big_f = _quarter_turns_of_large(d)
+  large, negative = abs(d) >= SMALL_ANGLE, d < 0
+  k = (-big_k if negative else big_k) if large else k
+  r = (-big_f if negative else big_f) * 1.5707963267948966 if large else r
+  v = _sine_of_reduced(k, r, quarter_turns)
   return np.float32(v if abs(d) < np.inf else d - d)   # nan for inf and nan
 
 
@@ -400,6 +416,26 @@ def sin_f32(x): return _sine_of_shifted(x, 0)
 
 @njit(**JIT, inline="always")
 def cos_f32(x): return _sine_of_shifted(x, 1)
+
+
+# The small-angle versions are sin_f32 and cos_f32 for |x| < SMALL_ANGLE only (the same bits there), without the
+# large-argument reduction that the whole-range versions compute for every element and then mostly discard. A
+# kernel runs a block of elements with these while is_large_angle tells whether any argument needs the whole-range
+# versions, and runs the block again with those if so (jit/render.py).
+@njit(**JIT, inline="always")
+def sin_f32_small_angle(x):
+  k, r = _small_quarter_turns(np.float64(x))
+  return np.float32(_sine_of_reduced(k, r, 0))
+
+
+@njit(**JIT, inline="always")
+def cos_f32_small_angle(x):
+  k, r = _small_quarter_turns(np.float64(x))
+  return np.float32(_sine_of_reduced(k, r, 1))
+
+
+@njit(**JIT, inline="always")
+def is_large_angle(x): return not abs(np.float64(x)) < SMALL_ANGLE   # inf and nan too
 
 
 # ---- float to integer, as numpy and torch on x86 give it (C leaves it undefined): a NaN or a value out of
