@@ -35,12 +35,14 @@ class Function:
 
   @classmethod
   def apply(cls, *tensors, **kwargs):
-    for t in tensors[1:]: tensors[0]._check_same_device(t)   # where(), indexing and gather too, not only arithmetic
+    device = tensors[0].lazydata.device
+    for t in tensors:
+      if t.lazydata.device != device: tensors[0]._check_same_device(t)   # where(), indexing and gather too, not only arithmetic
     for t in tensors:
       # A parameter made by zeros/ones is stored before its first use: folded in as a constant, it would make the
       # first step's kernels differ from every later step's (which read its updated values), and compile twice.
       if t.requires_grad and t._ctx is None and t.lazydata.const_value() is not None: t.lazydata = t.lazydata.contiguous()
-    ctx = cls(tensors[0].device, *tensors)
+    ctx = cls(device, *tensors)
     out = type(tensors[0])(ctx.forward(*[t.lazydata for t in tensors], **kwargs), requires_grad=ctx.requires_grad)
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
@@ -388,6 +390,19 @@ class Expand(Function):
     self.axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if a != b)
     return x.expand(shape)
   def backward(self, grad): return grad.cast(sum_dtype(grad.dtype)).reduce(ReduceOps.SUM, self.axes).cast(grad.dtype)
+
+
+class Broadcast(Function):
+  """x with ones put before its shape and expanded to shape (what a binary op of two shapes does to each operand):
+  one node and one Function, where a reshape and an expand made two of each."""
+  def forward(self, x, shape):
+    self.input_shape = x.shape
+    ones = (1,) * (len(shape) - len(x.shape)) + x.shape
+    self.axes = tuple(i for i, (a, b) in enumerate(zip(ones, shape)) if a != b)
+    return x.reshape(ones).expand(shape)
+  def backward(self, grad):
+    if self.axes: grad = grad.cast(sum_dtype(grad.dtype)).reduce(ReduceOps.SUM, self.axes).cast(grad.dtype)
+    return grad.reshape(self.input_shape)
 
 
 class Permute(Function):

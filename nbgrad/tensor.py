@@ -1109,9 +1109,13 @@ class Tensor:
   def _check_same_device(self, other: Tensor):
     if self.device != other.device: raise ValueError(f"operands are on different devices: {self.device} and {other.device}")
 
-  def _broadcast_to(self, shape) -> Tensor:
+  def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+    shape = tuple(shape)
     if self.shape == shape: return self
-    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+    lead = len(shape) - self.ndim
+    if lead < 0 or any(o != s and o != 1 for o, s in zip(self.shape, shape[lead:])):
+      raise ValueError(f"cannot broadcast shape {self.shape} to {shape}")
+    return F.Broadcast.apply(self, shape=shape)
 
   def _nondiff(self, op, *others: Tensor) -> Tensor:
     for other in others: self._check_same_device(other)
