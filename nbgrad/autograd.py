@@ -274,20 +274,25 @@ def sum_dtype(dt: DType) -> DType:
   return dtypes.float32 if dt.kind == "f" and dt.itemsize == 2 else dt
 
 
+# A reduce keeps the reduced axes as size 1, or gives its result the shape without them (shape): one Function for
+# both, where a reshape after it made a second one.
 class Sum(Function):
-  def forward(self, x, axes):
+  def forward(self, x, axes, shape=None):
     self.input_shape = x.shape
-    return x.reduce(ReduceOps.SUM, axes)
-  def backward(self, grad): return grad.expand(self.input_shape)
+    kept = x.reduce(ReduceOps.SUM, axes)
+    self.kept_shape = kept.shape
+    return kept if shape is None else kept.reshape(shape)
+  def backward(self, grad): return grad.reshape(self.kept_shape).expand(self.input_shape)
 
 
 class Max(Function):
   """Reduce max; tied maxima share the gradient evenly."""
-  def forward(self, x, axes):
+  def forward(self, x, axes, shape=None):
     self.x, self.axes = x, axes
     self.ret = x.reduce(ReduceOps.MAX, axes)
-    return self.ret
+    return self.ret if shape is None else self.ret.reshape(shape)
   def backward(self, grad):
+    grad = grad.reshape(self.ret.shape)
     is_max = self.x.alu(BinaryOps.CMPEQ, self.ret.expand(self.x.shape)).cast(sum_dtype(grad.dtype))
     count = is_max.reduce(ReduceOps.SUM, self.axes).expand(self.x.shape)
     # the gradient is read once per element of the window it is broadcast over (a max-pool after a conv gets the

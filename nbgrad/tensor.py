@@ -1574,9 +1574,7 @@ class Tensor:
 
   def _reduce(self, fn, axis=None, keepdim=False) -> Tensor:
     axes = self._reduce_axes(axis)
-    out = fn.apply(self, axes=axes)
-    if keepdim: return out
-    return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+    return fn.apply(self, axes=axes, shape=None if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
   def _sum_acc_dtype(self) -> DType:
     """The dtype a sum accumulates in: ints in at least int32, unsigned in at least uint32, bool in
