@@ -1,5 +1,6 @@
 """Devices: names, buffers, copies, and running a schedule."""
 from __future__ import annotations
+import functools
 import os
 import sys
 import threading
@@ -180,13 +181,20 @@ def run_into(kernel: Kernel, routine, backend_, out, inputs: list):
   elif kernel.kind == "compute" and kernel.output.size > 0: backend_.run_compute(kernel, out, inputs)
 
 
+# weak references to the realized nodes whose buffers GlobalCounters.mem_used counts, each with a callback that
+# takes them off when the node is collected (a finalize object costs about three times as much, once per kernel run)
+_counted_nodes: set = set()
+
+
 def _count_memory(node, nbytes: int):
   GlobalCounters.mem_used += nbytes
   GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
-  weakref.finalize(node, _uncount_memory, nbytes)
+  _counted_nodes.add(weakref.ref(node, functools.partial(_uncount_memory, nbytes)))
 
 
-def _uncount_memory(nbytes: int): GlobalCounters.mem_used -= nbytes
+def _uncount_memory(nbytes: int, reference: weakref.ref):
+  GlobalCounters.mem_used -= nbytes
+  _counted_nodes.discard(reference)
 
 
 # The graph walks of scheduling and rendering recurse about once per op: a deeper graph is computed in stages
@@ -245,7 +253,7 @@ def run_schedule(schedule: list[Kernel]):
     if kernel.kind != "empty":
       GlobalCounters.kernel_count += 1
       GlobalCounters.time_sum_s += elapsed
-      GlobalCounters.global_mem += out.nbytes + sum(src.buffer.nbytes for src in kernel.inputs + kernel.also)
+      GlobalCounters.global_mem += out.nbytes + sum([src.buffer.nbytes for src in kernel.inputs]) + sum([node.buffer.nbytes for node in kernel.also])
       GlobalCounters.global_ops += base.size
       if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     _realized(base, out, backend_)
