@@ -156,6 +156,7 @@ def argument_kind(value):
   if type(value) is np.ndarray:
     flags = value.flags
     return value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned
+  if type(value) is tuple: return tuple(map(argument_kind, value))
   return type(value)
 
 
