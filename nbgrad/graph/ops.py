@@ -2,29 +2,35 @@
 from enum import Enum, auto
 
 
-class UnaryOps(Enum):
+class Op(Enum):
+  """Hashed by identity (each op is one object): graph and kernel keys hash an op per node, and Enum's own hash
+  (of the name, in Python) cost more than the rest of a node's record."""
+  __hash__ = object.__hash__
+
+
+class UnaryOps(Op):
   NEG = auto(); RECIP = auto(); SQRT = auto(); EXP = auto(); EXP2 = auto(); LOG = auto(); LOG2 = auto(); SIN = auto(); COS = auto()  # noqa: E702
   TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto()  # noqa: E702
   NOT = auto()                      # logical not of a bool
   CAST = auto(); BITCAST = auto()   # arg: the target DType  # noqa: E702
 
 
-class BinaryOps(Enum):
+class BinaryOps(Op):
   ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
   POW = auto()   # floats only: a ** e for a magnitude a > 0 (Tensor.pow handles signs and special cases)
   MAX = auto(); MIN = auto(); CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()  # noqa: E702
   AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
 
 
-class TernaryOps(Enum):
+class TernaryOps(Op):
   WHERE = auto()
 
 
-class ReduceOps(Enum):
+class ReduceOps(Op):
   SUM = auto(); MAX = auto(); MIN = auto()  # noqa: E702
 
 
-class LoadOps(Enum):
+class LoadOps(Op):
   BUFFER = auto()     # realized data
   CONST = auto()      # arg: a Python scalar; shape () then expanded
   ARANGE = auto()     # arg: (start, step); value start + i * step along the single axis
