@@ -503,7 +503,7 @@ class Renderer:
     the large-argument reduction for every element and keep it for few; benchmark elementwise_sin_cos
     (16M float32 sin(x) * cos(y)): 47.5 -> 17.9 ms, numpy 36.6."""
     header = self.code[-1].strip() if self.code else ""
-    if not (header.startswith("for ") and self.computes_angles()):
+    if not (header.startswith("for ") and "prange(" not in header and self.computes_angles()):   # a flag across a prange is a reduction
       self.store(depth)
       return
     self.code.pop()
