@@ -274,6 +274,11 @@ def sum_dtype(dt: DType) -> DType:
   return dtypes.float32 if dt.kind == "f" and dt.itemsize == 2 else dt
 
 
+def summed_over(grad: LazyBuffer, axes: tuple[int, ...]) -> LazyBuffer:
+  """grad summed over axes (kept as size 1): what an input broadcast along them gets back."""
+  return grad.cast(sum_dtype(grad.dtype)).reduce(ReduceOps.SUM, axes).cast(grad.dtype)
+
+
 # A reduce keeps the reduced axes as size 1, or gives its result the shape without them (shape): one Function for
 # both, where a reshape after it made a second one.
 class Sum(Function):
@@ -394,7 +399,7 @@ class Expand(Function):
   def forward(self, x, shape):
     self.axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if a != b)
     return x.expand(shape)
-  def backward(self, grad): return grad.cast(sum_dtype(grad.dtype)).reduce(ReduceOps.SUM, self.axes).cast(grad.dtype)
+  def backward(self, grad): return summed_over(grad, self.axes)
 
 
 class Broadcast(Function):
@@ -406,7 +411,7 @@ class Broadcast(Function):
     self.axes = tuple(i for i, (a, b) in enumerate(zip(ones, shape)) if a != b)
     return x.reshape(ones).expand(shape)
   def backward(self, grad):
-    if self.axes: grad = grad.cast(sum_dtype(grad.dtype)).reduce(ReduceOps.SUM, self.axes).cast(grad.dtype)
+    if self.axes: grad = summed_over(grad, self.axes)
     return grad.reshape(self.input_shape)
 
 
