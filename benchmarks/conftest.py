@@ -94,6 +94,13 @@ def gather_inputs():
 
 
 @pytest.fixture(scope="session")
+def column_inputs():
+    """A 1M x 16 float32 matrix and 100k int64 row indices into it (repeats and negative ones included)."""
+    rng = np.random.default_rng(4)
+    return rng.standard_normal((1 << 20, 16), dtype=np.float32), rng.integers(-(1 << 20), 1 << 20, 100_000)
+
+
+@pytest.fixture(scope="session")
 def embedding_inputs():
     """An embedding table (50000 x 256 float32), a (64, 128) grid of int64 tokens, and a gradient for the lookup."""
     rng = np.random.default_rng(3)

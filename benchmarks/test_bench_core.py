@@ -275,6 +275,13 @@ WORKLOADS.update({
         torch=lambda x, idx: x[idx],
         nbgrad=lambda x, idx: x[idx],
         rtol=0.0, atol=0.0),
+    # one column of a matrix at row indices: a strided read that numpy and torch also do without a copy
+    "column_gather": Workload(
+        "column_inputs",
+        numpy=lambda m, idx: m[idx, 1],
+        torch=lambda m, idx: m[idx, 1],
+        nbgrad=lambda m, idx: m[idx, 1],
+        rtol=0.0, atol=0.0),
     "embedding_lookup": Workload(
         "embedding_inputs",
         numpy=lambda table, tokens, grad: table[tokens],
@@ -527,6 +534,12 @@ def test_scan_cumsum_axis1(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_indexing_gather_1m_by_100k(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "gather_1m_by_100k")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_column_gather(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "column_gather")
 
 
 @pytest.mark.benchmark(group="indexing")

@@ -207,6 +207,7 @@ def test_indexing():
   x = rng.standard_normal((4, 5))
   assert_same(*on_both(lambda t: t[1:3, ::-2], x), exact=True)
   assert_same(*on_both(lambda t: t[Tensor([2, 0, -1], device=t.device)], x), exact=True)
+  assert_same(*on_both(lambda t: t[:, 1][Tensor([2, 0, -1, 9], device=t.device)], x), exact=True)   # a column, read in place
   assert_same(*on_both(lambda t: t[[0, 3], 1:], x), exact=True)
   assert_same(*on_both(lambda t: t.gather(1, Tensor([[0, 4], [1, 1], [2, 3], [4, 0]], device=t.device)), x), exact=True)
 

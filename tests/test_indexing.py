@@ -240,6 +240,43 @@ def test_out_of_range_index_tensor_reads_zero(row, positions_path):
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
 
 
+# views read by x[idx]: one whose first dim steps through its buffer otherwise than row after row, its rows contiguous
+# (a column, every other row, a slice of the second dim, an expanded row) is read in place, in one kernel; a flipped
+# first dim (a negative step) or rows that are not contiguous are copied first
+STRIDED_SOURCES = {
+  "column": (lambda x: x[:, 1, 2], True),
+  "every_other_row": (lambda x: x[::2], True),
+  "slice_of_second_dim": (lambda x: x[:, 3], True),
+  "expanded_row": (lambda x: x[1:2, 0].expand(7, 6), True),
+  "flipped_first_dim": (lambda x: x.flip(0)[:, 2], False),
+  "rows_not_contiguous": (lambda x: x[:, :, 1], False),
+}
+
+
+@pytest.mark.parametrize("row", list(STRIDED_SOURCES))
+def test_an_index_tensor_on_the_first_dim_of_a_strided_view(row):
+  """Values against numpy (negative indices from the end, out-of-range ones read 0, as API.md says), the kernels
+  scheduled, and the gradient against torch's of the same view (float64), where the indices are in range."""
+  view, in_place = STRIDED_SOURCES[row]
+  a = make(SHAPE)
+  source = view(torch.from_numpy(a)).numpy()
+  n = len(source)
+  idx = np.array([2, -1, 0, n + 3, -n - 2, 1, 1, n, -n], np.int64)
+  valid = (idx >= -len(source)) & (idx < len(source))
+  keep = valid.reshape(idx.shape + (1,) * (source.ndim - 1))
+  ref = np.where(keep, source[np.where(valid, idx, 0)], 0).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  out = view(x)[Tensor(idx)]
+  names = [k.name for k in out.schedule()]
+  assert (names == [f"take_rows_of_{int(np.prod(source.shape[1:]))}"]) == in_place, names
+  np.testing.assert_array_equal(out.numpy(), ref)
+  g = make(ref.shape, seed=1)
+  (out * Tensor(g)).sum().backward()
+  xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+  (view(xt)[torch.from_numpy(np.where(valid, idx, 0))] * torch.tensor(g * keep, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
+
+
 # ---------------------------------------------------------------- boolean masks
 MASK = make(SHAPE, seed=7) > 0   # about half True
 

@@ -21,10 +21,10 @@ _row_start = device_function(cpu_take, "_row_start", globals())
 
 
 @cuda.jit(cache=True)
-def _take_kernel(out, x, positions, offset, row, dim_size):
+def _take_kernel(out, x, positions, offset, row, dim_size, row_step):
   for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
     i = e // row
-    p = _row_start(positions, i, row, dim_size)
+    p = _row_start(positions, i, row_step, dim_size)
     if p >= 0: out[e] = x[offset + p + e - i * row]
     else: out[e] = 0
 
@@ -50,9 +50,10 @@ def _slot_kernel(out, source, slot_start, slot_size, total_size):
     out[outer * total_size + slot_start + e - outer * slot_size] = source[e]
 
 
-def take(out, x, positions, offset: int, row: int, dim_size: int):
+def take(out, x, positions, offset: int, row: int, dim_size: int, row_step: int):
   if out.size:
-    _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row), np.int64(dim_size))
+    _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row), np.int64(dim_size),
+                                             np.int64(row_step))
 
 
 def scatter_add(out, grad, positions, row: int, dim_size: int):

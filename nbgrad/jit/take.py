@@ -13,30 +13,31 @@ TAKE_BLOCK = 4096   # elements per work item of the parallel take
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_start(positions, i, row, dim_size) -> int:
+def _row_start(positions, i, row_step, dim_size) -> int:
   """Where row i starts in x's flat buffer (before the offset), or -1 to read zeros: positions[i] itself, or with
-  dim_size >= 0 the index of a row of a dim that long, counted from its end when negative."""
+  dim_size >= 0 the index of a row of a dim that long (rows row_step elements apart), counted from its end when
+  negative."""
   p = np.int64(positions[i])
   if dim_size < 0: return p
   if p < 0: p += dim_size
-  return p * row if 0 <= p < dim_size else -1
+  return p * row_step if 0 <= p < dim_size else -1
 
 
 @njit(cache=True, nogil=True)
-def _take_rows(out, x, positions, offset, row, dim_size, first, last):
+def _take_rows(out, x, positions, offset, row, dim_size, row_step, first, last):
   """Rows first..last-1. Plain loops, one call per block of rows, and single elements apart: slices, a call per
   row (numba counts references to its array arguments) or the row loop made 100k rows of one element take 1-4 ms
   instead of 0.33."""
   if row == 1:   # rows exist here (take() sees to it), so the first one can stand in for a zero's read
     for i in range(first, last):
-      p = _row_start(positions, i, row, dim_size)
+      p = _row_start(positions, i, row_step, dim_size)
       value = x[np.uint64(offset + max(p, 0))]
       # a select rather than a branch, and unsigned indices, so LLVM vectorizes the loop (100k of 1M: 166 -> 105 us);
       # value ^ value is a zero of value's type, where a literal 0 would unify uint64 with int as float64, losing bits
       out[i] = value if p >= 0 else value ^ value
     return
   for i in range(first, last):
-    p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
+    p, start = _row_start(positions, i, row_step, dim_size), np.uint64(i * row)
     if p >= 0:   # unsigned indices: without a wraparound check LLVM vectorizes the row's copy
       source = np.uint64(offset + p)
       for j in range(np.uint64(row)): out[start + j] = x[source + j]
@@ -46,15 +47,15 @@ def _take_rows(out, x, positions, offset, row, dim_size, first, last):
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _take_serial(out, x, positions, offset, row, dim_size):
-  _take_rows(out, x, positions, offset, row, dim_size, 0, positions.size)
+def _take_serial(out, x, positions, offset, row, dim_size, row_step):
+  _take_rows(out, x, positions, offset, row, dim_size, row_step, 0, positions.size)
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, parallel=True)
-def _take_parallel(out, x, positions, offset, row, dim_size, block):
+def _take_parallel(out, x, positions, offset, row, dim_size, row_step, block):
   for first in prange((positions.size + block - 1) // block):
-    _take_rows(out, x, positions, offset, row, dim_size, first * block, min(positions.size, (first + 1) * block))
+    _take_rows(out, x, positions, offset, row, dim_size, row_step, first * block, min(positions.size, (first + 1) * block))
 
 
 @CachedEntry
@@ -118,7 +119,7 @@ def take_choice(size: int, row: int, itemsize: int) -> TimedChoice:
   return _take_choices[key]
 
 
-def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int, dim_size: int):
+def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int, dim_size: int, row_step: int):
   """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
   as _row_start finds them)."""
   if out.size == 0: return
@@ -127,10 +128,10 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
     return
   out_bits, x_bits = _bits(out), _bits(x)
 
-  def serially(): _take_serial(out_bits, x_bits, positions, offset, row, dim_size)
+  def serially(): _take_serial(out_bits, x_bits, positions, offset, row, dim_size, row_step)
 
   def in_parallel():
-    with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, max(1, TAKE_BLOCK // row))
+    with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, row_step, max(1, TAKE_BLOCK // row))
   if out.size < PARALLEL_MIN_ELEMENTS: serially()
   else: take_choice(out.size, row, out.itemsize).run(serially, in_parallel)
 
