@@ -250,6 +250,7 @@ STRIDED_SOURCES = {
   "expanded_row": (lambda x: x[1:2, 0].expand(7, 6), True),
   "flipped_first_dim": (lambda x: x.flip(0)[:, 2], False),
   "rows_not_contiguous": (lambda x: x[:, :, 1], False),
+  "column_of_a_result_not_computed_yet": (lambda x: (x * 2)[:, 1, 2], False),   # the copy computes the column alone
 }
 
 

@@ -59,17 +59,25 @@ def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1
   """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0; with dim_size >= 0 indices
   of x's first dim), of shape positions.shape + those dims. x is read in place when it is a contiguous window of
   its buffer (a realized tensor, a slice of its first dims), and with dim_size >= 0 also when only its first dim
-  steps otherwise, forward (a column of a matrix: benchmark indexing_column_gather, m[idx, 1] of a 1M x 16 float32
-  matrix at 100k indices, copied the column first in 4.25 ms, and now reads it in place in 0.35 ms; numpy 0.35)."""
-  window = x.view.strided()
+  steps otherwise, forward, through a buffer computed already (a column of a matrix: benchmark
+  indexing_column_gather, m[idx, 1] of a 1M x 16 float32 matrix at 100k indices, copied the column first in 4.25 ms,
+  and now reads it in place in 0.35 ms; numpy 0.35). A base not computed yet is copied from instead: computing all
+  of it to read one column would cost more than the copy, which computes the column alone."""
   row_shape = x.shape[len(x.shape) - row_dims:]
-  free = 1 if dim_size >= 0 else 0   # dims whose step the kernel takes as it is: the first, when it indexes rows
-  in_place = x.base.op is not LoadOps.CONST and window is not None and window[0][:free] >= (0,) * free and \
-    all(s == c for s, c, n in zip(window[0][free:], contiguous_strides(x.shape)[free:], x.shape[free:]) if n != 1)
-  source, offset = (x, window[1]) if in_place else (x.contiguous(), 0)
-  row_step = window[0][0] if in_place and free and x.shape[0] != 1 else prod(row_shape)
-  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, x.dtype, x.device, arg=Take(offset, prod(row_shape), dim_size, row_step),
-                         srcs=(source, positions.in_flat_order()))
+  window = x.view.strided() if x.base.op is not LoadOps.CONST else None
+  if window is not None:
+    strides, start = window
+    dense = [s == c for s, c, n in zip(strides, contiguous_strides(x.shape), x.shape) if n != 1]
+    stepped = dim_size >= 0 and x.base.buffer is not None and strides[0] >= 0 and \
+      all(s == c for s, c, n in zip(strides[1:], contiguous_strides(x.shape)[1:], x.shape[1:]) if n != 1)
+    if all(dense) or stepped:
+      return _take_node(x, start, positions, row_shape, dim_size, strides[0] if stepped and x.shape[0] != 1 else prod(row_shape))
+  return _take_node(x.contiguous(), 0, positions, row_shape, dim_size, prod(row_shape))
+
+
+def _take_node(source: LazyBuffer, offset: int, positions: LazyBuffer, row_shape: tuple, dim_size: int, row_step: int) -> LazyBuffer:
+  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, source.dtype, source.device,
+                         arg=Take(offset, prod(row_shape), dim_size, row_step), srcs=(source, positions.in_flat_order()))
 
 
 def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int, dim_size: int = -1) -> LazyBuffer:
