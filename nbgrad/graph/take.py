@@ -67,9 +67,8 @@ def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1
   window = x.view.strided() if x.base.op is not LoadOps.CONST else None
   if window is not None:
     strides, start = window
-    dense = [s == c for s, c, n in zip(strides, contiguous_strides(x.shape), x.shape) if n != 1]
-    stepped = dim_size >= 0 and x.base.buffer is not None and strides[0] >= 0 and \
-      all(s == c for s, c, n in zip(strides[1:], contiguous_strides(x.shape)[1:], x.shape[1:]) if n != 1)
+    dense = [s == c or n == 1 for s, c, n in zip(strides, contiguous_strides(x.shape), x.shape)]   # per dim
+    stepped = dim_size >= 0 and x.base.buffer is not None and strides[0] >= 0 and all(dense[1:])
     if all(dense) or stepped:
       return _take_node(x, start, positions, row_shape, dim_size, strides[0] if stepped and x.shape[0] != 1 else prod(row_shape))
   return _take_node(x.contiguous(), 0, positions, row_shape, dim_size, prod(row_shape))
