@@ -47,6 +47,11 @@ class Function:
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
       ctx.input_writes = [(t.lazydata.base, t.lazydata.base.writes) for t in tensors]
+    elif not out.no_grad:
+      for t in tensors:
+        if t._ctx is CUT:
+          out._ctx = CUT
+          break
     if cls.is_view: out._record_view(tensors[0], cls, kwargs)
     return out._after_op()
 
@@ -65,6 +70,15 @@ class Released:
 
 
 RELEASED = Released()
+
+
+class Cut:
+  """The Function of a node computed without a gradient (a comparison, an integer op) from tensors that require one,
+  and of every node computed from it alone: backward() from it raises, as in torch, since no gradient can reach them."""
+  parents = ()
+
+
+CUT = Cut()
 
 
 # ---- unary

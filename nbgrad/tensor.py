@@ -649,7 +649,7 @@ class Tensor:
     dtype = to_dtype(dtype)
     if dtype == self.dtype: return self
     # ints and bools carry no gradient, as in torch (flowing back through the cast it came out truncated)
-    return F.Cast.apply(self if dtypes.is_float(dtype) else self.detach(), dtype=dtype)
+    return F.Cast.apply(self, dtype=dtype) if dtypes.is_float(dtype) else F.Cast.apply(self.detach(), dtype=dtype)._cut_from(self)
 
   def bitcast(self, dtype) -> Tensor:
     dtype = to_dtype(dtype)
@@ -682,9 +682,13 @@ class Tensor:
 
   def backward(self) -> Tensor:
     """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls. A tensor
-    computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set."""
+    computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set. One
+    computed from them only through ops without a gradient raises, as in torch and tinygrad."""
     if self.shape != () and self.numel() != 1:
       raise NotAScalar(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
+    if self._ctx is F.CUT:
+      raise RuntimeError("backward() from a tensor no gradient reaches: it was computed from the tensors that require grad only "
+                         "through ops without a gradient (comparisons, casts to int or bool, integer ops)")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
@@ -1120,7 +1124,12 @@ class Tensor:
   def _nondiff(self, op, *others: Tensor) -> Tensor:
     for other in others: self._check_same_device(other)
     out = Tensor(self.lazydata.alu(op, *[o.lazydata for o in others]), device=self.device)
-    return out._after_op()
+    return out._cut_from(self, *others)._after_op()
+
+  def _cut_from(self, *inputs: Tensor) -> Tensor:
+    """self, computed without a gradient from inputs, marked as cut from the graph when one of them is in it."""
+    if not Tensor.no_grad and any(t.requires_grad or t._ctx is F.CUT for t in inputs): self._ctx = F.CUT
+    return self
 
   def _float_input(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
@@ -1555,7 +1564,7 @@ class Tensor:
     numpy); a float result cannot go into an int tensor, nor a non-bool into a bool one. A result that is part of a
     gradient graph raises, as in tinygrad (torch raises for a leaf): the graph would go on reading self as it was,
     and the gradients came out wrong. Under Tensor.no_grad (an optimizer's w -= lr * w.grad) no graph is made."""
-    if result._ctx is not None:
+    if result.requires_grad and result._ctx is not None:
       raise InPlaceNeedsGradient(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
                          "(or detach(), or run it under Tensor.no_grad / Tensor.inference_mode())")
     if result.dtype != self.dtype:
@@ -1622,7 +1631,7 @@ class Tensor:
 
   def _nondiff_reduce(self, op, axis, keepdim) -> Tensor:
     axes = self._reduce_axes(axis)
-    out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._after_op()
+    out = Tensor(self.lazydata.reduce(op, axes), device=self.device)._cut_from(self)._after_op()
     return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
   @_torch_dim

@@ -130,6 +130,36 @@ def test_backward_of_a_tensor_with_no_graph_sets_only_its_own_grad_as_tinygrad(r
   assert x.grad is None and n.grad is None
 
 
+CUT_LOSSES = {   # losses that reach the tensor requiring grad only through ops without a gradient
+  "lt": lambda x: (x < 0.5).sum(),
+  "eq_float_mean": lambda x: (x == x.max()).float().mean(),
+  "argmax_accuracy": lambda x: (x.argmax(1) == 1).float().mean(),
+  "cast_int": lambda x: x.int().sum(),
+  "mask_scaled": lambda x: ((x > 0).float() * 2).sum(),
+}
+
+
+@pytest.mark.parametrize("loss", CUT_LOSSES.values(), ids=CUT_LOSSES.keys())
+def test_backward_from_a_loss_no_gradient_reaches_raises_as_torch(loss):
+  ref = torch.tensor(sample(SHAPE), requires_grad=True)
+  with pytest.raises(RuntimeError):
+    loss(ref).backward()
+  x = Tensor(sample(SHAPE), requires_grad=True)
+  with pytest.raises(RuntimeError, match="no gradient reaches"):
+    loss(x).backward()
+  assert x.grad is None
+  (x * (x < 0.5)).sum().backward()   # a mask beside a differentiable path: the path carries the gradient
+  (ref * (ref < 0.5)).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), ref.grad.numpy())
+
+
+def test_in_place_op_on_a_mask_cut_from_the_graph_is_allowed():
+  x = Tensor(sample(SHAPE), requires_grad=True)
+  mask = x < 0
+  mask |= x > 1
+  np.testing.assert_array_equal(mask.numpy(), (sample(SHAPE) < 0) | (sample(SHAPE) > 1))
+
+
 def test_backward_through_a_graph_already_used_raises_and_keeps_the_gradients():
   """As in torch: the first backward frees the graph; a second one through it would silently lose the
   contribution of the freed part, so it raises before touching any gradient."""
