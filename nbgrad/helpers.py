@@ -34,6 +34,7 @@ class ContextVar:
 
 
 DEBUG = ContextVar("DEBUG", 0)
+WINO = ContextVar("WINO", -1)   # 1 forces Winograd for every eligible convolution, 0 forbids it, -1 leaves the choice to nbgrad
 
 
 class Context(contextlib.ContextDecorator):

@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING
 from nbgrad import autograd as F
 from nbgrad.dtype import dtypes
-from nbgrad.helpers import getenv
+from nbgrad.helpers import WINO
 from nbgrad.device import is_cpu
 
 if TYPE_CHECKING: from nbgrad.tensor import Tensor
@@ -30,10 +30,10 @@ def eligible(x: Tensor, weight: Tensor, stride: tuple, dilation: tuple, acc_dtyp
 
 
 def chosen(x_shape: tuple, weight_shape: tuple, groups: int, device: str) -> bool:
-  """WINO=1 forces Winograd for an eligible convolution and WINO=0 forbids it; otherwise the measured rule.
+  """WINO=1 (the environment, or Context(WINO=1)) forces Winograd for an eligible convolution and WINO=0
+  forbids it; otherwise the measured rule.
   x_shape is the padded input's shape."""
-  forced = getenv("WINO", -1)
-  if forced in (0, 1): return bool(forced)
+  if WINO.value in (0, 1): return bool(WINO.value)
   return faster_than_direct(x_shape, weight_shape, groups, device)
 
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nbgrad import Tensor, dtypes
+from nbgrad import Context, Tensor, dtypes
+from nbgrad.helpers import WINO
 
 TORCH_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 RTOL, ATOL = 1e-4, 1e-5
@@ -80,7 +81,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_winograd_matches_direct_forward_and_backward(case, monkeypatch):
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   x_shape, w_shape, groups, padding = CASES[case]
   out = compare_with_torch(x_shape, w_shape, groups, padding, bias=case != "one-input-channel")
   assert any(name.startswith("axis_transform") for name in kernel_names(Tensor.ones(*x_shape).conv2d(Tensor.ones(*w_shape), groups=groups, padding=padding)))
@@ -88,20 +89,20 @@ def test_winograd_matches_direct_forward_and_backward(case, monkeypatch):
 
 
 def test_winograd_float64(monkeypatch):
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   compare_with_torch((2, 3, 7, 9), (2, 3, 3, 3), padding=1, dtype=np.float64)
 
 
 def test_winograd_empty_batch(monkeypatch):
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   out = Tensor.ones(0, 3, 8, 8).conv2d(Tensor.ones(4, 3, 3, 3), padding=1)
   assert out.shape == (0, 4, 8, 8) and out.numpy().shape == (0, 4, 8, 8)
 
 
 def test_wino_0_forbids_and_ineligible_layers_stay_direct(monkeypatch):
-  monkeypatch.setenv("WINO", "0")
+  monkeypatch.setattr(WINO, "value", 0)
   assert not any(n.startswith("axis_transform") for n in kernel_names(Tensor.ones(1, 32, 8, 8).conv2d(Tensor.ones(32, 32, 3, 3))))
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   rng = np.random.default_rng(1)
   x, w = rng.standard_normal((1, 2, 9, 9)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
   for kwargs in ({"stride": 2}, {"dilation": 2}):   # not F(4x4, 3x3): computed directly, still right
@@ -113,8 +114,17 @@ def test_wino_0_forbids_and_ineligible_layers_stay_direct(monkeypatch):
   assert int_conv.dtype == dtypes.int32 and (int_conv.numpy() == 18).all()
 
 
+def test_context_switches_winograd_for_a_block_as_tinygrad():
+  def uses_winograd(): return any(n.startswith("axis_transform") for n in kernel_names(Tensor.ones(1, 32, 8, 8).conv2d(Tensor.ones(32, 32, 3, 3))))
+  with Context(WINO=1):
+    assert uses_winograd()
+    with Context(WINO=0): assert not uses_winograd()
+    assert uses_winograd()
+  assert WINO.value == -1 and not uses_winograd()   # the default rule: too narrow
+
+
 def test_default_rule_uses_winograd_for_wide_layers_with_big_products(monkeypatch):
-  monkeypatch.delenv("WINO", raising=False)
+  monkeypatch.setattr(WINO, "value", -1)
   def uses_winograd(x_shape, w_shape, needs_grad=True):
     out = Tensor.empty(*x_shape).conv2d(Tensor.empty(*w_shape, requires_grad=needs_grad), padding=1)
     return any(n.startswith("axis_transform") for n in kernel_names(out))
@@ -127,7 +137,7 @@ def test_default_rule_uses_winograd_for_wide_layers_with_big_products(monkeypatc
 
 
 def test_transformed_weight_is_computed_once_per_realize(monkeypatch):
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   rng = np.random.default_rng(2)
   w = Tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32)).realize()
   a, b = (Tensor(rng.standard_normal((2, 3, 8, 8)).astype(np.float32)) for _ in range(2))
@@ -139,7 +149,7 @@ def test_transformed_weight_is_computed_once_per_realize(monkeypatch):
 
 
 def test_weight_written_in_place_is_transformed_again(monkeypatch):
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   x = Tensor.ones(1, 2, 6, 6)
   w = Tensor.ones(3, 2, 3, 3).contiguous().realize()
   first = x.conv2d(w)
@@ -150,7 +160,7 @@ def test_weight_written_in_place_is_transformed_again(monkeypatch):
 
 @pytest.mark.parametrize("wino", ["0", "1"])
 def test_errors_are_those_of_the_direct_path(wino, monkeypatch):
-  monkeypatch.setenv("WINO", wino)
+  monkeypatch.setattr(WINO, "value", int(wino))
   with pytest.raises(ValueError, match="input channels 3") as channels:
     Tensor.ones(1, 3, 8, 8).conv2d(Tensor.ones(4, 2, 3, 3))
   with pytest.raises(ValueError, match="larger than the input") as too_big:
@@ -163,7 +173,7 @@ def test_errors_are_those_of_the_direct_path(wino, monkeypatch):
 
 def test_winograd_peak_extra_memory_is_at_most_4x_input_plus_output(monkeypatch):
   from nbgrad import GlobalCounters
-  monkeypatch.setenv("WINO", "1")
+  monkeypatch.setattr(WINO, "value", 1)
   x, w = Tensor.ones(2, 16, 20, 20).contiguous().realize(), Tensor.ones(16, 16, 3, 3).contiguous().realize()
   gc.collect()   # buffers of earlier tests freed now, not in the middle of this one
   GlobalCounters.reset()
