@@ -4,6 +4,7 @@ import math
 import time
 from typing import Optional
 import numba
+import numba.np.ufunc.parallel as numba_threads   # its unchecked thread-count calls: 0.6 us a launch, the public ones 3
 import numpy as np
 from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
@@ -117,14 +118,14 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
         if parallel.threads_pay:
           launch(*arrays, parallel.int_params, parallel.float_params)
           return
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
+        threads = numba.get_num_threads() if not numba_threads._is_initialized else numba_threads._get_num_threads()
+        numba_threads._set_num_threads(1)
         try:
           start = time.perf_counter()
           launch(*arrays, parallel.int_params, parallel.float_params)
           if parallel.threads_pay is None: parallel.timed_on_one_thread(time.perf_counter() - start, threads)
         finally:
-          numba.set_num_threads(threads)
+          numba_threads._set_num_threads(threads)
       return
     serial = _rendered(kernel, parallel=False)
     with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
