@@ -423,7 +423,7 @@ class Broadcast(Function):
     self.input_shape = x.shape
     ones = (1,) * (len(shape) - len(x.shape)) + x.shape
     self.axes = tuple(i for i, (a, b) in enumerate(zip(ones, shape)) if a != b)
-    return x.reshape(ones).expand(shape)
+    return x.broadcast(shape)
   def backward(self, grad):
     if self.axes: grad = summed_over(grad, self.axes)
     return grad.reshape(self.input_shape)

@@ -146,6 +146,13 @@ class LazyBuffer:
     shape = tuple(shape)
     return self if shape == self.shape else self._moved(self.view.expand(shape))
 
+  def broadcast(self, shape) -> LazyBuffer:
+    """Ones put before the shape and expanded to shape, as one view node."""
+    shape = tuple(shape)
+    if shape == self.shape: return self
+    ones = (1,) * (len(shape) - len(self.shape)) + self.shape
+    return self._moved(self.view.reshape(ones).expand(shape))
+
   def shrink(self, arg) -> LazyBuffer:
     if all(a == 0 and b == s for (a, b), s in zip(arg, self.shape)): return self
     return self._moved(self.view.shrink(tuple(arg)))
