@@ -1,11 +1,17 @@
 """Turn a pytest-benchmark JSON file into benchmarks/RESULTS.md.
 
-Usage: python benchmarks/report.py /tmp/bench.json [output.md]
+Usage: python benchmarks/report.py /tmp/bench.json [--torch-spinning /tmp/bench_torch.json] [output.md]
        python benchmarks/report.py --gpu /tmp/bench_cuda.json [output.md]
 
 For each workload it lists the median time of nbgrad, numpy and torch and the ratios
 nbgrad/numpy and nbgrad/torch (below 1.0: nbgrad is faster). With --gpu it writes the GPU section
 (nbgrad on CUDA against torch on CUDA, from benchmarks/test_bench_cuda.py) and keeps the CPU part.
+
+nbgrad and torch share one OpenMP runtime in a process, whose idle workers nbgrad makes sleep
+(nbgrad/__init__.py): each of torch's small parallel ops then wakes them. --torch-spinning adds torch's
+medians from a run of its rows with OpenMP's default idle policy (workers spin for a while), which is
+how torch runs in a process without nbgrad:
+  GOMP_SPINCOUNT=300000 python -m pytest benchmarks/ -k torch --benchmark-json=/tmp/bench_torch.json
 """
 import json
 import os
@@ -105,7 +111,14 @@ def nbgrad_notes(bench):
     return ", ".join(notes)
 
 
-def render(data):
+def torch_medians(data) -> dict:
+    """{(group, workload): torch's median} of a run."""
+    return {(group, workload): by_lib["torch"]["stats"]["median"]
+            for group, workloads in collect(data.get("benchmarks", [])).items()
+            for workload, by_lib in workloads.items() if "torch" in by_lib}
+
+
+def render(data, torch_spinning=None):
     machine = data.get("machine_info") or {}
     versions = dict(installed_versions(), **(machine.get("libraries") or {}))
     when = data.get("datetime")
@@ -128,20 +141,29 @@ def render(data):
         "Medians. Ratios are nbgrad time / peer time: below 1.00x nbgrad is faster.",
         "Regenerate: `python -m pytest benchmarks/ --benchmark-json=/tmp/bench.json && "
         "python benchmarks/report.py /tmp/bench.json`",
+        *(["", "torch, spinning: torch's median in a run of its rows where OpenMP's idle workers spin for a while "
+            "(GOMP_SPINCOUNT=300000, about libgomp's default), as torch runs without nbgrad. In one process the two "
+            "share one OpenMP runtime, whose workers nbgrad makes sleep, and each of torch's small parallel ops "
+            "then wakes them. Its run: `GOMP_SPINCOUNT=300000 python -m pytest benchmarks/ -k torch "
+            "--benchmark-json=/tmp/bench_torch.json`, then `python benchmarks/report.py /tmp/bench.json "
+            "--torch-spinning /tmp/bench_torch.json`."] if torch_spinning else []),
     ]
     for group, workloads in collect(data.get("benchmarks", [])).items():
         if group == "conv":
             lines += ["", f"## {GROUP_TITLES[group]}", ""] + render_conv(workloads)
             continue
+        spinning = " torch, spinning | nbgrad/torch, spinning |" if torch_spinning else ""
         lines += ["", f"## {GROUP_TITLES.get(group, group)}", "",
-                  "| workload | nbgrad | numpy | torch | nbgrad/numpy | nbgrad/torch | nbgrad notes |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+                  f"| workload | nbgrad | numpy | torch | nbgrad/numpy | nbgrad/torch |{spinning} nbgrad notes |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if torch_spinning else "") + " --- |"]
         for workload, by_lib in workloads.items():
             medians = {lib: by_lib[lib]["stats"]["median"] if lib in by_lib else None for lib in LIBS}
             row = [workload] + [format_seconds(medians[lib]) for lib in LIBS]
-            row += [format_ratio(medians["nbgrad"], medians["numpy"]),
-                    format_ratio(medians["nbgrad"], medians["torch"]),
-                    nbgrad_notes(by_lib["nbgrad"]) if "nbgrad" in by_lib else ""]
+            row += [format_ratio(medians["nbgrad"], medians["numpy"]), format_ratio(medians["nbgrad"], medians["torch"])]
+            if torch_spinning:
+                spinning_median = torch_spinning.get((group, workload))
+                row += [format_seconds(spinning_median), format_ratio(medians["nbgrad"], spinning_median)]
+            row.append(nbgrad_notes(by_lib["nbgrad"]) if "nbgrad" in by_lib else "")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -215,14 +237,21 @@ def split_gpu_section(text):
 def main(argv):
     gpu = "--gpu" in argv
     argv = [a for a in argv if a != "--gpu"]
+    torch_spinning = None
+    if "--torch-spinning" in argv:
+        at = argv.index("--torch-spinning")
+        if at + 1 >= len(argv): sys.exit("--torch-spinning needs a benchmark JSON file")
+        with open(argv[at + 1]) as f:
+            torch_spinning = torch_medians(json.load(f))
+        argv = argv[:at] + argv[at + 2:]
     if len(argv) not in (2, 3):
-        sys.exit(f"usage: {argv[0]} [--gpu] BENCHMARK_JSON [OUTPUT_MD]")
+        sys.exit(f"usage: {argv[0]} [--gpu] BENCHMARK_JSON [--torch-spinning TORCH_JSON] [OUTPUT_MD]")
     with open(argv[1]) as f:
         data = json.load(f)
     output = Path(argv[2]) if len(argv) == 3 else Path(__file__).resolve().parent / "RESULTS.md"
     cpu_part, gpu_part = split_gpu_section(output.read_text() if output.exists() else "")
     if gpu: text = cpu_part.rstrip("\n") + "\n\n" + render_gpu(data)
-    else: text = render(data) + "\n" + gpu_part
+    else: text = render(data, torch_spinning) + "\n" + gpu_part
     output.write_text(text)
     print(text)
     print(f"written to {output}")
