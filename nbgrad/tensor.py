@@ -664,6 +664,7 @@ class Tensor:
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
   def double(self) -> Tensor: return self.cast(dtypes.float64)   # torch's
   def long(self) -> Tensor: return self.cast(dtypes.int64)       # torch's
+  def astype(self, dtype) -> Tensor: return self.cast(dtype)      # numpy's: t.astype(np.float32)
 
   # ---- autograd
   def _toposort(self) -> list[Tensor]:
@@ -1528,6 +1529,8 @@ class Tensor:
   def __rfloordiv__(self, x) -> Tensor: return self.floordiv(x, True)
   def __mod__(self, x) -> Tensor: return self.mod(x)
   def __rmod__(self, x) -> Tensor: return self.mod(x, True)
+  def __divmod__(self, x) -> tuple[Tensor, Tensor]: return self.floordiv(x), self.mod(x)   # numpy's
+  def __rdivmod__(self, x) -> tuple[Tensor, Tensor]: return self.floordiv(x, True), self.mod(x, True)
   def __pow__(self, x) -> Tensor: return self.pow(x)
   def __rpow__(self, x) -> Tensor: return self.pow(x, True)
   def __matmul__(self, x) -> Tensor: return self.matmul(x)

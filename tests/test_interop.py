@@ -74,6 +74,18 @@ def test_operators_numpy_and_torch_have():
     [10, 20][Tensor(1.0)]
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_divmod_and_astype_as_numpy(dtype):
+  a, b = np.array([7, -7, 7, -7, 0], dtype), np.array([2, 2, -2, -3, 5], dtype)
+  for got, want in ((divmod(Tensor(a), Tensor(b)), divmod(a, b)), (divmod(Tensor(a), 3), divmod(a, dtype(3))),
+                    (divmod(9, Tensor(b)), divmod(dtype(9), b))):
+    for g, w in zip(got, want):
+      assert g.dtype.np == w.dtype
+      np.testing.assert_array_equal(g.numpy(), w)
+  converted = Tensor(a).astype(np.float16)
+  assert converted.dtype == dtypes.float16 and converted.numpy().tolist() == a.astype(np.float16).tolist()
+
+
 def test_len_of_a_0d_tensor_is_1_as_in_tinygrad():
   assert len(Tensor(3.0)) == 1 and len(Tensor([[1, 2]])) == 1
 
