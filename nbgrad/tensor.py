@@ -573,6 +573,7 @@ class Tensor:
 
   def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
   def clone(self) -> Tensor: return F.Contiguous.apply(self)   # torch's: a buffer of its own, the gradient flows back
+  def copy(self) -> Tensor: return self.clone()                 # numpy's
 
   def assign(self, x) -> Tensor:
     """Replaces the values in place (same Tensor object); shape, dtype and device must match."""
@@ -980,6 +981,9 @@ class Tensor:
     if self.ndim == 0: return self.reshape(1)
     if start > end: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:start] + (math.prod(self.shape[start:end + 1]),) + self.shape[end + 1:])
+
+  def ravel(self) -> Tensor: return self.flatten()   # numpy's and torch's
+  def swapaxes(self, axis0: int, axis1: int) -> Tensor: return self.transpose(axis0, axis1)   # numpy's and torch's
 
   def unflatten(self, dim: int, sizes) -> Tensor:
     dim = resolve_axis(dim, self.ndim)

@@ -86,6 +86,21 @@ def test_divmod_and_astype_as_numpy(dtype):
   assert converted.dtype == dtypes.float16 and converted.numpy().tolist() == a.astype(np.float16).tolist()
 
 
+def test_numpy_s_ravel_swapaxes_and_copy():
+  a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  t = Tensor(a, requires_grad=True)
+  np.testing.assert_array_equal(t.ravel().numpy(), a.ravel())
+  np.testing.assert_array_equal(t.swapaxes(0, 2).numpy(), a.swapaxes(0, 2))
+  np.testing.assert_array_equal(t.swapaxes(-1, 1).numpy(), a.swapaxes(-1, 1))
+  copied = t.copy()
+  (copied * t.swapaxes(1, 1)).sum().backward()   # d/dt sum(t * t) through the copy and the view
+  np.testing.assert_array_equal(t.grad.numpy(), 2 * a)
+  source = Tensor(a.copy())
+  kept = source.copy().realize()
+  source[0] = 0
+  np.testing.assert_array_equal(kept.numpy(), a)
+
+
 def test_len_of_a_0d_tensor_is_1_as_in_tinygrad():
   assert len(Tensor(3.0)) == 1 and len(Tensor([[1, 2]])) == 1
 
