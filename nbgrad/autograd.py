@@ -320,6 +320,24 @@ class Max(Function):
     return is_max.alu(BinaryOps.DIV, count).cast(grad.dtype).alu(BinaryOps.MUL, grad.expand(self.x.shape))
 
 
+class Prod(Function):
+  """Reduce product. Each input's derivative is the product of the others: the result over the input where its
+  group holds no 0, the product of the group's nonzero elements at a lone 0, and 0 wherever two or more are 0."""
+  def forward(self, x, axes, shape=None):
+    self.x, self.axes = x, axes
+    self.ret = x.reduce(ReduceOps.PROD, axes)
+    return self.ret if shape is None else self.ret.reshape(shape)
+  def backward(self, grad):
+    x, shape = self.x, self.x.shape
+    zero = x.const(0)
+    is_zero = x.alu(BinaryOps.CMPEQ, zero)
+    zeros = is_zero.cast(sum_dtype(x.dtype)).reduce(ReduceOps.SUM, self.axes).expand(shape)
+    nonzero_product = is_zero.alu(TernaryOps.WHERE, x.const(1), x).reduce(ReduceOps.PROD, self.axes).expand(shape)
+    at_zero = zeros.alu(BinaryOps.CMPEQ, zeros.const(1)).alu(TernaryOps.WHERE, nonzero_product, zero)
+    elsewhere = zeros.alu(BinaryOps.CMPEQ, zeros.const(0)).alu(TernaryOps.WHERE, self.ret.expand(shape).alu(BinaryOps.DIV, x), zero)
+    return is_zero.alu(TernaryOps.WHERE, at_zero, elsewhere).alu(BinaryOps.MUL, grad.reshape(self.ret.shape).expand(shape))
+
+
 class CumSum(Function):
   """Running sum along an axis; each input feeds every output at or after it, so its gradient is the
   running sum of the gradient taken from the far end."""

@@ -266,7 +266,7 @@ def _numpy_reduction(fn):
     if ddof is not None: kwargs["correction"] = ddof
     x = self if dtype is None else self.cast(dtype)
     if (where is not True and name not in _MASKED_IDENTITY) or (initial is not _NO_INITIAL and name not in _WITH_INITIAL):
-      raise TypeError(f"Tensor.{name} takes no {'where' if where is not True else 'initial'}= (sum, max and min take initial= "
+      raise TypeError(f"Tensor.{name} takes no {'where' if where is not True else 'initial'}= (sum, prod, max and min take initial= "
                       "and where=, any, all and mean where=)")
     if where is not True:
       taken = (where if isinstance(where, Tensor) else Tensor(np.asarray(where), device=x.device)).cast(dtypes.bool)
@@ -280,9 +280,9 @@ def _numpy_reduction(fn):
 
 
 # what numpy's where= puts in place of the elements left out (mean: a sum over the taken ones, divided by their count)
-_MASKED_IDENTITY = {"sum": lambda dtype: 0, "max": dtypes.min, "min": dtypes.max, "any": lambda dtype: False,
+_MASKED_IDENTITY = {"sum": lambda dtype: 0, "prod": lambda dtype: 1, "max": dtypes.min, "min": dtypes.max, "any": lambda dtype: False,
                     "all": lambda dtype: True, "mean": None}
-_WITH_INITIAL = {"sum": lambda r, initial: r + initial, "max": lambda r, initial: r.maximum(initial),
+_WITH_INITIAL = {"sum": lambda r, initial: r + initial, "prod": lambda r, initial: r * initial, "max": lambda r, initial: r.maximum(initial),
                  "min": lambda r, initial: r.minimum(initial)}
 
 
@@ -1610,6 +1610,14 @@ class Tensor:
   def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
     acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
     return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
+
+  @_torch_dim
+  @_numpy_reduction
+  def prod(self, axis=None, keepdim=False) -> Tensor:
+    """Product of the elements over axis (1 over none), in the dtype sum gives: Tensor([1, 2, 3]).prod() is 6."""
+    x = self.cast(self._sum_acc_dtype())
+    if not dtypes.is_float(x.dtype): return x._nondiff_reduce(ReduceOps.PROD, axis, keepdim)
+    return self._summed(x._reduce(F.Prod, axis, keepdim))
 
   # over an empty axis max is the dtype's lowest value and min its highest (-inf and inf for floats), as tinygrad's
   # identities (torch and numpy raise)

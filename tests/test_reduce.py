@@ -1,4 +1,4 @@
-"""Reductions (sum, max, min, any, all, mean, var, std, argmax, argmin, softmax, log_softmax, logsumexp) against numpy / torch."""
+"""Reductions (sum, prod, max, min, any, all, mean, var, std, argmax, argmin, softmax, log_softmax, logsumexp) against numpy / torch."""
 import numpy as np
 import pytest
 import torch
@@ -189,6 +189,106 @@ def test_sum_large_float32(seed):
   rows = values.reshape(100, 1000)
   np.testing.assert_allclose(Tensor(rows).sum(1).numpy(), rows.astype(np.float64).sum(1), rtol=1e-5)
   np.testing.assert_allclose(Tensor(rows).sum(0).numpy(), rows.astype(np.float64).sum(0), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- prod
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+@pytest.mark.parametrize("axis", [None, 1])
+def test_prod_result_dtype_and_values(name, axis):
+  values = make_values((3, 4), name, seed=5)
+  out = to_nb(values, name).prod(axis)
+  assert out.dtype == getattr(dtypes, SUM_DTYPE[name])   # the dtype sum gives
+  check(out, np.prod(values.astype(np.float64 if name in FLOAT_NAMES else np.int64), axis=axis), SUM_DTYPE[name])
+
+
+@pytest.mark.parametrize("shape,axis,keepdim", SUM_AXES, ids=[f"{s}-{a}-{k}" for s, a, k in SUM_AXES])
+def test_prod_axes(shape, axis, keepdim):
+  values = make_values(shape, "float32", seed=6)
+  out = to_nb(values, "float32").prod(axis=axis, keepdim=keepdim)
+  expected = np.prod(values, axis=np_axis(values, axis), keepdims=keepdim)   # 1 over an empty axis
+  if np.ndim(values) == 0 and keepdim: expected = np.asarray(expected).reshape(())
+  check(out, expected, "float32")
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_noncontiguous(view, axis):
+  t, a = view_inputs(view, "float64", seed=7)
+  check(t.prod(axis), np.prod(a, axis=axis), "float64")
+
+
+def test_prod_of_long_rows_and_columns():
+  """Long enough to run in parallel chunks, whose products are multiplied together."""
+  values = 1 + np.random.default_rng(8).uniform(-1e-3, 1e-3, (1 << 17,))
+  np.testing.assert_allclose(Tensor(values).prod().item(), np.prod(values), rtol=1e-12)
+  grid = values.reshape(256, 512)
+  np.testing.assert_allclose(Tensor(grid).prod(0).numpy(), np.prod(grid, axis=0), rtol=1e-12)
+  np.testing.assert_allclose(Tensor(grid).prod(1).numpy(), np.prod(grid, axis=1), rtol=1e-12)
+  np.testing.assert_allclose(Tensor(grid.astype(np.float32)).prod(1).numpy(), np.prod(grid, axis=1), rtol=1e-4)
+
+
+def test_int_prod_wraps_as_numpy():
+  values = np.array([3 ** 30, 3 ** 30, 7, -5], np.int64)
+  assert Tensor(values).prod().item() == np.prod(values)
+  assert Tensor(np.array([1 << 20, 1 << 20], np.int32)).prod().item() == 0   # int32 arithmetic, as sum's
+
+
+# a product of copies of one constant is folded, never looped: it must equal the loop's result
+FOLDED_PRODUCTS = [
+  (3, (40,), "int64", np.prod(np.full(40, 3, np.int64))), (-2, (3, 5), "int32", -(2 ** 15)),
+  (2.0, (10,), "float32", 1024.0), (10.0, (400,), "float32", float("inf")), (-10.0, (401,), "float64", -float("inf")),
+  (0.5, (2000,), "float64", 0.0), (True, (4,), "bool", 1), (0, (1 << 40,), "int64", 0),
+]
+
+
+@pytest.mark.parametrize("value,shape,name,expected", FOLDED_PRODUCTS, ids=[f"{v}-{s}-{n}" for v, s, n, _ in FOLDED_PRODUCTS])
+def test_prod_of_a_constant(value, shape, name, expected):
+  out = Tensor.full(shape, value, dtype=getattr(dtypes, name)).prod()
+  assert out.item() == expected
+
+
+ZERO_GROUPS = np.array([[1.5, -2.0, 0.5, 3.0], [0.0, 2.0, -1.5, 0.5], [0.0, 0.0, 2.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("axis,keepdim", [(1, False), (0, True), (None, False), (-1, True)])
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_prod_gradient_with_zeros_as_torch(axis, keepdim, name):
+  """Rows with no zero, one zero, two zeros and all zeros: the gradient is the product of the others, not
+  the result over the input (which divides 0 by 0)."""
+  values = ZERO_GROUPS.astype(name)
+  t = Tensor(values, requires_grad=True)
+  ref = torch.tensor(values, requires_grad=True)
+  out = t.prod(axis, keepdim=keepdim)
+  expected = ref.prod() if axis is None else ref.prod(axis, keepdim=keepdim)
+  weights = np.arange(1, expected.numel() + 1, dtype=name).reshape(tuple(expected.shape))
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.from_numpy(weights)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy())
+  np.testing.assert_allclose(t.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+  assert t.grad.dtype == getattr(dtypes, name)
+
+
+def test_prod_gradient_of_half_and_empty_inputs():
+  half = Tensor(np.array([[1.5, 2.0, -0.5]], np.float16), requires_grad=True)
+  half.prod(1).sum().backward()
+  assert half.grad.dtype == dtypes.float16
+  np.testing.assert_array_equal(half.grad.numpy(), np.array([[-1.0, -0.75, 3.0]], np.float16))
+  empty = Tensor(np.zeros((0, 3), np.float32), requires_grad=True)
+  out = empty.prod(0)
+  out.sum().backward()
+  np.testing.assert_array_equal(out.numpy(), np.ones(3, np.float32))
+  assert empty.grad.shape == (0, 3)
+
+
+def test_prod_by_numpy_and_torch_names():
+  values = make_values((3, 4), "float64", seed=9)
+  mask = np.array([True, False, True, True])
+  t = Tensor(values)
+  pairs = [(np.prod(t), np.prod(values)), (np.prod(t, axis=0, keepdims=True), np.prod(values, axis=0, keepdims=True)),
+           (np.prod(t, axis=1, where=mask, initial=2.0), np.prod(values, axis=1, where=mask, initial=2.0)),
+           (t.prod(dim=1, keepdim=True), np.prod(values, axis=1, keepdims=True))]
+  for got, expected in pairs: check(got, expected, "float64")
+  with pytest.raises(IndexError): t.prod(2)
 
 
 # ---------------------------------------------------------------- max / min

@@ -10,6 +10,15 @@ from nbgrad.graph.view import View
 from nbgrad.helpers import add_weak_reference
 
 
+def _folded(op: ReduceOps, value, count: int):
+  """The reduce of count copies of value, in Python numbers (cast_scalar then takes ints into the dtype's range)."""
+  if op is ReduceOps.SUM: return value * count
+  if op is not ReduceOps.PROD: return value
+  if not isinstance(value, float): return pow(value, count, 1 << 64)
+  try: return value ** count
+  except OverflowError: return -math.inf if value < 0 and count % 2 else math.inf
+
+
 @functools.lru_cache(maxsize=4096)
 def _scalar_broadcast(shape: tuple[int, ...]) -> View:
   """The view of a 0-d node broadcast to shape (what reshape to all ones and expand make, in one step)."""
@@ -126,7 +135,7 @@ class LazyBuffer:
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
     if (value := self.const_value()) is not None and all(self.shape[a] for a in axes):   # a broadcast constant: no loop
       count = math.prod(self.shape[a] for a in axes)   # (zeros(2**31, 2**31).sum() looped 4.6e18 times)
-      return LazyBuffer.full(value * count if op is ReduceOps.SUM else value, new_shape, self.dtype, self.device)
+      return LazyBuffer.full(_folded(op, value, count), new_shape, self.dtype, self.device)
     return LazyBuffer(self.device, new_shape, self.dtype, op, (self,), axes)
 
   # ---- movement: only the view changes

@@ -27,7 +27,7 @@ class TernaryOps(Op):
 
 
 class ReduceOps(Op):
-  SUM = auto(); MAX = auto(); MIN = auto()  # noqa: E702
+  SUM = auto(); PROD = auto(); MAX = auto(); MIN = auto()  # noqa: E702
 
 
 class LoadOps(Op):

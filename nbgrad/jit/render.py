@@ -108,7 +108,7 @@ BINARY = {
   BinaryOps.SHR: lambda dt, a, b: in_dtype(dt, f"(({a} >> {b}) if {b} < 64 else ({a} ^ {a}))" if dt.kind == "u"
                                            else f"({a} >> ({b} if 0 <= {b} < 63 else 63))"),
 }
-REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
+REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.PROD: BinaryOps.MUL, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
 
 
 def key_bits(dt: DType) -> int:
@@ -119,6 +119,7 @@ def key_bits(dt: DType) -> int:
 def reduce_identity(op: ReduceOps, dt: DType) -> str:
   t = compute_type(dt)
   if op is ReduceOps.SUM: return f"{t}(0)"
+  if op is ReduceOps.PROD: return f"{t}(1)"
   if dt.kind == "b": return "False" if op is ReduceOps.MAX else "True"
   if dt.kind == "f": return f"{t}({'-' if op is ReduceOps.MAX else ''}np.inf)"
   if dt.kind == "u": return f"{t}(0)" if op is ReduceOps.MAX else f"{t}({(1 << 8 * dt.itemsize) - 1})"
@@ -549,7 +550,7 @@ class Renderer:
     """A float max/min along a loop compares order-preserving integer keys and keeps a NaN flag: LLVM
     vectorizes that, not a float select. Across columns (an array of accumulators) the NaN-aware float
     select vectorizes as it is."""
-    return op is not ReduceOps.SUM and dt.kind == "f" and not self.column and not self.window
+    return op in (ReduceOps.MAX, ReduceOps.MIN) and dt.kind == "f" and not self.column and not self.window
 
   def init_accumulator(self, depth: int, op, dt: DType, target: str):
     if self._keyed(op, dt):
