@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 from dataclasses import dataclass
 import numpy as np
 from nbgrad.helpers import ValueOutOfRange
@@ -167,6 +168,12 @@ def int_dtype_holding(low: int, high: int) -> DType:
 
 
 _LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's largest finite values
+
+
+def largest_finite(dt: DType) -> float:
+  """A float dtype's largest finite value."""
+  if dt.name == "bfloat16": return 3.3895313892515355e38
+  return _LARGEST.get(dt.itemsize, sys.float_info.max)
 
 
 def check_storable(value, dt: DType, what: str = "value"):

@@ -11,7 +11,7 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, int_dtype_holding, check_storable
+  float32_to_bfloat16_bits, int_dtype_holding, check_storable, largest_finite
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
@@ -152,6 +152,13 @@ def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tens
   return F.WithDerivatives.apply(*inputs, result=result.lazydata, derivatives=built)
 
 
+def _root_of_squares(total: Tensor) -> Tensor:
+  """The square root of a sum of squares, with torch's gradient 0 where the sum is 0 (sqrt's own is inf there, and
+  times the squares' gradient 0 it made nan): std of equal values, norm of zeros."""
+  root = total.detach().sqrt()
+  return _with_derivatives((total,), root, (lambda: (root == 0).where(0.0, 0.5 / root),))
+
+
 def scalar_dtype(value) -> DType:
   if isinstance(value, bool): return dtypes.bool
   if isinstance(value, int): return dtypes.default_int
@@ -216,7 +223,7 @@ _UFUNC_OPS = {
   np.cos: "cos", np.tan: "tan", np.tanh: "tanh", np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
   np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal", np.sinh: "sinh", np.cosh: "cosh", np.arcsinh: "asinh",
   np.arccosh: "acosh", np.arctanh: "atanh", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
-  np.positive: "__pos__",
+  np.positive: "__pos__", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.log1p: "log1p", np.expm1: "expm1",
   np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"), np.multiply: ("__mul__", "__rmul__"),
   np.true_divide: ("__truediv__", "__rtruediv__"), np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
   np.maximum: ("maximum", "maximum"), np.minimum: ("minimum", "minimum"),
@@ -224,7 +231,8 @@ _UFUNC_OPS = {
   np.greater_equal: ("__ge__", "__le__"), np.equal: ("__eq__", "__eq__"), np.not_equal: ("__ne__", "__ne__"),
   np.floor_divide: ("__floordiv__", "__rfloordiv__"), np.remainder: ("__mod__", "__rmod__"),
   np.bitwise_and: ("__and__", "__rand__"), np.bitwise_or: ("__or__", "__ror__"), np.bitwise_xor: ("__xor__", "__rxor__"),
-  np.left_shift: ("__lshift__", "__rlshift__"), np.right_shift: ("__rshift__", "__rrshift__"),
+  np.logical_and: ("logical_and", "logical_and"), np.logical_or: ("logical_or", "logical_or"),
+  np.logical_xor: ("logical_xor", "logical_xor"), np.left_shift: ("__lshift__", "__rlshift__"), np.right_shift: ("__rshift__", "__rrshift__"),
 }
 
 
@@ -1014,6 +1022,39 @@ class Tensor:
     expanded = [d for r, s in zip(repeats, base.shape) for d in (r, s)]
     return base.reshape(interleaved).expand(expanded).reshape(tuple(r * s for r, s in zip(repeats, base.shape)))
 
+  def repeat_interleave(self, repeats, dim: Optional[int] = None) -> Tensor:
+    """Each element repeated in place along dim (along the flattened tensor without one), as torch's
+    repeat_interleave and numpy's np.repeat: repeats is one count for all, or a count for each element along dim."""
+    x = self.flatten() if dim is None else self
+    dim = 0 if dim is None else resolve_axis(dim, self.ndim)
+    counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts < 0).any():
+      raise ValueError(f"repeat_interleave repeats must be counts >= 0 (an int or one per element), got {repeats!r}")
+    if counts.size == 1:
+      x = x.unsqueeze(dim + 1)
+      return x.expand(x.shape[:dim + 1] + (int(counts.reshape(())),) + x.shape[dim + 2:]).flatten(dim, dim + 1)
+    if counts.size != x.shape[dim]:
+      raise ValueError(f"repeat_interleave got {counts.size} repeats for the {x.shape[dim]} elements along dim {dim} of {x.shape}")
+    return x[(slice(None),) * dim + (Tensor(np.repeat(np.arange(counts.size), counts), device=self.device),)]
+
+  def roll(self, shifts, dims=None) -> Tensor:
+    """Elements shifted along dims, those pushed past the end coming back at the start (torch's and numpy's roll);
+    without dims, along the flattened tensor."""
+    if dims is None:
+      if isinstance(shifts, (tuple, list)): raise ValueError(f"roll without dims takes one shift, got {shifts}")
+      return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims): raise ValueError(f"roll needs one shift per dim: shifts {shifts}, dims {dims}")
+    out = self
+    for shift, dim in zip(shifts, dims):
+      _check_int("roll shift", shift, low=None)
+      dim, size = resolve_axis(dim, self.ndim), self.shape[resolve_axis(dim, self.ndim)]
+      if size == 0 or shift % size == 0: continue
+      before, cut = (slice(None),) * dim, size - shift % size
+      out = out[before + (slice(cut, None),)].cat(out[before + (slice(None, cut),)], dim=dim)
+    return self.clone() if out is self else out
+
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
     self, others = _leading_tensor(self, others, "cat")
     tensors = (self,) + others
@@ -1187,23 +1228,38 @@ class Tensor:
     magnitude = (self.detach().bitcast(bits) & ((1 << (8 * self.dtype.itemsize - 1)) - 1)).bitcast(self.dtype)
     return _with_derivatives((self,), magnitude, (lambda: self.detach().sign(),))
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
+  def isnan(self) -> Tensor: return self != self
+  def isinf(self, detect_positive=True, detect_negative=True) -> Tensor:
+    if not dtypes.is_float(self.dtype) or not (detect_positive or detect_negative): return self.zeros_like(dtype=dtypes.bool)
+    magnitude = self.abs() if detect_positive and detect_negative else self if detect_positive else -self
+    return magnitude == math.inf
+  def isfinite(self) -> Tensor: return (self - self) == 0 if dtypes.is_float(self.dtype) else self.ones_like(dtype=dtypes.bool)
+  def nan_to_num(self, nan: float = 0.0, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor:
+    """NaN, inf and -inf replaced (numpy's and torch's): by default with 0 and the dtype's largest and lowest finite
+    values. The gradient passes where the value is kept."""
+    if not dtypes.is_float(self.dtype): return self.clone()
+    largest = largest_finite(self.dtype)
+    out = (self == math.inf).where(largest if posinf is None else posinf, self)
+    out = (self == -math.inf).where(-largest if neginf is None else neginf, out)
+    return self.isnan().where(nan, out)
 
   # activations
   @_in_float32
   def elu(self, alpha: float = 1.0) -> Tensor:
     positive = self > 0   # expm1 only of the non-positive part: exp(100) = inf would make the gradient nan
-    return positive.where(self, alpha * positive.where(0, self)._expm1())
+    return positive.where(self, alpha * positive.where(0, self).expm1())
   @_in_float32
   def celu(self, alpha: float = 1.0) -> Tensor:
     positive = self > 0   # as elu: expm1 only of the non-positive part
-    return positive.where(self, alpha * (positive.where(0, self) / alpha)._expm1())
+    return positive.where(self, alpha * (positive.where(0, self) / alpha).expm1())
   @_in_float32
   def swish(self) -> Tensor: return self * self.sigmoid()
   def silu(self) -> Tensor: return self.swish()
   def relu6(self) -> Tensor: return (self > 6).where(6, self.relu())   # slope 1 at 6, as tinygrad's relu(x) - relu(x-6)
   @_in_float32
   def hardswish(self) -> Tensor: return self * ((self + 3).relu6() * (1 / 6))   # x * 6 first overflowed at 3e38
-  def _expm1(self) -> Tensor:
+  @_in_float32
+  def expm1(self) -> Tensor:
     """exp(x) - 1 without losing a small x: Kahan's (u - 1) * x / log(u) for u = exp(x), whose rounding of u cancels
     out (exp(x) - 1 made elu(-1.5e-6) 2% off and elu(-1e-10) 0); u - 1 itself from |x| = 0.5 on, where nothing
     cancels. Its gradient is u."""
@@ -1224,7 +1280,7 @@ class Tensor:
 
     def beyond_series(v):
       if v.dtype == dtypes.float64:
-        e = (-2 * v.abs())._expm1()
+        e = (-2 * v.abs()).expm1()
         return (v < 0).where(e / (2 + e), -e / (2 + e))
       u = (-2 * v.abs()).exp()
       return (v < 0).where(u - 1, 1 - u) / (1 + u)
@@ -1243,7 +1299,7 @@ class Tensor:
   @_in_float32
   def atanh(self) -> Tensor:
     def beyond_series(x):   # from |x|, where log1p's argument 2|x| / (1 - |x|) is not near -1
-      magnitude = (2 * x.abs() / (1 - x.abs()))._log1p() / 2
+      magnitude = (2 * x.abs() / (1 - x.abs())).log1p() / 2
       return (x < 0).where(-magnitude, magnitude)
     x = self.detach()   # the gradient is torch's 1 / (1 - x^2): inf at +-1, where the formula's gradient was nan
     return _with_derivatives((self,), x._by_magnitude(0.15, _odd_series(1 / 3, 1 / 5, 1 / 7), beyond_series), (lambda: 1 / (1 - x * x),))
@@ -1255,7 +1311,7 @@ class Tensor:
     big = a > 1                 # past 1 as log(a) + log(1 + sqrt(1 + 1/a^2)): no a^2 to overflow
     moderate, large = big.where(1, a), big.where(a, 2)   # each formula fed only its own range (finite gradients)
     beyond_series = big.where(large.log() + (1 + (1 + large.reciprocal().square()).sqrt()).log(),
-                              (moderate + moderate.square() / (1 + (moderate.square() + 1).sqrt()))._log1p())
+                              (moderate + moderate.square() / (1 + (moderate.square() + 1).sqrt())).log1p())
     out = a._by_magnitude(0.05, _odd_series(-1 / 6, 3 / 40, -5 / 112), lambda _: beyond_series)
     return negative.where(-out, out)
   @_in_float32
@@ -1264,7 +1320,7 @@ class Tensor:
     big = x > 2                 # past 2 as log(x) + log(1 + sqrt(1 - 1/x^2)); below, log1p of (x-1) + sqrt(x^2 - 1)
     near_one, large = big.where(1.5, x), big.where(x, 4)
     value = big.where(large.log() + (1 + (1 - large.reciprocal().square()).sqrt()).log(),
-                      ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt())._log1p())
+                      ((near_one - 1) + ((near_one - 1) * (near_one + 1)).sqrt()).log1p())
     value = (x < 1).where(math.nan, value)   # below 1 the formula's square can overflow to inf, not nan (x = -1e30)
     # the gradient is torch's 1 / sqrt(x^2 - 1) everywhere, as if the value were not nan below 1
     return _with_derivatives((self,), value, (lambda: (x * x - 1).rsqrt(),))
@@ -1291,8 +1347,9 @@ class Tensor:
     if beta == 0: raise ValueError("softplus beta must not be 0")
     # max(beta*x, 0) / beta taken as max(x, 0) (min for beta < 0): beta*x may overflow where x does not
     linear = self.maximum(0) if beta > 0 else self.minimum(0)   # maximum: gradient 1/2 at 0
-    return linear + (-(self * beta).abs()).exp()._log1p() * (1 / beta)
-  def _log1p(self) -> Tensor:
+    return linear + (-(self * beta).abs()).exp().log1p() * (1 / beta)
+  @_in_float32
+  def log1p(self) -> Tensor:
     """log(1 + x) for x > -1 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
     for u = 1 + x, whose rounding of u cancels out (a five-term series below 0.1 was 21 ulps off in softplus).
     Its gradient is 1 / u."""
@@ -1340,6 +1397,19 @@ class Tensor:
     remainder = a._nondiff(BinaryOps.MOD, b)
     wrong_sign = (remainder != 0) & ((remainder < 0) != (b < 0))
     return wrong_sign.where(remainder + b, remainder)
+
+  remainder = mod   # torch's name: the sign of the divisor
+
+  def fmod(self, x) -> Tensor:
+    """The remainder of the division truncated toward 0, with the sign of the dividend (C's fmod, numpy's and
+    torch's; mod takes the divisor's sign). The gradients are torch's: 1 and -trunc(a / b)."""
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
+    if not dtypes.is_float(a.dtype): return a._nondiff(BinaryOps.MOD, b)   # the int op truncates, as C
+    dividend, divisor = a.detach(), b.detach()
+    magnitude = dividend.abs()._nondiff(BinaryOps.MOD, divisor.abs())   # of two magnitudes mod and fmod agree
+    value = ((dividend < 0) | (1 / dividend < 0)).where(-magnitude, magnitude)   # 1 / -0 tells -0 from 0
+    return _with_derivatives((a, b), value, (lambda: dividend.ones_like(), lambda: -(dividend / divisor).trunc()))
 
   def pow(self, x, reverse=False) -> Tensor:
     """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
@@ -1444,6 +1514,12 @@ class Tensor:
   def xor(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.XOR, x, reverse)
   def bitwise_and(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.AND, x, reverse)
   def bitwise_or(self, x, reverse=False) -> Tensor: return self._bitwise(BinaryOps.OR, x, reverse)
+  def _logical(self, op, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return a.cast(dtypes.bool)._nondiff(op, b.cast(dtypes.bool))
+  def logical_and(self, x) -> Tensor: return self._logical(BinaryOps.AND, x)
+  def logical_or(self, x) -> Tensor: return self._logical(BinaryOps.OR, x)
+  def logical_xor(self, x) -> Tensor: return self._logical(BinaryOps.XOR, x)
 
   def _shift(self, op, x) -> Tensor:
     if not dtypes.is_int(self.dtype): raise DTypeMismatch(f"shifts need an int tensor, got {self.dtype}")
@@ -1460,7 +1536,13 @@ class Tensor:
   def rshift(self, x) -> Tensor: return self._shift(BinaryOps.SHR, x)
 
   def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
-  def clip(self, min_=None, max_=None) -> Tensor:
+  def clip(self, min_=None, max_=None, out=None, *, min=None, max=None) -> Tensor:   # noqa: A002
+    """Values below min_ raised to it, above max_ lowered to it; torch's keywords min= and max= name the bounds
+    too, and numpy's np.clip(t, lo, hi) calls this (out= is refused)."""
+    if out is not None: raise TypeError("Tensor.clip returns a new Tensor; it writes no out= array")
+    for name, bound, keyword in (("min", min_, min), ("max", max_, max)):
+      if bound is not None and keyword is not None: raise TypeError(f"clip got its {name} bound twice ({bound!r} and {name}={keyword!r})")
+    min_, max_ = min if min_ is None else min_, max if max_ is None else max_
     if min_ is None and max_ is None: raise ValueError("clip needs min_ or max_")
     min_, max_ = self._clip_bound(min_), self._clip_bound(max_)
     out = self if min_ is None else self.maximum(min_)
@@ -1484,6 +1566,12 @@ class Tensor:
     return F.Where.apply(cond._broadcast_to(shape), x._broadcast_to(shape), y._broadcast_to(shape))
 
   def masked_fill(self, mask: Tensor, value) -> Tensor: return self._operand(mask, "mask").where(value, self)
+  def masked_select(self, mask: Tensor) -> Tensor:
+    """The elements where mask (broadcast with self) is True, in flat order: a 1-D tensor (torch's masked_select)."""
+    mask = self._operand(mask, "mask")
+    if mask.dtype != dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
+    shape = broadcast_shape(self.shape, mask.shape)
+    return self._broadcast_to(shape)[mask._broadcast_to(shape)]
 
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
@@ -1505,6 +1593,15 @@ class Tensor:
   # t == None and t == "name" are False (and != True) as in torch, so `t in [None, t]` and sentinel checks work
   def __eq__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPEQ, x)  # type: ignore[override]
   def __ne__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPNE, x)  # type: ignore[override]
+
+  def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| elementwise (numpy's and torch's isclose); equal infinities are
+    close, and NaNs are close to each other when equal_nan."""
+    a, b = self._broadcasted(other)
+    close = (a == b) | (((a - b).abs() <= atol + rtol * b.abs()) & b.isfinite())   # inf is close to itself only
+    return close | (a.isnan() & b.isnan()) if equal_nan else close
+  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
 
   # operators
   def __neg__(self) -> Tensor: return self.neg()
@@ -1628,6 +1725,8 @@ class Tensor:
   @_torch_dim
   @_numpy_reduction
   def min(self, axis=None, keepdim=False) -> Tensor: return self._min(axis, keepdim)
+  amax, amin = max, min   # torch's names; tied extremes share the gradient as torch's amax and amin do
+
   @_torch_dim
   @_numpy_reduction
   def any(self, axis=None, keepdim=False) -> Tensor: return self.bool()._max(axis, keepdim)   # over no element: False
@@ -1676,10 +1775,30 @@ class Tensor:
   @_numpy_reduction
   @_in_float32
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor:
-    variance = self.var(axis, keepdim, correction)
-    root = variance.detach().sqrt()
-    # 0 where nothing deviates, as torch's (sqrt's own gradient is inf at 0, and times the variance's 0 is nan)
-    return _with_derivatives((variance,), root, (lambda: (root == 0).where(0.0, 0.5 / root),))
+    return _root_of_squares(self.var(axis, keepdim, correction))   # 0 where nothing deviates
+
+  @_torch_dim
+  def var_mean(self, axis=None, keepdim=False, correction=1) -> tuple[Tensor, Tensor]:
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+
+  @_torch_dim
+  def std_mean(self, axis=None, keepdim=False, correction=1) -> tuple[Tensor, Tensor]:
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+
+  @_in_float32
+  def norm(self, p="fro", dim=None, keepdim=False) -> Tensor:
+    """torch's Tensor.norm: the p-norm of the elements over dim (all of them by default), p = 2 (or "fro"), 1, inf,
+    -inf, 0 (the count of nonzero elements) or any other number."""
+    if p == "fro": p = 2
+    axis = dim
+    _check_number("norm p", p)
+    magnitude = self.abs()
+    if p == 2: return _root_of_squares(self.square().sum(axis, keepdim))   # gradient 0 at a zero vector, as torch's
+    if p == 1: return magnitude.sum(axis, keepdim)
+    if p == math.inf: return magnitude.max(axis, keepdim)
+    if p == -math.inf: return magnitude.min(axis, keepdim)
+    if p == 0: return self._flat((self != 0).cast(self.dtype)).sum(axis, keepdim)   # a count: its gradient is 0
+    return magnitude.pow(p).sum(axis, keepdim).pow(1 / p)
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
     if self.ndim == 0:   # a 0-d tensor's only element, along its axis 0 or -1 as for the other reductions
@@ -2010,7 +2129,7 @@ class Tensor:
 
   def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
     y = self._operand(y, "target")
-    return (self.maximum(0) - y * self + self.abs().neg().exp()._log1p()).mean()
+    return (self.maximum(0) - y * self + self.abs().neg().exp().log1p()).mean()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
@@ -2041,6 +2160,41 @@ class Tensor:
     return weights.dropout(dropout_p) @ value
 
   # ---- linear algebra
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The elements (i, i + offset) of the matrices that dims dim1 and dim2 hold, along a new last dim (numpy's and
+    torch's diagonal)."""
+    _check_int("diagonal offset", offset, low=None)
+    if self.ndim < 2: raise ValueError(f"diagonal needs at least 2 dims, got shape {self.shape}")
+    first, second = resolve_axis(dim1, self.ndim), resolve_axis(dim2, self.ndim)
+    if first == second: raise ValueError(f"diagonal dims must differ, got {dim1} and {dim2}")
+    matrices = self.permute([d for d in range(self.ndim) if d not in (first, second)] + [first, second])
+    lead, (rows, cols) = matrices.shape[:-2], matrices.shape[-2:]
+    top, left = min(max(0, -offset), rows), min(max(0, offset), cols)
+    k = max(0, min(rows - top, cols - left))
+    square = matrices.shrink(tuple((0, s) for s in lead) + ((top, top + k), (left, left + k)))
+    # the flat k x k elements padded to k rows of k + 1: each row then starts with a diagonal element
+    rows_of_k1 = square.flatten(-2).pad(((0, 0),) * len(lead) + ((0, k),)).reshape(lead + (k, k + 1))
+    return rows_of_k1.shrink(tuple((0, s) for s in lead) + ((0, k), (0, 1))).reshape(lead + (k,))
+
+  def diag(self, diagonal: int = 0) -> Tensor:
+    """A 1-D tensor put on the given diagonal of a square matrix of zeros, or a matrix's diagonal (torch.diag, np.diag)."""
+    _check_int("diag diagonal", diagonal, low=None)
+    if self.ndim == 2: return self.diagonal(diagonal)
+    if self.ndim != 1: raise ValueError(f"diag needs a 1-D or 2-D tensor, got shape {self.shape}")
+    n, k = self.shape[0], abs(diagonal)
+    square = self.reshape(n, 1).pad(((0, 0), (0, n))).flatten().shrink(((0, n * n),)).reshape(n, n)
+    return square.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
+
+  def trace(self) -> Tensor:
+    if self.ndim != 2: raise ValueError(f"trace needs a matrix, got shape {self.shape}")
+    return self.diagonal().sum()
+
+  def outer(self, other: Tensor) -> Tensor:
+    """out[i, j] = self[i] * other[j] for 1-D tensors (torch.outer)."""
+    other = self._operand(other, "outer operand")
+    if self.ndim != 1 or other.ndim != 1: raise ValueError(f"outer needs 1-D tensors, got {self.shape} and {other.shape}")
+    return self.reshape(-1, 1) * other.reshape(1, -1)
+
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
     w = self._operand(w, "matmul operand")

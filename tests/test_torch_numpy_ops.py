@@ -1,0 +1,291 @@
+"""Ops a torch or numpy user reaches for beyond tinygrad's API: log1p, expm1, the value tests (isnan, isinf,
+isfinite, nan_to_num, isclose), logical and fmod ops, clamp's keywords, amax and amin, var_mean and std_mean, norm,
+roll, diagonal, diag, trace, outer, repeat_interleave and masked_select. Values and gradients against torch (CPU)."""
+import math
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes
+
+INF, NAN = math.inf, math.nan
+X = np.array([[1.5, -2.0, 0.25, 3.0], [0.0, 0.5, -1.0, 4.0], [-0.75, 2.5, 1.0, -3.5]])
+
+
+def grads_match(fn, ref, *arrays, tol=1e-6):
+  """fn on nbgrad float64 leaves against ref on torch float64 leaves: the values, and the gradients of a weighted sum."""
+  ours = [Tensor(a, requires_grad=True) for a in arrays]
+  theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+  out, expected = fn(*ours), ref(*theirs)
+  assert out.shape == tuple(expected.shape), (out.shape, tuple(expected.shape))
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=tol, atol=tol)
+  weights = np.arange(1.0, expected.numel() + 1).reshape(tuple(expected.shape))
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.from_numpy(weights)).sum().backward()
+  for i, (leaf, reference) in enumerate(zip(ours, theirs)):   # torch leaves no gradient where it is 0 by construction (norm 0)
+    expected_grad = np.zeros(leaf.shape) if reference.grad is None else reference.grad.numpy()
+    np.testing.assert_allclose(leaf.grad.numpy(), expected_grad, rtol=tol, atol=tol, err_msg=f"gradient of input {i}")
+
+
+# ---- log1p and expm1: no digits lost near 0
+SMALL_AND_LARGE = np.array([1e-10, -1e-7, 3e-5, -0.25, 0.5, 3.0, 20.0, -0.9])
+
+
+@pytest.mark.parametrize("op", ["log1p", "expm1"])
+@pytest.mark.parametrize("name,rtol", [("float32", 2e-7), ("float64", 1e-15), ("float16", 1e-3)])
+def test_log1p_expm1_keep_small_values(op, name, rtol):
+  values = SMALL_AND_LARGE.astype(name)
+  got = getattr(Tensor(values), op)()
+  assert got.dtype == getattr(dtypes, name)
+  expected = getattr(torch, op)(torch.tensor(values.astype(np.float64))).numpy()
+  if name == "float16":   # what one rounding to float16 gives (expm1(20) is past its range)
+    with np.errstate(over="ignore"): expected = expected.astype(np.float16).astype(np.float64)
+  np.testing.assert_allclose(got.numpy().astype(np.float64), expected, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("op", ["log1p", "expm1"])
+def test_log1p_expm1_gradients_ints_and_numpy_ufuncs(op):
+  grads_match(lambda t: getattr(t, op)(), lambda t: getattr(torch, op)(t), SMALL_AND_LARGE[:-2])
+  ints = getattr(Tensor([0, 1, 2]), op)()
+  assert ints.dtype == dtypes.float32
+  np.testing.assert_allclose(ints.numpy(), getattr(np, op)(np.array([0.0, 1.0, 2.0])), rtol=1e-6)
+  ufunc = getattr(np, op)(Tensor(np.abs(X)))
+  assert isinstance(ufunc, Tensor)
+  np.testing.assert_allclose(ufunc.numpy(), getattr(np, op)(np.abs(X)), rtol=1e-12)
+
+
+def test_log1p_at_and_below_minus_one():
+  np.testing.assert_array_equal(Tensor([-1.0, -2.0, INF, NAN]).log1p().numpy(), torch.log1p(torch.tensor([-1.0, -2.0, INF, NAN])).numpy())
+
+
+# ---- value tests
+SPECIALS = np.array([[0.0, -0.0, 1.5, INF], [-INF, NAN, -3.0, 65504.0]])
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_isnan_isinf_isfinite_as_torch(name):
+  t, ref = Tensor(SPECIALS).cast(getattr(dtypes, name)), torch.tensor(SPECIALS).to(getattr(torch, name))
+  for ours, theirs in [(t.isnan(), torch.isnan(ref)), (t.isinf(), torch.isinf(ref)), (t.isfinite(), torch.isfinite(ref)),
+                       (t.isinf(detect_negative=False), torch.isposinf(ref)), (t.isinf(detect_positive=False), torch.isneginf(ref)),
+                       (t.isinf(False, False), torch.zeros_like(ref, dtype=torch.bool))]:
+    assert ours.dtype == dtypes.bool
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("name", ["int32", "uint8", "bool"])
+def test_value_tests_of_ints_and_bools(name):
+  t = Tensor(np.array([[0, 1, 5]]).astype(name))
+  np.testing.assert_array_equal(t.isnan().numpy(), np.zeros((1, 3), bool))
+  np.testing.assert_array_equal(t.isinf().numpy(), np.zeros((1, 3), bool))
+  np.testing.assert_array_equal(t.isfinite().numpy(), np.ones((1, 3), bool))
+  np.testing.assert_array_equal(np.isfinite(t).numpy(), np.ones((1, 3), bool))
+
+
+def test_value_tests_of_empty_scalar_and_strided_tensors():
+  assert Tensor.zeros(0, 3).isnan().shape == (0, 3)
+  assert Tensor(NAN).isnan().item() is True and Tensor(1.0).isinf().item() is False
+  strided = Tensor(SPECIALS).T[::2]
+  np.testing.assert_array_equal(strided.isfinite().numpy(), np.isfinite(SPECIALS.T[::2]))
+  np.testing.assert_array_equal(np.isinf(Tensor(SPECIALS)).numpy(), np.isinf(SPECIALS))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("kwargs", [{}, {"nan": 2.0, "posinf": 7.0, "neginf": -9.0}, {"posinf": 1e3}], ids=["defaults", "all", "posinf"])
+def test_nan_to_num_as_torch(name, kwargs):
+  got = Tensor(SPECIALS).cast(getattr(dtypes, name)).nan_to_num(**kwargs)
+  expected = torch.nan_to_num(torch.tensor(SPECIALS).to(getattr(torch, name)), **kwargs)
+  assert got.dtype == getattr(dtypes, name)
+  np.testing.assert_array_equal(got.cast(dtypes.float64).numpy(), expected.double().numpy())
+
+
+def test_nan_to_num_gradient_and_ints():
+  grads_match(lambda t: (t / 0.5).log().nan_to_num(), lambda t: torch.nan_to_num((t / 0.5).log()), np.array([[-1.0, 0.0, 2.0]]))
+  ints = Tensor([1, -2])
+  out = ints.nan_to_num()
+  assert out is not ints and out.dtype == dtypes.int32 and out.tolist() == [1, -2]
+
+
+ISCLOSE_A = np.array([1.0, 1.0 + 1e-6, 1.0, INF, INF, NAN, 0.0, 1e-9])
+ISCLOSE_B = np.array([1.0, 1.0, 1.1, INF, -INF, NAN, 1e-9, 0.0])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"equal_nan": True}, {"rtol": 0.2}, {"atol": 1e-12, "rtol": 0.0}], ids=str)
+def test_isclose_and_allclose_as_torch(kwargs):
+  got = Tensor(ISCLOSE_A).isclose(Tensor(ISCLOSE_B), **kwargs)
+  expected = torch.isclose(torch.tensor(ISCLOSE_A), torch.tensor(ISCLOSE_B), **kwargs)
+  np.testing.assert_array_equal(got.numpy(), expected.numpy())
+  assert Tensor(ISCLOSE_A[:4]).allclose(Tensor(ISCLOSE_B[:4]), **kwargs) == torch.allclose(torch.tensor(ISCLOSE_A[:4]), torch.tensor(ISCLOSE_B[:4]), **kwargs)
+  assert Tensor(X).allclose(X + 1e-9) is True   # a numpy array as the other side, broadcast rules as in arithmetic
+
+
+# ---- logical ops, fmod and remainder
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_as_torch(op):
+  a = np.array([[0.0, 1.5, -2.0, NAN]])
+  b = np.array([[0], [3]], np.int32)
+  got = getattr(Tensor(a), op)(Tensor(b))
+  assert got.dtype == dtypes.bool and got.shape == (2, 4)
+  np.testing.assert_array_equal(got.numpy(), getattr(torch, op)(torch.tensor(a), torch.tensor(b)).numpy())
+  np.testing.assert_array_equal(getattr(Tensor([True, False]), op)(True).numpy(), getattr(np, op)([True, False], True))
+  ufunc = getattr(np, op)(a, Tensor(b))   # the tensor on the right
+  assert isinstance(ufunc, Tensor)
+  np.testing.assert_array_equal(ufunc.numpy(), getattr(np, op)(a, b))
+
+
+FMOD_A = np.array([5.0, -5.0, 5.0, -5.0, 7.5, -0.0, 3.0, INF, 2.0, -1e-3])
+FMOD_B = np.array([3.0, 3.0, -3.0, -3.0, 2.0, 2.0, 0.0, 2.0, INF, 7.0])
+
+
+def test_fmod_of_floats_as_torch():
+  got = Tensor(FMOD_A).fmod(Tensor(FMOD_B)).numpy()
+  expected = torch.fmod(torch.tensor(FMOD_A), torch.tensor(FMOD_B)).numpy()
+  np.testing.assert_array_equal(got, expected)
+  numbers = ~np.isnan(expected)
+  np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(expected[numbers]))   # -0.0 keeps its sign
+  for name in ["float32", "float16"]:
+    np.testing.assert_array_equal(Tensor(FMOD_A.astype(name)).fmod(2.5).numpy(), torch.fmod(torch.tensor(FMOD_A.astype(name)), 2.5).numpy())
+
+
+@pytest.mark.parametrize("name", ["int8", "int32", "int64", "uint8"])
+def test_fmod_and_remainder_of_ints_as_torch(name):
+  a = np.array([7, -7, 7, -7, 0, 5]) if name != "uint8" else np.array([7, 0, 9, 1, 0, 5])
+  b = np.array([3, 3, -3, -3, 4, 5]) if name != "uint8" else np.array([3, 3, 4, 1, 4, 5])
+  a, b = a.astype(name), b.astype(name)
+  assert Tensor([True, False]).fmod(True).tolist() == [0, 0]   # bools as int32, as mod takes them (torch has no bool fmod)
+  for op in ("fmod", "remainder"):
+    got = getattr(Tensor(a), op)(Tensor(b))
+    expected = getattr(torch, op)(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_array_equal(got.numpy(), expected.numpy().astype(got.numpy().dtype))
+
+
+def test_fmod_and_remainder_gradients_as_torch():
+  a, b = np.array([[5.5, -5.5, 0.0, 2.0]]), np.array([[2.0], [-3.0]])
+  grads_match(lambda x, y: x.fmod(y), torch.fmod, a, b)
+  grads_match(lambda x, y: x.remainder(y), torch.remainder, a, b)
+
+
+# ---- clamp's keywords
+def test_clamp_takes_torch_s_keywords_and_numpy_s_clip():
+  values = X.astype(np.float32)
+  t, ref = Tensor(values), torch.tensor(values)
+  for ours, theirs in [(t.clamp(min=0), ref.clamp(min=0)), (t.clamp(max=1), ref.clamp(max=1)), (t.clip(min=-1, max=1), ref.clip(-1, 1)),
+                       (t.clamp(-1, max=2), ref.clamp(-1, max=2))]:
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+  clipped = np.clip(Tensor(values, requires_grad=True), 0, 1)
+  assert isinstance(clipped, Tensor) and clipped.requires_grad
+  np.testing.assert_array_equal(clipped.numpy(), np.clip(values, 0, 1))
+  with pytest.raises(TypeError, match="min bound twice"): t.clip(0, min=1)
+  with pytest.raises(TypeError, match="out="): t.clip(0, 1, out=np.zeros(3))
+  with pytest.raises(ValueError, match="needs min_ or max_"): t.clamp()
+
+
+# ---- reductions
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dim,keepdim", [((0, 1), False), (1, True), (-2, False)])
+def test_amax_amin_as_torch(op, dim, keepdim):
+  ties = np.array([[1.0, 3.0, 3.0], [-2.0, -2.0, 0.5]])
+  grads_match(lambda t: getattr(t, op)(dim=dim, keepdim=keepdim), lambda t: getattr(torch, op)(t, dim=dim, keepdim=keepdim), ties)
+
+
+@pytest.mark.parametrize("op", ["var_mean", "std_mean"])
+@pytest.mark.parametrize("dim,keepdim,correction", [(1, False, 1), (0, True, 0), (None, False, 1)])
+def test_var_mean_and_std_mean_as_torch(op, dim, keepdim, correction):
+  grads_match(lambda t: sum_pair(getattr(t, op)(dim=dim, keepdim=keepdim, correction=correction)),
+              lambda t: sum_pair(getattr(torch, op)(t, dim=dim, keepdim=keepdim, correction=correction)), X)
+  first, second = getattr(Tensor(X), op)(dim=dim, keepdim=keepdim, correction=correction)
+  ref_first, ref_second = getattr(torch, op)(torch.tensor(X), dim=dim, keepdim=keepdim, correction=correction)
+  np.testing.assert_allclose(first.numpy(), ref_first.numpy(), rtol=1e-12)
+  np.testing.assert_allclose(second.numpy(), ref_second.numpy(), rtol=1e-12)
+
+
+def sum_pair(pair): return pair[0] * 3 + pair[1]
+
+
+@pytest.mark.parametrize("p", ["fro", 2, 1, INF, -INF, 0, 3, 0.5])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (0, True), ((0, 1), False)])
+def test_norm_as_torch(p, dim, keepdim):
+  grads_match(lambda t: t.norm(p, dim=dim, keepdim=keepdim), lambda t: t.norm(p, dim=dim, keepdim=keepdim),
+              X + 0.125, tol=1e-9)   # no zeros: |x| ** p has no gradient at 0 for p < 1
+
+
+def test_norm_of_zeros_ints_and_halves():
+  zeros = Tensor.zeros(2, 3, requires_grad=True)
+  zeros.norm(dim=1).sum().backward()
+  np.testing.assert_array_equal(zeros.grad.numpy(), np.zeros((2, 3), np.float32))   # torch's 0, not nan
+  ints = Tensor([[3, 4], [0, 0]]).norm(dim=1)
+  assert ints.dtype == dtypes.float32 and ints.tolist() == [5.0, 0.0]
+  half = Tensor(np.full(4096, 2.0, np.float16)).norm()
+  assert half.dtype == dtypes.float16 and half.item() == 128.0   # summed in float32: float16 would stop at 2048 terms
+  assert Tensor.zeros(0).norm().item() == 0.0
+  with pytest.raises(TypeError, match="norm p"): Tensor(X).norm("nuc")
+
+
+# ---- movement: roll, diagonal, diag, trace, outer, repeat_interleave, masked_select
+@pytest.mark.parametrize("shifts,dims", [(1, 0), (-1, 1), (6, 1), ((1, -2), (0, 1)), (2, None), (-13, None), (0, 0), ((1, 1), (1, 1))])
+def test_roll_as_torch(shifts, dims):
+  grads_match(lambda t: t.roll(shifts, dims), lambda t: torch.roll(t, shifts, dims), X)
+
+
+def test_roll_of_views_empty_and_0d_tensors():
+  np.testing.assert_array_equal(Tensor(X).T.roll(1, 0).numpy(), np.roll(X.T, 1, 0))
+  assert Tensor.zeros(0, 3).roll(2, 0).shape == (0, 3)
+  assert Tensor(5.0).roll(3).item() == 5.0
+  t = Tensor([1, 2, 3])
+  assert t.roll(3) is not t and t.roll(3).tolist() == [1, 2, 3]
+  with pytest.raises(ValueError, match="one shift per dim"): t.roll((1, 2), 0)
+  with pytest.raises(IndexError): t.roll(1, 1)
+  with pytest.raises(TypeError): t.roll(1.5, 0)
+
+
+@pytest.mark.parametrize("offset,dim1,dim2", [(0, 0, 1), (1, 0, 1), (-2, 0, 1), (3, 0, 1), (-5, 0, 1), (0, 1, 0), (1, -1, -2)])
+def test_diagonal_as_torch(offset, dim1, dim2):
+  grads_match(lambda t: t.diagonal(offset, dim1, dim2), lambda t: torch.diagonal(t, offset, dim1, dim2), X)
+
+
+def test_diagonal_of_batches_views_and_errors():
+  cube = np.arange(60.0).reshape(3, 4, 5)
+  for args in [(0, 0, 2), (1, 2, 1), (-1, 1, 2), (0, 0, 1)]:
+    np.testing.assert_array_equal(Tensor(cube).diagonal(*args).numpy(), torch.diagonal(torch.tensor(cube), *args).numpy())
+  np.testing.assert_array_equal(Tensor(cube)[:, ::2, 1:].diagonal(0, 1, 2).numpy(), np.diagonal(cube[:, ::2, 1:], 0, 1, 2))
+  assert Tensor.zeros(0, 3).diagonal().shape == (0,)
+  with pytest.raises(ValueError, match="at least 2 dims"): Tensor([1.0]).diagonal()
+  with pytest.raises(ValueError, match="must differ"): Tensor(X).diagonal(0, 1, -1)
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_diag_and_trace_as_torch(k):
+  grads_match(lambda t: t.diag(k), lambda t: torch.diag(t, k), X[0])
+  grads_match(lambda t: t.diag(k), lambda t: torch.diag(t, k), X)
+  grads_match(lambda t: t.trace(), torch.trace, X)
+  assert Tensor([True, False]).diag().dtype == dtypes.bool
+  np.testing.assert_array_equal(Tensor([True, False]).diag(k).numpy(), torch.diag(torch.tensor([True, False]), k).numpy())
+  assert Tensor.zeros(0).diag(k).shape == (abs(k), abs(k))
+  with pytest.raises(ValueError, match="1-D or 2-D"): Tensor.zeros(2, 2, 2).diag()
+  with pytest.raises(ValueError, match="matrix"): Tensor.zeros(3).trace()
+
+
+def test_outer_as_torch():
+  grads_match(lambda a, b: a.outer(b), torch.outer, X[0], X[1, :3])
+  assert Tensor([1, 2]).outer(np.array([3, 4])).tolist() == [[3, 4], [6, 8]]
+  with pytest.raises(ValueError, match="1-D"): Tensor(X).outer(Tensor(X[0]))
+
+
+@pytest.mark.parametrize("repeats,dim", [(2, 0), (3, -1), (2, None), ([1, 0, 2], 0), ([2, 1, 0, 3], 1), ([0, 0, 0], 0), (0, 1)])
+def test_repeat_interleave_as_torch(repeats, dim):
+  grads_match(lambda t: t.repeat_interleave(repeats, dim), lambda t: torch.repeat_interleave(t, torch.tensor(repeats), dim), X)
+
+
+def test_repeat_interleave_takes_a_tensor_of_counts_and_refuses_bad_ones():
+  np.testing.assert_array_equal(Tensor([5, 6]).repeat_interleave(Tensor([2, 1])).numpy(), np.repeat([5, 6], [2, 1]))
+  np.testing.assert_array_equal(Tensor(7).repeat_interleave(3).numpy(), [7, 7, 7])
+  with pytest.raises(ValueError, match="3 repeats for the 4 elements"): Tensor(X).repeat_interleave([1, 2, 3], 1)
+  with pytest.raises(ValueError, match="counts >= 0"): Tensor(X).repeat_interleave(-1)
+  with pytest.raises(ValueError, match="counts >= 0"): Tensor(X).repeat_interleave(1.5)
+
+
+def test_masked_select_as_torch():
+  mask = X[:1] > 0   # broadcast over the rows
+  grads_match(lambda t: t.masked_select(Tensor(mask)), lambda t: torch.masked_select(t, torch.tensor(mask)), X)
+  assert Tensor(X).masked_select(Tensor(np.zeros((3, 4), bool))).shape == (0,)
+  np.testing.assert_array_equal(Tensor(X).T.masked_select(X.T > 1).numpy(), X.T[X.T > 1])
+  with pytest.raises(TypeError, match="bool mask"): Tensor(X).masked_select(Tensor(X))
