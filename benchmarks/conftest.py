@@ -101,6 +101,13 @@ def column_inputs():
 
 
 @pytest.fixture(scope="session")
+def sort_inputs():
+    """1M float32 values, and a 1024x1024 float32 matrix whose rows are sorted."""
+    rng = np.random.default_rng(5)
+    return rng.standard_normal(1 << 20, dtype=np.float32), rng.standard_normal((1024, 1024), dtype=np.float32)
+
+
+@pytest.fixture(scope="session")
 def embedding_inputs():
     """An embedding table (50000 x 256 float32), a (64, 128) grid of int64 tokens, and a gradient for the lookup."""
     rng = np.random.default_rng(3)

@@ -30,6 +30,8 @@ GROUP_TITLES = {
     "norm": "Normalization, float32: GroupNorm of 8 groups on 16x64x56x56 images; layernorm of the rows of a 4096x4096 "
             "matrix (after warm-up)",
     "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",
+    "sort": "Stable sorts, float32: 1M values; the rows of a 1024x1024 matrix, its columns' order (argsort), and the "
+            "top 10 of each row (after warm-up)",
     "random": "16M float32 random values from a seeded generator (after warm-up)",
     "optim": "One Adam step of four 1024x1024 and four 1024 float32 parameters (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",

@@ -210,6 +210,31 @@ WORKLOADS = {
         torch=lambda m: torch.cumsum(m, dim=1),
         nbgrad=lambda m: m.cumsum(axis=1),
         rtol=1e-4, atol=1e-3),
+    # stable sorts (torch's stable=True, numpy's kind="stable"), as nbgrad's always is
+    "sort_1m": Workload(
+        "sort_inputs",
+        numpy=lambda v, m: np.sort(v, kind="stable"),
+        torch=lambda v, m: torch.sort(v, stable=True).values,
+        nbgrad=lambda v, m: v.sort()[0],
+        rtol=0.0, atol=0.0),
+    "sort_rows": Workload(
+        "sort_inputs",
+        numpy=lambda v, m: np.sort(m, axis=1, kind="stable"),
+        torch=lambda v, m: torch.sort(m, dim=1, stable=True).values,
+        nbgrad=lambda v, m: m.sort(1)[0],
+        rtol=0.0, atol=0.0),
+    "argsort_columns": Workload(
+        "sort_inputs",
+        numpy=lambda v, m: np.argsort(m, axis=0, kind="stable"),
+        torch=lambda v, m: torch.sort(m, dim=0, stable=True).indices,
+        nbgrad=lambda v, m: m.argsort(0),
+        rtol=0.0, atol=0.0),
+    "topk_rows": Workload(
+        "sort_inputs",
+        numpy=lambda v, m: -np.sort(-m, axis=1)[:, :10],
+        torch=lambda v, m: torch.topk(m, 10, dim=1).values,
+        nbgrad=lambda v, m: m.topk(10, 1)[0],
+        rtol=0.0, atol=0.0),
 }
 
 
@@ -523,6 +548,30 @@ def test_scan_cumsum_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_scan_cumsum_axis1(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "cumsum_axis1")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_1m(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sort_1m")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_rows(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "sort_rows")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_argsort_columns(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "argsort_columns")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_topk_rows(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "topk_rows")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
+from nbgrad.graph.sort import argsort
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
@@ -1863,6 +1864,32 @@ class Tensor:
     axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
     return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
+
+  # ---- sorting
+  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """The int32 positions along dim that put the values in ascending (descending) order, as torch's argsort. The sort
+    is stable whatever stable says (equal values keep their order), and NaN sorts above inf, as in torch."""
+    return self._first_in_order(dim, descending, None)
+
+  def _first_in_order(self, dim: int, descending: bool, k: Optional[int]) -> Tensor:
+    dim = resolve_axis(dim, self.ndim)   # a 0-d tensor has axes 0 and -1
+    if self.ndim == 0: return self.reshape(1)._first_in_order(0, descending, k).reshape(())
+    return Tensor(argsort(self.lazydata, dim, descending, k), device=self.device)._cut_from(self)._after_op()
+
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the values along dim in order (torch's sort); the values pass the gradient back."""
+    indices = self.argsort(dim, descending)
+    return (self.gather(dim, indices) if self.ndim else self * 1), indices
+
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """(values, indices) of the k largest (smallest) values along dim, in order (torch's topk)."""
+    _check_int("topk k", k)
+    dim = resolve_axis(dim, self.ndim)
+    size = self.shape[dim] if self.ndim else 1
+    if k > size: raise ValueError(f"topk k={k} is more than the {size} elements along dim {dim} of {self.shape}")
+    if self.ndim == 0: return self * 1, self.argsort()   # k is 0 or 1; torch gives the value either way
+    indices = self._first_in_order(dim, largest, k)
+    return self.gather(dim, indices), indices
 
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")

@@ -412,6 +412,14 @@ def test_cumsum(axis):
   assert_same(*on_both(lambda x: x.cumsum(axis) * 2, rng.standard_normal((5, 6))))
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_sort_and_topk(axis):
+  values = rng.integers(-4, 4, (5, 30)).astype(np.float32)   # ties: the order among equals must match too
+  assert_same(*on_both(lambda x: x.argsort(axis, descending=True), values))
+  assert_same(*on_both(lambda x: x.sort(axis)[0] * 2, values))
+  assert_same(*on_both(lambda x: x.topk(3, axis)[1], values))
+
+
 SPLIT = (1 << 10) if os.getenv("NUMBA_ENABLE_CUDASIM", "0") != "0" else (1 << 16)   # reduces this long are split
 
 

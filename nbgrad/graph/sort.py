@@ -1,0 +1,40 @@
+"""The sorting permutation as a custom graph node: a stable sort along an axis, which no fused loop nest expresses.
+The node reads one contiguous buffer and fills its own with the int32 positions along the axis that order it."""
+from __future__ import annotations
+import math
+from dataclasses import dataclass
+from typing import Optional
+from nbgrad.dtype import DType, dtypes
+from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import LoadOps
+
+
+@dataclass(frozen=True)
+class ArgSort:
+  """The first k positions of the order of each run along the middle axis of a flat buffer seen as (outer, length,
+  inner)."""
+  dtype: DType
+  outer: int
+  length: int
+  inner: int
+  descending: bool
+  k: int
+
+  @property
+  def name(self) -> str:
+    return f"argsort_{self.outer}_{self.length}_{self.inner}" + ("_descending" if self.descending else "") + \
+      (f"_first_{self.k}" if self.k < self.length else "")
+
+  def run(self, out, x):
+    from nbgrad.jit.sort import stable_argsort   # the CPU routine: the graph layer does not load a device's code
+    stable_argsort(out, x, self.dtype, self.outer, self.length, self.inner, self.descending, self.k)
+
+
+def argsort(x: LazyBuffer, axis: int, descending: bool, k: Optional[int] = None) -> LazyBuffer:
+  """The int32 positions along axis that put x in ascending (descending) order, equal values in the order they come;
+  with k, the first k of them."""
+  x = x.in_flat_order()
+  k = x.shape[axis] if k is None else k
+  order = ArgSort(x.dtype, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), descending, k)
+  shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+  return LazyBuffer.load(LoadOps.CUSTOM, shape, dtypes.int32, x.device, arg=order, srcs=(x,))

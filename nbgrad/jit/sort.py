@@ -1,0 +1,134 @@
+"""The CPU sort: a stable radix sort of int64 keys whose integer order is the order the sort wants.
+
+Keys come from the values' bits (the buffer seen as signed ints of its width): an int's own value, an unsigned
+int's with its top bit flipped (which shifts it down by half its range, signed), and a float's magnitude bits,
+negated for negative values, so that -0.0 and 0.0 are one key, with every NaN above inf (torch's and numpy's
+order). Descending order is the keys' bitwise complement, so equal values keep their order both ways. A key spans
+the values' width.
+
+Sort (a row per work item, rows in parallel): least significant byte first, each pass a count of the 256 digits
+and a stable scatter of keys and positions; the top byte's sign bit is flipped, as signed order needs; a pass
+whose digit is the same everywhere is skipped. Rows of up to INSERTION_MAX elements sort by insertion, and a
+topk of up to SELECT_MAX values keeps them in order as the row streams by. Benchmark group sort: 1M float32
+values in 19-21 ms (numpy's stable sort 97-99 ms, torch's 119-129 ms); the rows of a 1024x1024 matrix in 6-10 ms
+(numpy 41, torch 28)."""
+from __future__ import annotations
+import numba
+import numpy as np
+from numba import njit, prange
+from nbgrad.dtype import DType
+from nbgrad.jit import PARALLEL_MIN_ELEMENTS
+from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
+
+INSERTION_MAX = 16
+SELECT_MAX = 64
+SIGNED, UNSIGNED, FLOAT = 0, 1, 2
+INFINITY_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80, "float32": 0x7F800000, "float64": 0x7FF0000000000000}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _key(bits, kind, sign, infinity, descending):
+  """The order key of a value from its bits; sign has the bits from the width's top bit up set."""
+  b = np.int64(bits)
+  if kind == FLOAT:
+    magnitude = b & ~sign
+    key = ~sign if magnitude > infinity else (magnitude if b >= 0 else -magnitude)
+  elif kind == UNSIGNED: key = b ^ sign
+  else: key = b
+  return ~key if descending else key
+
+
+@njit(cache=True, nogil=True)
+def _sorted_positions(keys, scratch, width):
+  """The positions that sort keys stably, in a row of scratch (whose rows 0 to 3 it uses)."""
+  n = len(keys)
+  if n <= INSERTION_MAX:
+    row, positions = scratch[0], scratch[1]
+    for i in range(n):
+      key, j = keys[i], i
+      while j > 0 and row[j - 1] > key:
+        row[j], positions[j] = row[j - 1], positions[j - 1]
+        j -= 1
+      row[j], positions[j] = key, i
+    return positions[:n]
+  source_keys, source_order, target_keys, target_order = scratch[0], scratch[1], scratch[2], scratch[3]
+  for i in range(n):
+    source_keys[i] = keys[i]
+    source_order[i] = i
+  counts = np.empty(256, np.int64)
+  for byte in range(width):
+    flip = 128 if byte == width - 1 else 0   # the sign bit: negative keys first
+    counts[:] = 0
+    for i in range(n): counts[((source_keys[i] >> (8 * byte)) & 255) ^ flip] += 1
+    if counts.max() == n: continue   # one digit everywhere: this byte orders nothing
+    total = 0
+    for digit in range(256):
+      count = counts[digit]
+      counts[digit] = total
+      total += count
+    for i in range(n):
+      digit = ((source_keys[i] >> (8 * byte)) & 255) ^ flip
+      place = counts[digit]
+      counts[digit] = place + 1
+      target_keys[place] = source_keys[i]
+      target_order[place] = source_order[i]
+    source_keys, target_keys = target_keys, source_keys
+    source_order, target_order = target_order, source_order
+  return source_order[:n]
+
+
+@njit(cache=True, nogil=True)
+def _sort_row(bits, order, scratch, width, kind, infinity, descending):
+  """order = the positions of the len(order) first values of a row (bits, strided) in a stable sort. Up to
+  SELECT_MAX of them (topk) are kept in order as the row streams by, each value compared with the last kept one
+  and inserted only when it comes before (the top 10 of each row of 1024: 16 -> 1.2 ms); else the whole row sorts."""
+  n, k = len(bits), len(order)
+  sign = np.int64(-1) << (8 * width - 1)
+  if 0 < k <= SELECT_MAX and k < n:
+    kept_keys, kept = scratch[0], scratch[1]
+    count = 0
+    for i in range(n):
+      key = _key(bits[i], kind, sign, infinity, descending)
+      if count == k and key >= kept_keys[k - 1]: continue   # a later equal value comes after: stable
+      j = min(count, k - 1)
+      while j > 0 and kept_keys[j - 1] > key:
+        kept_keys[j], kept[j] = kept_keys[j - 1], kept[j - 1]
+        j -= 1
+      kept_keys[j], kept[j] = key, i
+      count = min(count + 1, k)
+    for i in range(k): order[i] = kept[i]
+    return
+  keys = scratch[4, :n]
+  for i in range(n): keys[i] = _key(bits[i], kind, sign, infinity, descending)
+  positions = _sorted_positions(keys, scratch, width)
+  for i in range(k): order[i] = positions[i]
+
+
+@CachedEntry
+@njit(cache=True, nogil=True)
+def _sort_serial(bits, out, width, kind, infinity, descending, scratch):
+  for row in range(bits.shape[0] * bits.shape[2]):
+    outer, inner = divmod(row, bits.shape[2])
+    _sort_row(bits[outer, :, inner], out[outer, :, inner], scratch[0], width, kind, infinity, descending)
+
+
+@CachedEntry
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_parallel(bits, out, width, kind, infinity, descending, scratch):
+  for item in prange(bits.shape[0] * bits.shape[2]):
+    outer, inner = divmod(np.int64(item), bits.shape[2])   # prange's index may be unsigned: int64 keeps it an int
+    _sort_row(bits[outer, :, inner], out[outer, :, inner], scratch[numba.get_thread_id()], width, kind, infinity, descending)
+
+
+def stable_argsort(out: np.ndarray, x: np.ndarray, dtype: DType, outer: int, length: int, inner: int, descending: bool, k: int):
+  """out (outer, k, inner) = the first k positions along the middle axis of (outer, length, inner) that order x
+  (values of dtype) there."""
+  if out.size == 0: return
+  width = x.itemsize
+  bits = x.view(np.dtype(f"int{8 * width}")).reshape(outer, length, inner)
+  kind = FLOAT if dtype.kind == "f" else UNSIGNED if dtype.kind == "u" else SIGNED
+  args = (width, kind, INFINITY_BITS.get(dtype.name, 0), descending)
+  scratch = np.empty((1 if x.size < PARALLEL_MIN_ELEMENTS or outer * inner == 1 else numba.config.NUMBA_NUM_THREADS, 5, length), np.int64)
+  if len(scratch) == 1: _sort_serial(bits, out.reshape(outer, k, inner), *args, scratch)
+  else:
+    with LAUNCH_LOCK: _sort_parallel(bits, out.reshape(outer, k, inner), *args, scratch)

@@ -1,0 +1,134 @@
+"""sort, argsort and topk against torch (CPU): every dtype, NaN, inf and -0.0, ties (a stable order), both
+directions, every axis, views, empty and 0-d tensors, rows short enough for insertion and long enough for the
+radix passes, and the gradient of the sorted values."""
+import math
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor, dtypes
+from nbgrad.jit import PARALLEL_MIN_ELEMENTS
+from nbgrad.jit.sort import INSERTION_MAX
+
+rng = np.random.default_rng(0)
+DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
+          "float32", "float64"]
+
+
+def values_of(name: str, shape) -> np.ndarray:
+  """Values with many ties and each dtype's extremes, as a numpy array of that dtype (float32 for bfloat16)."""
+  if name == "bool": return rng.random(shape) < 0.5
+  if name in ("float16", "bfloat16", "float32", "float64"):
+    pool = np.array([-math.inf, -2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0, math.inf, math.nan])
+    return rng.choice(pool, shape).astype("float32" if name == "bfloat16" else name)
+  info = np.iinfo(name)
+  pool = np.array([info.min, info.min + 1, 0, 1, 2, info.max - 1, info.max] + ([-1, -7] if info.min < 0 else [7]), dtype=name)
+  return rng.choice(pool, shape)
+
+
+def tensor_of(values: np.ndarray, name: str) -> Tensor:
+  return Tensor(values, dtype=getattr(dtypes, name))
+
+
+def torch_order(values: np.ndarray, name: str, dim: int, descending: bool) -> np.ndarray:
+  """torch's stable sort indices (unsigned dtypes torch lacks sort as int64 or by their order keys)."""
+  if name in ("uint16", "uint32"): values = values.astype(np.int64)
+  if name == "uint64": values = (values ^ np.uint64(1 << 63)).view(np.int64)   # the same order, signed
+  reference = torch.tensor(values)
+  if name == "bfloat16": reference = reference.to(torch.bfloat16)
+  return torch.sort(reference, dim=dim, descending=descending, stable=True)[1].numpy()
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_of_every_dtype_as_torch(name, descending):
+  for shape, dim in [((4, 9), 1), ((40, 3), 0), ((2, INSERTION_MAX + 40, 3), 1), ((300,), 0)]:
+    values = values_of(name, shape)
+    got = tensor_of(values, name).argsort(dim, descending=descending)
+    assert got.dtype == dtypes.int32 and got.shape == shape
+    np.testing.assert_array_equal(got.numpy(), torch_order(values, name, dim, descending), err_msg=f"{shape} dim {dim}")
+
+
+@pytest.mark.parametrize("name", ["float32", "int32", "float64", "uint8"])
+def test_sort_values_and_indices_as_torch(name):
+  values = values_of(name, (3, 50))
+  sorted_values, indices = tensor_of(values, name).sort(-1, descending=True)
+  assert sorted_values.dtype == getattr(dtypes, name)
+  np.testing.assert_array_equal(sorted_values.numpy(), np.take_along_axis(values, indices.numpy(), -1))
+  np.testing.assert_array_equal(indices.numpy(), torch_order(values, name, 1, True))
+
+
+def test_sort_of_long_rows_in_parallel_matches_numpy():
+  """A sort big enough to run its rows on all threads, and one long row (float keys across all 4 bytes)."""
+  values = rng.standard_normal((64, PARALLEL_MIN_ELEMENTS // 32)).astype(np.float32)
+  np.testing.assert_array_equal(Tensor(values).argsort(1).numpy(), np.argsort(values, 1, kind="stable"))
+  np.testing.assert_array_equal(Tensor(values).argsort(0).numpy(), np.argsort(values, 0, kind="stable"))
+  row = rng.integers(-(1 << 60), 1 << 60, 200_000)
+  np.testing.assert_array_equal(Tensor(row).sort()[0].numpy(), np.sort(row))
+
+
+@pytest.mark.parametrize("view", ["transposed", "stepped", "expanded", "lazy"])
+def test_sort_of_views_and_computed_values(view):
+  base = rng.integers(-5, 5, (6, 8)).astype(np.float32)
+  build = {"transposed": (lambda t: t.T, lambda a: a.T), "stepped": (lambda t: t[::2, 1::3], lambda a: a[::2, 1::3]),
+           "expanded": (lambda t: t[:1].expand(4, 8), lambda a: np.broadcast_to(a[:1], (4, 8))),
+           "lazy": (lambda t: (t * 2 - 1).relu(), lambda a: np.maximum(a * 2 - 1, 0))}[view]
+  t, a = build[0](Tensor(base)), np.ascontiguousarray(build[1](base))
+  for dim in (0, 1):
+    np.testing.assert_array_equal(t.argsort(dim).numpy(), np.argsort(a, dim, kind="stable"))
+
+
+def test_sort_of_empty_0d_and_size1_tensors():
+  assert Tensor.zeros(0, 3).argsort(0).shape == (0, 3)
+  values, indices = Tensor.zeros(2, 0).sort(1)
+  assert values.shape == indices.shape == (2, 0)
+  values, indices = Tensor(4.0).sort()
+  assert values.shape == indices.shape == () and values.item() == 4.0 and indices.item() == 0
+  assert Tensor([[3.0], [1.0]]).argsort(1).tolist() == [[0], [0]]
+  assert Tensor(7).topk(1)[0].item() == 7
+
+
+@pytest.mark.parametrize("k,dim,largest", [(3, 1, True), (1, 0, False), (5, -1, False), (0, 1, True), (12, 1, True)])
+def test_topk_as_torch(k, dim, largest):
+  values = rng.permutation(36).reshape(3, 12).astype(np.float64)   # distinct: torch's order among ties is its own
+  got_values, got_indices = Tensor(values).topk(k, dim, largest=largest)
+  expected_values, expected_indices = torch.topk(torch.tensor(values), k, dim, largest=largest)
+  np.testing.assert_array_equal(got_values.numpy(), expected_values.numpy())
+  np.testing.assert_array_equal(got_indices.numpy(), expected_indices.numpy())
+
+
+@pytest.mark.parametrize("name", ["float32", "int8", "uint64", "float64"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_is_the_start_of_the_stable_sort(name, largest):
+  """Selected before sorted: among ties at the k-th value, the first ones come, as in the full sort."""
+  values = values_of(name, (3, 200, 2))
+  full = tensor_of(values, name).argsort(1, descending=largest).numpy()
+  for k in (1, 7, 60, 199):
+    np.testing.assert_array_equal(tensor_of(values, name).topk(k, 1, largest=largest)[1].numpy(), full[:, :k], err_msg=f"k={k}")
+
+
+def test_topk_refuses_a_k_past_the_axis():
+  with pytest.raises(ValueError, match="k=5 is more than the 4 elements"): Tensor.ones(3, 4).topk(5)
+  with pytest.raises(ValueError): Tensor.ones(3, 4).topk(-1)
+  with pytest.raises(IndexError): Tensor.ones(3, 4).topk(1, dim=2)
+
+
+GRADIENT_CASES = {   # (ours, torch's stable order); topk's values are distinct, as torch orders ties its own way there
+  "sort": (lambda t: t.sort(1)[0], lambda t: torch.sort(t, dim=1, stable=True)[0], True),
+  "sort_descending": (lambda t: t.sort(0, descending=True)[0], lambda t: torch.sort(t, dim=0, descending=True, stable=True)[0], True),
+  "topk": (lambda t: t.topk(3)[0], lambda t: torch.topk(t, 3)[0], False),
+}
+
+
+@pytest.mark.parametrize("op", list(GRADIENT_CASES))
+def test_gradient_of_sorted_values_as_torch(op):
+  ours_fn, torch_fn, with_tie = GRADIENT_CASES[op]
+  values = np.random.default_rng(7).standard_normal((4, 7))
+  if with_tie: values[1, 2] = values[1, 5] = values[0, 2]   # each tied element still gets its own position's gradient
+  ours, theirs = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  out, expected = ours_fn(ours), torch_fn(theirs)
+  weights = np.random.default_rng(8).standard_normal(tuple(expected.shape))
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.tensor(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+  assert not ours.argsort().requires_grad
