@@ -223,7 +223,7 @@ _UFUNC_OPS = {
   np.negative: "neg", np.exp: "exp", np.exp2: "exp2", np.log: "log", np.log2: "log2", np.sqrt: "sqrt", np.sin: "sin",
   np.cos: "cos", np.tan: "tan", np.tanh: "tanh", np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
   np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal", np.sinh: "sinh", np.cosh: "cosh", np.arcsinh: "asinh",
-  np.arccosh: "acosh", np.arctanh: "atanh", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
+  np.arccosh: "acosh", np.arctanh: "atanh", np.arctan: "atan", np.arcsin: "asin", np.arccos: "acos", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
   np.positive: "__pos__", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.log1p: "log1p", np.expm1: "expm1",
   np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"), np.multiply: ("__mul__", "__rmul__"),
   np.true_divide: ("__truediv__", "__rtruediv__"), np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
@@ -232,7 +232,7 @@ _UFUNC_OPS = {
   np.greater_equal: ("__ge__", "__le__"), np.equal: ("__eq__", "__eq__"), np.not_equal: ("__ne__", "__ne__"),
   np.floor_divide: ("__floordiv__", "__rfloordiv__"), np.remainder: ("__mod__", "__rmod__"),
   np.bitwise_and: ("__and__", "__rand__"), np.bitwise_or: ("__or__", "__ror__"), np.bitwise_xor: ("__xor__", "__rxor__"),
-  np.logical_and: ("logical_and", "logical_and"), np.logical_or: ("logical_or", "logical_or"),
+  np.arctan2: ("atan2", "_reflected_atan2"), np.logical_and: ("logical_and", "logical_and"), np.logical_or: ("logical_or", "logical_or"),
   np.logical_xor: ("logical_xor", "logical_xor"), np.left_shift: ("__lshift__", "__rlshift__"), np.right_shift: ("__rshift__", "__rrshift__"),
 }
 
@@ -1326,6 +1326,27 @@ class Tensor:
     # the gradient is torch's 1 / sqrt(x^2 - 1) everywhere, as if the value were not nan below 1
     return _with_derivatives((self,), value, (lambda: (x * x - 1).rsqrt(),))
 
+  @_in_float32
+  def erf(self) -> Tensor:
+    x = self.detach()   # the gradient is 2 / sqrt(pi) * exp(-x^2)
+    return _with_derivatives((self,), x._nondiff(UnaryOps.ERF), (lambda: (-(x * x)).exp() * (2 / math.sqrt(math.pi)),))
+  @_in_float32
+  def atan(self) -> Tensor:
+    x = self.detach()
+    return _with_derivatives((self,), x._nondiff(BinaryOps.ATAN2, x.ones_like()), (lambda: 1 / (1 + x * x),))
+  # asin and acos as angles of the point (sqrt(1 - x^2), x): (1 - x)(1 + x) keeps the digits 1 - x^2 loses near
+  # +-1; the gradients are torch's, inf at +-1 and nan past them
+  @_in_float32
+  def asin(self) -> Tensor:
+    x = self.detach()
+    side = ((1 - x) * (1 + x)).sqrt()
+    return _with_derivatives((self,), x._nondiff(BinaryOps.ATAN2, side), (lambda: 1 / side,))
+  @_in_float32
+  def acos(self) -> Tensor:
+    x = self.detach()
+    side = ((1 - x) * (1 + x)).sqrt()
+    return _with_derivatives((self,), side._nondiff(BinaryOps.ATAN2, x), (lambda: -1 / side,))
+
   def _by_magnitude(self, limit: float, small, large) -> Tensor:
     """small(x) where |x| < limit, large(x) elsewhere. Each branch is fed only inputs in its range (the other
     entries get the limit or 0), so the branch not taken has a finite gradient that where() can zero. The
@@ -1400,6 +1421,19 @@ class Tensor:
     return wrong_sign.where(remainder + b, remainder)
 
   remainder = mod   # torch's name: the sign of the divisor
+
+  def atan2(self, x, reverse=False) -> Tensor:
+    """The angle of the point (x, self) in (-pi, pi], as C's atan2(self, x), numpy's arctan2 and torch's atan2 (with
+    its gradients, 0 at the origin)."""
+    y, x = self._broadcasted(x, reverse)
+    if not dtypes.is_float(y.dtype): y, x = y._float_input(), x._float_input()
+    if y.dtype in (dtypes.float16, dtypes.bfloat16): return y.cast(dtypes.float32).atan2(x.cast(dtypes.float32)).cast(y.dtype)
+    a, b = y.detach(), x.detach()
+    radius = a * a + b * b
+    return _with_derivatives((y, x), a._nondiff(BinaryOps.ATAN2, b), (lambda: (radius == 0).where(0.0, b / radius),
+                                                                       lambda: (radius == 0).where(0.0, -a / radius)))
+
+  def _reflected_atan2(self, y) -> Tensor: return self.atan2(y, reverse=True)
 
   def fmod(self, x) -> Tensor:
     """The remainder of the division truncated toward 0, with the sign of the dividend (C's fmod, numpy's and

@@ -69,6 +69,7 @@ FLOAT_OPS = {
   "tanh_gelu": lambda a, b: a.tanh() + b.gelu(), "sigmoid": lambda a, b: a.sigmoid() * b,
   "where_cmp": lambda a, b: (a < b).where(a, b) + (a == b) + (a != b), "floor_ceil_round": lambda a, b: (a * 3).floor() + (b * 3).ceil() + (a * 3).round(),
   "pow_clip": lambda a, b: a.abs().pow(b) + a.clip(-0.5, 0.5), "neg_recip": lambda a, b: -a + (b.abs() + 0.5).reciprocal(),
+  "erf_atan2": lambda a, b: a.erf() + a.atan2(b) + (a * 0.3).asin() + (b * 0.3).acos() + b.atan(),
 }
 
 

@@ -1,4 +1,4 @@
-"""Ops a torch or numpy user reaches for beyond tinygrad's API: log1p, expm1, the value tests (isnan, isinf,
+"""Ops a torch or numpy user reaches for beyond tinygrad's API: log1p, expm1, erf, atan, asin, acos, atan2, the value tests (isnan, isinf,
 isfinite, nan_to_num, isclose), logical and fmod ops, clamp's keywords, amax and amin, var_mean and std_mean, norm,
 roll, diagonal, diag, trace, outer, repeat_interleave and masked_select. Values and gradients against torch (CPU)."""
 import math
@@ -56,6 +56,60 @@ def test_log1p_expm1_gradients_ints_and_numpy_ufuncs(op):
 
 def test_log1p_at_and_below_minus_one():
   np.testing.assert_array_equal(Tensor([-1.0, -2.0, INF, NAN]).log1p().numpy(), torch.log1p(torch.tensor([-1.0, -2.0, INF, NAN])).numpy())
+
+
+# ---- erf and the inverse trigonometric functions: within an ulp or two of float64's values
+ANGLE_INPUTS = {"erf": np.array([-6.0, -1.5, -1e-20, 0.0, 1e-6, 0.3, 0.9, 2.0, 4.5, INF, NAN]),
+                "atan": np.array([-INF, -1e30, -3.0, -1e-20, 0.0, 1e-7, 0.5, 1.0, 7.0, INF, NAN]),
+                "asin": np.array([-1.0, -0.999999, -0.5, -1e-9, 0.0, 0.25, 0.7, 0.9999, 1.0, 1.5, NAN]),
+                "acos": np.array([-1.0, -0.999999, -0.5, -1e-9, 0.0, 0.25, 0.7, 0.9999, 1.0, -1.5, NAN])}
+ULP = {"float32": 2 ** -23, "float64": 2 ** -52, "float16": 2 ** -10, "bfloat16": 2 ** -7}
+
+
+@pytest.mark.parametrize("op", list(ANGLE_INPUTS))
+@pytest.mark.parametrize("name", list(ULP))
+def test_erf_and_inverse_trigonometry_as_torch(op, name):
+  values = ANGLE_INPUTS[op]
+  t = Tensor(values).cast(getattr(dtypes, name))
+  stored = t.cast(dtypes.float64).numpy()   # the inputs as the dtype holds them
+  got = getattr(t, op)()
+  assert got.dtype == getattr(dtypes, name)
+  expected = getattr(torch, op)(torch.tensor(stored)).numpy()
+  smallest = 2.0 ** -24 if name == "float16" else 1e-300   # float16's subnormals hold erf(1e-6) to that step
+  np.testing.assert_allclose(got.cast(dtypes.float64).numpy(), expected, rtol=2 * ULP[name], atol=smallest)
+  ufunc = {"erf": None, "atan": np.arctan, "asin": np.arcsin, "acos": np.arccos}[op]
+  if ufunc is not None and name == "float64":
+    with np.errstate(invalid="ignore"): np.testing.assert_allclose(ufunc(Tensor(stored)).numpy(), ufunc(stored), rtol=2 * ULP[name])
+
+
+@pytest.mark.parametrize("op", list(ANGLE_INPUTS))
+def test_erf_and_inverse_trigonometry_gradients_as_torch(op):
+  values = ANGLE_INPUTS[op][np.isfinite(ANGLE_INPUTS[op])]   # at +-1 asin's and acos's are inf, past them nan
+  grads_match(lambda t: getattr(t, op)(), lambda t: getattr(torch, op)(t), values, tol=1e-9)   # torch's 1 - x^2 loses digits near 1
+  assert getattr(Tensor([0, 1]), op)().dtype == dtypes.float32
+
+
+ATAN2_Y = np.array([0.0, 0.0, -0.0, -0.0, 1.0, -1.0, INF, INF, -INF, 2.0, -3.0, NAN, 1e-30, 5.0])
+ATAN2_X = np.array([0.0, -0.0, 0.0, -0.0, 0.0, -0.0, INF, -INF, 1.0, INF, -INF, 1.0, -1e30, 2.0])
+
+
+@pytest.mark.parametrize("name", list(ULP))
+def test_atan2_as_numpy_at_every_special_case(name):
+  y, x = Tensor(ATAN2_Y).cast(getattr(dtypes, name)), Tensor(ATAN2_X).cast(getattr(dtypes, name))
+  got = y.atan2(x)
+  assert got.dtype == getattr(dtypes, name)
+  expected = np.arctan2(y.cast(dtypes.float64).numpy(), x.cast(dtypes.float64).numpy())
+  got = got.cast(dtypes.float64).numpy()
+  np.testing.assert_allclose(got, expected, rtol=2 * ULP[name], atol=0)
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))   # the signed zeros too
+
+
+def test_atan2_gradients_broadcasting_ints_and_numpy():
+  grads_match(lambda y, x: y.atan2(x), torch.atan2, X, X[:1] - 0.5, tol=1e-12)
+  grads_match(lambda y, x: y.atan2(x), torch.atan2, np.zeros(3), np.array([0.0, -1.0, 2.0]), tol=1e-12)   # 0 at the origin
+  np.testing.assert_allclose(Tensor([1, -1]).atan2(0).numpy(), np.arctan2([1.0, -1.0], 0.0).astype(np.float32))
+  assert isinstance(np.arctan2(Tensor(X), X.T[:1].T), Tensor) and isinstance(np.arctan2(X, Tensor(X)), Tensor)
+  np.testing.assert_allclose(np.arctan2(X, Tensor(X + 1)).numpy(), np.arctan2(X, X + 1), rtol=1e-15)
 
 
 # ---- value tests

@@ -87,9 +87,11 @@ class CudaRenderer(Renderer):
     UnaryOps.SQRT: ("sqrtf", "sqrt"), UnaryOps.EXP: ("expf", "exp"), UnaryOps.EXP2: ("exp2f", "exp2"),
     UnaryOps.LOG: ("logf", "log"), UnaryOps.LOG2: ("log2f", "log2"), UnaryOps.SIN: ("sinf", "sin"), UnaryOps.COS: ("cosf", "cos"), UnaryOps.TRUNC: ("truncf", "trunc"),
     UnaryOps.FLOOR: ("floorf", "floor"), UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
+    UnaryOps.ERF: ("erff", "erf"),
   }
   BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply,
-            BinaryOps.POW: lambda dt, a, b: f"pow({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"powf({a}, {b})")}
+            BinaryOps.POW: lambda dt, a, b: f"pow({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"powf({a}, {b})"),
+            BinaryOps.ATAN2: lambda dt, a, b: f"atan2({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"atan2f({a}, {b})")}
 
   def __init__(self, kernel: Kernel, threads: int, phase: str = "", chunks: int = 0):
     """phase "partials" or "combine" renders one of the two kernels of a split reduce (split_chunks)."""

@@ -3,6 +3,7 @@
 The integer and bit helpers are the CPU runtime's own Python bodies (nbgrad/jit/runtime.py) compiled as
 device functions; float math and half-precision conversions are libdevice's. Under numba's simulator
 (NUMBA_ENABLE_CUDASIM=1) kernels run as Python, libdevice is not there, and numpy stands in."""
+import math
 import types as python_types
 import numpy as np
 from numba import cuda, config
@@ -28,6 +29,9 @@ if SIMULATOR:
   exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint = (
     _numpy_math(fn, np.float64) for fn in (np.exp, np.exp2, np.log, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
 
+  erff, erf = _numpy_math(np.vectorize(math.erf), np.float32), _numpy_math(np.vectorize(math.erf), np.float64)
+  def atan2f(a, b): return np.float32(np.arctan2(np.float32(a), np.float32(b)))
+  def atan2(a, b): return np.float64(np.arctan2(np.float64(a), np.float64(b)))
   def powf(a, b): return np.float32(np.power(np.float32(a), np.float32(b)))
   def pow(a, b): return np.float64(np.power(np.float64(a), np.float64(b)))   # noqa: A001 (libdevice's name)
   def fmul_rn(a, b): return np.float32(np.float32(a) * np.float32(b))
@@ -47,7 +51,8 @@ else:
   if not hasattr(types, "uint32"):   # the built-in numba.cuda's `types` holds only CUDA's own (Dim3, GridGroup)
     from numba import types
   from numba.cuda.libdevice import (expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
-                                    exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow)
+                                    exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow,
+                                    erff, erf, atan2f, atan2)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 

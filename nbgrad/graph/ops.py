@@ -11,6 +11,7 @@ class Op(Enum):
 class UnaryOps(Op):
   NEG = auto(); RECIP = auto(); SQRT = auto(); EXP = auto(); EXP2 = auto(); LOG = auto(); LOG2 = auto(); SIN = auto(); COS = auto()  # noqa: E702
   TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto()  # noqa: E702
+  ERF = auto()                      # floats only
   NOT = auto()                      # logical not of a bool
   CAST = auto(); BITCAST = auto()   # arg: the target DType  # noqa: E702
 
@@ -18,6 +19,7 @@ class UnaryOps(Op):
 class BinaryOps(Op):
   ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
   POW = auto()   # floats only: a ** e for a magnitude a > 0 (Tensor.pow handles signs and special cases)
+  ATAN2 = auto() # floats only: the angle of the point (b, a), a = y and b = x as in C's atan2(y, x)
   MAX = auto(); MIN = auto(); CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()  # noqa: E702
   AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
 

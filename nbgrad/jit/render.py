@@ -94,6 +94,7 @@ BINARY = {
   BinaryOps.IDIV: lambda dt, a, b: in_dtype(dt, f"({a} // {b})" if dt.kind == "f" else f"{_int_division(dt, 'div')}({a}, {b})"),
   BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{_int_division(dt, 'mod')}({a}, {b})"),
   BinaryOps.POW: lambda dt, a, b: f"({a} ** {b})" if dt.itemsize == 8 else in_dtype(dt, f"pow_f32({a}, {b})"),
+  BinaryOps.ATAN2: lambda dt, a, b: f"atan2_f64({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"atan2_f32({a}, {b})"),
   BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
   BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
   BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
@@ -229,6 +230,7 @@ class Renderer:
     UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP: ("exp_f32", "exp_f64"), UnaryOps.EXP2: ("exp2_f32", "exp2_f64"),
     UnaryOps.LOG: ("log_f32", "log_f64"), UnaryOps.LOG2: ("log2_f32", "log2_f64"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.COS: ("cos_f32", "np.cos"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
     UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
+    UnaryOps.ERF: ("erf_f32", "erf_f64"),
   }
   BINARY = BINARY
 

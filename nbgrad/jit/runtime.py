@@ -323,6 +323,24 @@ def log_f32(x):
   return _log_special(x, np.float32(e * 0.6931471805599453 + series))
 
 
+# erf and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize; they are rare in
+# models), and float32 rounds that result once
+@njit(**JIT)
+def erf_f32(x): return np.float32(math.erf(np.float64(x)))
+
+
+@njit(**JIT)
+def erf_f64(x): return math.erf(x)
+
+
+@njit(**JIT)
+def atan2_f32(y, x): return np.float32(math.atan2(np.float64(y), np.float64(x)))
+
+
+@njit(**JIT)
+def atan2_f64(y, x): return math.atan2(y, x)
+
+
 def _two_over_pi_words(words: int) -> np.ndarray:
   """0, then the bits of 2/pi after the binary point, 64 to a word (the first word holds bits 1-64). pi comes
   from Machin's formula in integer arithmetic, 64 bits past what is used."""
