@@ -936,6 +936,23 @@ class Tensor:
     if sorted(resolved) != list(range(self.ndim)): raise ShapeMismatch(f"permute order {order} is not a permutation of {self.ndim} dims")
     return self if resolved == tuple(range(self.ndim)) else F.Permute.apply(self, order=resolved)
 
+  def movedim(self, source, destination) -> Tensor:
+    """Dims source moved to positions destination, the others keeping their order (torch's movedim, numpy's moveaxis)."""
+    source = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    destination = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if len(source) != len(destination): raise ValueError(f"movedim needs as many destinations as sources: {source} and {destination}")
+    moved = [resolve_axis(d, self.ndim) for d in source]
+    places = [resolve_axis(d, self.ndim) for d in destination]
+    if len(set(moved)) != len(moved) or len(set(places)) != len(places): raise ValueError(f"movedim dims repeat: {source} to {destination}")
+    rest = iter(d for d in range(self.ndim) if d not in moved)
+    to_place = dict(zip(places, moved))
+    return self.permute([to_place[i] if i in to_place else next(rest) for i in range(self.ndim)])
+  moveaxis = movedim
+
+  def expand_as(self, other: Tensor) -> Tensor: return self.expand(self._operand(other, "expand_as operand").shape)
+  def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(self._operand(other, "reshape_as operand").shape)
+  view_as = reshape_as
+
   def flip(self, axis, *args) -> Tensor:
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
@@ -1107,6 +1124,11 @@ class Tensor:
       out.append(self.shrink(tuple(arg)))
       start += s
     return tuple(out)
+
+  def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along dim, each without it (torch's unbind)."""
+    dim = resolve_axis(dim, self.ndim)
+    return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.shape[dim]))
 
   def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:   # a list, as tinygrad's (split gives a tuple)
     _check_int("chunk count", chunks, None)
@@ -1601,6 +1623,13 @@ class Tensor:
     return F.Where.apply(cond._broadcast_to(shape), x._broadcast_to(shape), y._broadcast_to(shape))
 
   def masked_fill(self, mask: Tensor, value) -> Tensor: return self._operand(mask, "mask").where(value, self)
+  def index_select(self, dim: int, index: Tensor) -> Tensor:
+    """The slices along dim at the positions of a 1-D int index (torch's index_select)."""
+    index = self._operand(index, "index_select index")
+    if index.ndim > 1 or dtypes.is_float(index.dtype) or index.dtype == dtypes.bool:
+      raise IndexError(f"index_select needs a 1-D int index, got shape {index.shape} of {index.dtype}")
+    return self[(slice(None),) * resolve_axis(dim, self.ndim) + (index.reshape(-1),)]
+
   def masked_select(self, mask: Tensor) -> Tensor:
     """The elements where mask (broadcast with self) is True, in flat order: a 1-D tensor (torch's masked_select)."""
     mask = self._operand(mask, "mask")
@@ -1925,6 +1954,23 @@ class Tensor:
     indices = self._first_in_order(dim, largest, k)
     return self.gather(dim, indices), indices
 
+  def diff(self, n: int = 1, dim: int = -1) -> Tensor:
+    """The differences of neighbours along dim, taken n times (torch's and numpy's diff; bools: not equal)."""
+    _check_int("diff n", n)
+    if self.ndim == 0: raise ValueError("diff needs at least one dim, got a 0-d tensor")
+    axis = resolve_axis(dim, self.ndim)
+    out = self
+    for _ in range(min(n, self.shape[axis])):
+      size = out.shape[axis]
+      later = out.shrink(tuple((1, size) if d == axis else None for d in range(self.ndim)))
+      earlier = out.shrink(tuple((0, size - 1) if d == axis else None for d in range(self.ndim)))
+      out = later != earlier if self.dtype == dtypes.bool else later - earlier
+    if n > self.shape[axis]: out = out.shrink(tuple((0, 0) if d == axis else None for d in range(self.ndim)))
+    return out if n else self.clone()
+
+  @_torch_dim
+  def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
+
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
@@ -2204,6 +2250,56 @@ class Tensor:
     if label_smoothing:   # skipped, not multiplied by 0, without smoothing; ignored rows selected out, not multiplied
       total = (1 - label_smoothing) * total + label_smoothing * counted.where(log_probs.mean(-1), 0).sum()
     return -total / counted.sum()
+
+  def nll_loss(self, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """torch's nll_loss: -weight[c] * self[n, c] for log-probabilities (N, C, ...) (or (C,)) and class indices c =
+    target[n, ...]; targets equal to ignore_index count for nothing, and the mean divides by the weights counted."""
+    scores, target = self._classes_last(target, reduction, "nll_loss")
+    return scores._class_loss(target, weight, ignore_index, reduction, 0.0)
+
+  def cross_entropy(self, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100, reduction: str = "mean",
+                    label_smoothing: float = 0.0) -> Tensor:
+    """torch's cross_entropy of logits (N, C, ...) (or (C,)): target is class indices (N, ...) or class probabilities
+    of the logits' shape; label_smoothing mixes in the uniform distribution over the C classes."""
+    scores, target = self._classes_last(target, reduction, "cross_entropy")
+    _check_number("cross_entropy label_smoothing", label_smoothing)
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
+    log_probs = scores.log_softmax(-1)
+    if not dtypes.is_float(target.dtype): return log_probs._class_loss(target, weight, ignore_index, reduction, label_smoothing)
+    if target.shape != self.shape: raise ShapeMismatch(f"cross_entropy class probabilities of shape {target.shape} do not match logits of shape {self.shape}")
+    probabilities = (target if target.ndim == 1 else target.movedim(1, -1)) * (1 - label_smoothing) + label_smoothing / scores.shape[-1]
+    losses = -(log_probs * probabilities * log_probs._class_weights(weight)).sum(-1)
+    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+
+  def _classes_last(self, target, reduction: str, name: str) -> tuple[Tensor, Tensor]:
+    """The scores with torch's class dim (1, or 0 for one sample) moved last, and the target as a tensor."""
+    if reduction not in ("mean", "sum", "none"): raise ValueError(f"{name} reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if self.ndim == 0: raise ShapeMismatch(f"{name} needs scores with a class dim, got shape ()")
+    return (self if self.ndim == 1 else self.movedim(1, -1)), self._operand(target, f"{name} target")
+
+  def _class_weights(self, weight) -> Tensor:
+    if weight is None: return Tensor.ones(self.shape[-1], dtype=self.dtype, device=self.device)
+    weight = self._operand(weight, "class weight")
+    if weight.shape != (self.shape[-1],): raise ShapeMismatch(f"class weight of shape {weight.shape} does not match {self.shape[-1]} classes")
+    return weight
+
+  def _class_loss(self, target: Tensor, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
+    """The loss of log-probabilities (..., C) at class indices target (...). An index outside [0, C) other than
+    ignore_index picks no class (its loss is 0, as tinygrad's gather reads 0 out of range)."""
+    if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+    if target.shape != self.shape[:-1]:
+      raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {self.shape} (classes in dim 1)")
+    weights, counted = self._class_weights(weight), target != ignore_index
+    chosen = target.unsqueeze(-1) == Tensor.arange(self.shape[-1], device=self.device)
+    sample_weight = counted.where(chosen.where(weights, 0).sum(-1), 0)
+    losses = -chosen.where(self, 0).sum(-1) * sample_weight   # selected, not multiplied: -inf elsewhere adds no nan
+    if label_smoothing:   # torch's: the mean over classes of the weighted log-probabilities, of counted samples
+      uniform = counted.where(-(self * weights).sum(-1) / self.shape[-1], 0)
+      losses = (1 - label_smoothing) * losses + label_smoothing * uniform
+    if reduction == "mean": return losses.sum() / sample_weight.sum()
+    return losses.sum() if reduction == "sum" else losses
+
+  def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                    dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:

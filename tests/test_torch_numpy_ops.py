@@ -343,3 +343,94 @@ def test_masked_select_as_torch():
   assert Tensor(X).masked_select(Tensor(np.zeros((3, 4), bool))).shape == (0,)
   np.testing.assert_array_equal(Tensor(X).T.masked_select(X.T > 1).numpy(), X.T[X.T > 1])
   with pytest.raises(TypeError, match="bool mask"): Tensor(X).masked_select(Tensor(X))
+
+
+# ---- losses with torch's signatures
+LOSS_OPTIONS = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": True}, {"ignore_index": 1},
+                {"label_smoothing": 0.2}, {"weight": True, "label_smoothing": 0.3, "ignore_index": 2}]
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2), (4,)], ids=str)
+@pytest.mark.parametrize("options", LOSS_OPTIONS, ids=str)
+@pytest.mark.parametrize("op", ["cross_entropy", "nll_loss"])
+def test_class_index_losses_as_torch(op, options, shape):
+  if op == "nll_loss" and "label_smoothing" in options: return   # nll_loss has no smoothing
+  gen = np.random.default_rng(3)
+  scores = gen.standard_normal(shape)
+  target = gen.integers(0, 4, shape[:1] + shape[2:] if len(shape) > 1 else ())
+  class_weight = gen.uniform(0.5, 2.0, 4)
+  kwargs = {k: v for k, v in options.items() if k != "weight"}
+  ours = lambda s: getattr(s, op)(Tensor(target), weight=Tensor(class_weight) if "weight" in options else None, **kwargs)
+  theirs = lambda s: getattr(torch.nn.functional, op)(s, torch.tensor(target), weight=torch.tensor(class_weight) if "weight" in options else None, **kwargs)
+  grads_match(ours, theirs, scores, tol=1e-12)
+
+
+@pytest.mark.parametrize("options", [{}, {"label_smoothing": 0.1, "reduction": "none"}, {"weight": True, "reduction": "sum"}], ids=str)
+def test_cross_entropy_of_class_probabilities_as_torch(options):
+  gen = np.random.default_rng(4)
+  scores, probabilities = gen.standard_normal((3, 5, 2)), gen.random((3, 5, 2))
+  probabilities /= probabilities.sum(1, keepdims=True)
+  class_weight = gen.uniform(0.5, 2.0, 5)
+  kwargs = {k: v for k, v in options.items() if k != "weight"}
+  grads_match(lambda s, p: s.cross_entropy(p, weight=Tensor(class_weight) if "weight" in options else None, **kwargs),
+              lambda s, p: torch.nn.functional.cross_entropy(s, p, weight=torch.tensor(class_weight) if "weight" in options else None, **kwargs),
+              scores, probabilities, tol=1e-12)
+
+
+def test_losses_refuse_bad_input():
+  scores = Tensor.zeros(4, 3)
+  with pytest.raises(ValueError, match="reduction"): scores.cross_entropy(Tensor([0, 1, 2, 0]), reduction="avg")
+  with pytest.raises(ValueError, match=r"class indices of shape \(3,\) do not match"): scores.cross_entropy(Tensor([0, 1, 2]))
+  with pytest.raises(ValueError, match="class probabilities"): scores.cross_entropy(Tensor.zeros(4, 2))
+  with pytest.raises(TypeError, match="ints"): scores.nll_loss(Tensor([True, False, True, True]))
+  with pytest.raises(ValueError, match="class weight"): scores.nll_loss(Tensor([0, 1, 2, 0]), weight=Tensor.ones(4))
+  with pytest.raises(ValueError, match="label_smoothing"): scores.cross_entropy(Tensor([0, 1, 2, 0]), label_smoothing=1.5)
+  with pytest.raises(ValueError, match="class dim"): Tensor(1.0).cross_entropy(Tensor(0))
+
+
+def test_logsigmoid_as_torch():
+  values = np.array([-800.0, -30.0, -1.0, 0.0, 2.5, 40.0, 800.0])
+  grads_match(lambda t: t.logsigmoid(), torch.nn.functional.logsigmoid, values, tol=1e-12)
+
+
+# ---- shapes: movedim, expand_as, reshape_as, unbind, index_select, diff, count_nonzero
+@pytest.mark.parametrize("source,destination", [(0, 2), (-1, 0), ((0, 1), (2, 0)), ((2, 0), (0, 1)), (1, 1)])
+def test_movedim_as_torch(source, destination):
+  values = np.arange(24.0).reshape(2, 3, 4)
+  grads_match(lambda t: t.movedim(source, destination), lambda t: torch.movedim(t, source, destination), values)
+  np.testing.assert_array_equal(Tensor(values).moveaxis(source, destination).numpy(), np.moveaxis(values, source, destination))
+  with pytest.raises(ValueError, match="as many"): Tensor(values).movedim((0, 1), 2)
+  with pytest.raises(ValueError, match="repeat"): Tensor(values).movedim((0, 0), (1, 2))
+
+
+def test_expand_as_reshape_as_view_as_and_unbind():
+  t, other = Tensor([[1.0], [2.0]]), Tensor.zeros(2, 3)
+  assert t.expand_as(other).tolist() == [[1.0] * 3, [2.0] * 3]
+  assert other.reshape_as(Tensor.zeros(3, 2)).shape == (3, 2) and other.view_as(np.zeros((6,))).shape == (6,)
+  grads_match(lambda x: x.unbind(1)[1] * 2 + x.unbind(1)[0], lambda x: x.unbind(1)[1] * 2 + x.unbind(1)[0], X)
+  assert [u.shape for u in Tensor(X).unbind(-2)] == [(4,)] * 3 and Tensor.zeros(0, 2).unbind() == ()
+
+
+def test_index_select_as_torch():
+  index = np.array([2, 0, 2, -1])
+  grads_match(lambda t: t.index_select(1, Tensor(index)), lambda t: torch.index_select(t, 1, torch.tensor(index % 4)), X)
+  assert Tensor(X).index_select(0, Tensor(np.zeros(0, np.int64))).shape == (0, 4)
+  with pytest.raises(IndexError, match="1-D int index"): Tensor(X).index_select(0, Tensor([[0]]))
+  with pytest.raises(IndexError, match="1-D int index"): Tensor(X).index_select(0, Tensor([0.0]))
+
+
+@pytest.mark.parametrize("n,dim", [(1, -1), (2, 1), (1, 0), (3, 0), (5, 0), (0, 1)])
+def test_diff_as_torch(n, dim):
+  grads_match(lambda t: t.diff(n, dim=dim), lambda t: torch.diff(t, n, dim=dim), X)
+  flags = X > 0
+  np.testing.assert_array_equal(Tensor(flags).diff(n, dim).numpy(), np.diff(flags, n, dim))
+  np.testing.assert_array_equal(Tensor(np.arange(6, dtype=np.uint8)).diff().numpy(), np.diff(np.arange(6, dtype=np.uint8)))
+  with pytest.raises(ValueError, match="0-d"): Tensor(1.0).diff()
+
+
+def test_count_nonzero_as_torch():
+  values = np.array([[0.0, 1.0, -0.0, NAN], [2.0, 0.0, 0.0, 3.0]])
+  for dim in (None, 0, 1, (0, 1)):
+    expected = torch.count_nonzero(torch.tensor(values), dim=dim).numpy()
+    np.testing.assert_array_equal(Tensor(values).count_nonzero(dim=dim).numpy(), expected)
+  assert Tensor.zeros(0, 3).count_nonzero().item() == 0
