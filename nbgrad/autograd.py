@@ -8,7 +8,7 @@ from nbgrad import linalg
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
-from nbgrad.graph.scan import cumsum
+from nbgrad.graph.scan import cumsum, running
 from nbgrad.graph.take import take, scatter_add
 from nbgrad.graph.concat import concatenate, CAT_FUSED_MAX
 
@@ -336,6 +336,31 @@ class Prod(Function):
     at_zero = zeros.alu(BinaryOps.CMPEQ, zeros.const(1)).alu(TernaryOps.WHERE, nonzero_product, zero)
     elsewhere = zeros.alu(BinaryOps.CMPEQ, zeros.const(0)).alu(TernaryOps.WHERE, self.ret.expand(shape).alu(BinaryOps.DIV, x), zero)
     return is_zero.alu(TernaryOps.WHERE, at_zero, elsewhere).alu(BinaryOps.MUL, grad.reshape(self.ret.shape).expand(shape))
+
+
+def _shifted(x: LazyBuffer, axis: int, step: int) -> LazyBuffer:
+  """x moved one place along axis, later (step 1) or earlier (step -1), with a 0 coming in."""
+  n = x.shape[axis]
+  kept = tuple(((0, n - 1) if step > 0 else (1, n)) if d == axis else (0, s) for d, s in enumerate(x.shape))
+  return x.shrink(kept).pad(tuple(((1, 0) if step > 0 else (0, 1)) if d == axis else (0, 0) for d in range(len(x.shape))))
+
+
+class CumProd(Function):
+  """Running product along an axis. Input i's gradient is the product of the inputs before it times S_i, the sum
+  over outputs j >= i of grad_j * x_{i+1} * ... * x_j, which the recurrence S_i = grad_i + x_{i+1} * S_{i+1} gives
+  from the far end: no division, so zeros get theirs exactly."""
+  def forward(self, x, axis):
+    self.x, self.axis = x, axis
+    self.ret = running(x, axis, "prod")
+    return self.ret
+  def backward(self, grad):
+    x, axis = self.x, self.axis
+    if x.shape[axis] == 0: return grad
+    first = LazyBuffer.full(1, tuple(1 if d == axis else s for d, s in enumerate(x.shape)), x.dtype, x.device)
+    before = _shifted(self.ret, axis, 1).alu(BinaryOps.ADD, first.pad(tuple((0, x.shape[axis] - 1) if d == axis else (0, 0) for d in range(len(x.shape)))))
+    reverse = (axis,)
+    after = running(grad.flip(reverse), axis, "recurrence", factors=_shifted(x, axis, -1).flip(reverse)).flip(reverse)
+    return before.alu(BinaryOps.MUL, after)
 
 
 class CumSum(Function):

@@ -17,6 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.sort import argsort
+from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
@@ -1970,6 +1971,31 @@ class Tensor:
 
   @_torch_dim
   def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
+
+  @_torch_dim
+  def cumprod(self, axis: int = 0) -> Tensor:
+    """Running product along axis, in the dtype sum gives, with torch's gradient where elements are 0."""
+    axis = resolve_axis(axis, self.ndim)
+    if self.ndim == 0: return self.prod()
+    x = self.cast(self._sum_acc_dtype())
+    if not dtypes.is_float(x.dtype): return Tensor(running(x.lazydata, axis, "prod"), device=self.device)._cut_from(self)._after_op()
+    return self._summed(F.CumProd.apply(x, axis=axis))
+
+  @_torch_dim
+  def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) of the running maximum along axis (torch's cummax: the last of equal values, and
+    NaN once one is seen); the values pass the gradient to the elements they come from."""
+    return self._running_extreme("argmax", axis)
+
+  @_torch_dim
+  def cummin(self, axis: int = 0) -> tuple[Tensor, Tensor]: return self._running_extreme("argmin", axis)
+
+  def _running_extreme(self, op: str, axis: int) -> tuple[Tensor, Tensor]:
+    axis = resolve_axis(axis, self.ndim)
+    if self.ndim == 0: return self * 1, Tensor.zeros((), dtype=dtypes.int32, device=self.device)
+    keys = self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self   # the same order
+    indices = Tensor(running(keys.lazydata, axis, op), device=self.device)._cut_from(self)._after_op()
+    return self.gather(axis, indices), indices
 
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")

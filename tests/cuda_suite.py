@@ -414,6 +414,12 @@ def test_cumsum(axis):
 
 
 @pytest.mark.parametrize("axis", [0, 1])
+def test_cumprod_and_cummax(axis):
+  assert_same(*on_both(lambda x: (x * 0.1 + 1).cumprod(axis) * 2, rng.standard_normal((5, 6))))
+  assert_same(*on_both(lambda x: x.cummax(axis)[0] + x.cummin(axis)[1], rng.integers(-3, 3, (5, 6)).astype(np.float32)))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
 def test_sort_and_topk(axis):
   values = rng.integers(-4, 4, (5, 30)).astype(np.float32)   # ties: the order among equals must match too
   assert_same(*on_both(lambda x: x.argsort(axis, descending=True), values))

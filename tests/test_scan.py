@@ -1,5 +1,5 @@
-"""cumsum: forward against torch for each dtype and edge shape, backward against torch, and the scan's
-structure (one O(n) kernel, not a masked reduce)."""
+"""cumsum, cumprod, cummax and cummin: forward against torch for each dtype and edge shape, backward against
+torch (cumprod's at zeros too), and the scans' structure (one O(n) kernel, not a masked reduce)."""
 import numpy as np
 import pytest
 import torch
@@ -102,3 +102,90 @@ def test_long_float32_running_sums_keep_float64_precision_as_torch(shape, axis):
   exact = np.cumsum(value.astype(np.float64), axis).astype(np.float32)
   np.testing.assert_array_equal(Tensor(value).cumsum(axis).numpy(), exact)
   np.testing.assert_array_equal(torch.cumsum(torch.from_numpy(value), axis).numpy(), exact)
+
+
+# ---- cumprod, cummax, cummin: values near 1 keep long running products finite
+def near_one(shape, np_dtype, seed=0):
+  if np_dtype == np.bool_: return sample(shape, np_dtype, seed)
+  if np.issubdtype(np_dtype, np.integer): return np.asarray(sample(shape, np_dtype, seed) % 3).astype(np_dtype)
+  return np.asarray(1 + 0.01 * sample(shape, np.float64, seed)).astype(np_dtype)
+
+
+@pytest.mark.parametrize("case,dtype", FORWARD_ROWS)
+def test_cumprod_forward(case, dtype):
+  shape, axis, how = CASES[case]
+  value = near_one(shape, DTYPES[dtype])
+  ours = viewed(Tensor(value), how).cumprod(axis)
+  ref = viewed(torch.from_numpy(value), how).cumprod(axis)
+  assert ours.shape == tuple(ref.shape) and ours.dtype == viewed(Tensor(value), how).cumsum(axis).dtype
+  np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-4 if case.startswith("long") else 1e-6)
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("case,dtype", FORWARD_ROWS)
+def test_cummax_cummin_forward(op, case, dtype):
+  shape, axis, how = CASES[case]
+  value = sample(shape, DTYPES[dtype]) // (1 if dtype == "bool" else 8)   # ties
+  if shape == (): expected_values, expected_indices = value, np.zeros((), np.int64)
+  else: expected_values, expected_indices = getattr(torch, op)(viewed(torch.from_numpy(value), how), axis)
+  values, indices = getattr(viewed(Tensor(value), how), op)(axis)
+  assert indices.dtype == dtypes.int32 and values.dtype == Tensor(value).dtype
+  np.testing.assert_array_equal(values.numpy(), np.asarray(expected_values))
+  np.testing.assert_array_equal(indices.numpy(), np.asarray(expected_indices))
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "uint8", "int64"])
+def test_cummax_cummin_of_nan_and_narrow_dtypes_as_torch(op, name):
+  value = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, -1.0], [0.0, -2.0, 4.0, 4.0, 1.0, 0.0, 7.0, 7.0]])
+  if name in ("uint8", "int64"): value = np.nan_to_num(value, nan=6.0) + 2
+  t = Tensor(value).cast(getattr(dtypes, name))
+  ref = torch.tensor(value).to(getattr(torch, name))
+  values, indices = getattr(t, op)(1)
+  expected_values, expected_indices = getattr(torch, op)(ref, 1)
+  np.testing.assert_array_equal(values.cast(dtypes.float64).numpy(), expected_values.double().numpy())
+  np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+
+
+ZEROS = np.array([[2.0, 0.0, 3.0, 0.0, 4.0], [1.5, -2.0, 0.5, 3.0, -1.0], [0.0, 0.0, 2.0, 1.0, 5.0], [3.0, 2.0, 0.0, 1.0, 2.0]])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("view", [None, "transpose"])
+def test_cumprod_backward_with_zeros_as_torch(axis, view):
+  """No division: zeros, one or several in a row, get the product of the others."""
+  ours, ref = Tensor(ZEROS, requires_grad=True), torch.tensor(ZEROS, requires_grad=True)
+  out_ours, out_ref = viewed(ours, view).cumprod(axis), viewed(ref, view).cumprod(axis)
+  weight = sample(tuple(out_ref.shape), np.float64, 5)
+  (out_ours * Tensor(weight)).sum().backward()
+  (out_ref * torch.from_numpy(weight)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["3d_wide_inner", "long_axis_0_of_2d", "size1_axis", "0d", "zero_size_scan_axis"])
+def test_cumprod_backward_of_long_wide_and_empty_axes(case):
+  shape, axis, _ = CASES[case]
+  value, weight = near_one(shape, np.float64, 1), sample(shape, np.float64, 2)
+  ours, ref = Tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True)
+  (ours.cumprod(axis) * Tensor(weight)).sum().backward()
+  (ref.cumprod(axis) * torch.from_numpy(weight)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), rtol=1e-9)
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_cummin_backward_as_torch(op):
+  value = np.array([[1.0, 3.0, 3.0, 2.0, 5.0], [4.0, 4.0, -1.0, 0.0, 4.0]])
+  ours, ref = Tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True)
+  weight = sample((2, 5), np.float64, 6)
+  (getattr(ours, op)(dim=1)[0] * Tensor(weight)).sum().backward()
+  (getattr(ref, op)(dim=1)[0] * torch.from_numpy(weight)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), rtol=1e-12)
+  assert not ours.cummax(0)[1].requires_grad
+
+
+def test_generic_scans_of_many_rows_run_in_parallel_as_numpy():
+  """Enough rows (work items) and elements for the parallel loop, each thread with its own running values."""
+  value = near_one((300, 1000), np.float64, 7)
+  np.testing.assert_allclose(Tensor(value).cumprod(1).numpy(), np.cumprod(value, 1), rtol=1e-12)
+  np.testing.assert_array_equal(Tensor(value).cummax(1)[0].numpy(), np.maximum.accumulate(value, 1))
+  np.testing.assert_array_equal(Tensor(value).cummin(0)[0].numpy(), np.minimum.accumulate(value, 0))

@@ -1,4 +1,6 @@
-"""CPU kernels of the cumulative sum. Input and output are flat buffers seen as (outer, length, inner) and
+"""CPU kernels of the running reductions: the cumulative sum, and (further down) the generic scans.
+
+The cumulative sum: Input and output are flat buffers seen as (outer, length, inner) and
 scanned along the middle axis: one running sum per (outer, inner) position.
 
 A work item is one outer index and a block of up to SCAN_BLOCK inner columns. When inner > 1 the item
@@ -91,3 +93,61 @@ def cumulative_sum(out: np.ndarray, x: np.ndarray, outer: int, length: int, inne
   if serial: _scan_serial(out, x, outer, length, inner, items, scratch)
   else:
     with LAUNCH_LOCK: _scan_parallel(out, x, outer, length, inner, items, scratch)
+
+
+# The generic scans (graph/scan.py's RunningScan): a work item is one outer index and a block of up to SCAN_BLOCK
+# inner columns, walked row by row as above; op is a number, so one compiled loop serves all of them.
+SCAN_OPS = {"prod": 0, "recurrence": 1, "argmax": 2, "argmin": 3}
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _running_item(out, x, factors, op, length, inner, item, state, best):
+  """One work item of a generic scan: state holds the running values (products, recurrences) or positions, best
+  the running extremes."""
+  blocks = (inner + SCAN_BLOCK - 1) // SCAN_BLOCK
+  outer_index, block = item // blocks, item % blocks
+  start = outer_index * length * inner + block * SCAN_BLOCK
+  width = min(SCAN_BLOCK, inner - block * SCAN_BLOCK)
+  for i in range(length):
+    row = start + i * inner
+    for j in range(width):
+      value = x[row + j]
+      if op <= 1:
+        if i == 0: state[j] = value
+        elif op == 0: state[j] = state[j] * value
+        else: state[j] = value + factors[row + j] * state[j]
+      elif i == 0 or value != value or (value >= best[j] if op == 2 else value <= best[j]):
+        best[j] = value
+        state[j] = i
+      out[row + j] = state[j]
+
+
+@CachedEntry
+@njit(cache=True, nogil=True, error_model="numpy")
+def _running_serial(out, x, factors, op, length, inner, items, state, best):
+  for item in range(items): _running_item(out, x, factors, op, length, inner, item, state[0], best[0])
+
+
+@CachedEntry
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _running_parallel(out, x, factors, op, length, inner, items, state, best):
+  for item in prange(items):
+    thread = numba.get_thread_id()
+    _running_item(out, x, factors, op, length, inner, item, state[thread], best[thread])
+
+
+def running_scan(out: np.ndarray, x: np.ndarray, factors, op: str, outer: int, length: int, inner: int):
+  """out = the running op of x along the middle axis of (outer, length, inner). Products and recurrences run
+  in float64 for floats (rounded once per output, as the sums) and in int64 for ints (which wrap as their dtype)."""
+  if x.size == 0: return
+  items = outer * ((inner + SCAN_BLOCK - 1) // SCAN_BLOCK)
+  threads = 1 if x.size < PARALLEL_MIN_ELEMENTS or items == 1 else numba.config.NUMBA_NUM_THREADS
+  extreme = op in ("argmax", "argmin")
+  width = min(SCAN_BLOCK, inner)
+  state = np.empty((threads, width), np.int64 if extreme or x.dtype.kind in "biu" else np.float64)
+  best = np.empty((threads, width), x.dtype)
+  factors = x if factors is None else factors   # read only by the recurrence
+  args = (out, x, factors, SCAN_OPS[op], length, inner, items, state, best)
+  if threads == 1: _running_serial(*args)
+  else:
+    with LAUNCH_LOCK: _running_parallel(*args)
