@@ -1972,6 +1972,65 @@ class Tensor:
   @_torch_dim
   def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
 
+  def median(self, dim: Optional[int] = None, keepdim: bool = False):
+    """torch's median: the lower of the two middle values, NaN where the values hold one. Over all elements (no
+    dim) the value; along dim (values, int32 indices), whose values pass the gradient back."""
+    return self._middle(dim, keepdim, skip_nan=False)
+
+  def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False):
+    """median of the values that are not NaN (NaN where all are)."""
+    return self._middle(dim, keepdim, skip_nan=True)
+
+  def _middle(self, dim, keepdim: bool, skip_nan: bool):
+    if dim is None:
+      value = self.flatten()._middle(0, False, skip_nan)[0]
+      return value.reshape((1,) * self.ndim) if keepdim else value
+    dim = resolve_axis(dim, self.ndim)
+    if self.ndim == 0: return tuple(t.reshape(()) for t in self.reshape(1)._middle(0, keepdim, skip_nan))
+    n = self.shape[dim]
+    if n == 0: raise ValueError(f"median of an empty dim: dim {dim} of shape {self.shape}")
+    values, order = self.sort(dim)
+    counted = n - self.isnan().sum(dim, keepdim=True)   # NaNs sort last: the first of them is at position counted
+    position = ((counted - 1) // 2).maximum(0) if skip_nan else (counted < n).where(counted, (n - 1) // 2)
+    picked = values.gather(dim, position), order.gather(dim, position)
+    return picked if keepdim else tuple(t.squeeze(dim) for t in picked)
+
+  def quantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
+    """torch's quantile: the q-th quantiles (q a number or a 1-D list or tensor of them, in [0, 1]) of the values along
+    dim (of all of them without one), between the sorted values at rank q * (n - 1) as interpolation says ("linear",
+    "lower", "higher", "midpoint" or "nearest"); NaN where the values hold one. Several q give a first dim of them."""
+    return self._quantile(q, dim, keepdim, interpolation, skip_nan=False)
+
+  def nanquantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
+    """quantile of the values that are not NaN (NaN where all are)."""
+    return self._quantile(q, dim, keepdim, interpolation, skip_nan=True)
+
+  def _quantile(self, q, dim, keepdim: bool, interpolation: str, skip_nan: bool) -> Tensor:
+    if not dtypes.is_float(self.dtype): raise TypeError(f"quantile needs a float tensor, got {self.dtype}")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+      raise ValueError(f"quantile interpolation must be linear, lower, higher, midpoint or nearest, got {interpolation!r}")
+    qs = np.asarray(q.numpy() if isinstance(q, Tensor) else q, dtype=np.float64)
+    if qs.ndim > 1 or not ((qs >= 0) & (qs <= 1)).all(): raise ValueError(f"quantile q must be in [0, 1], one number or a 1-D list, got {q!r}")
+    x, axis = (self.reshape(-1), 0) if dim is None else (self if self.ndim else self.reshape(1), resolve_axis(dim, self.ndim))
+    n = x.shape[axis]
+    if n == 0: raise ValueError(f"quantile of no values: shape {self.shape}")
+    values = x.sort(axis)[0]
+    nans = x.isnan().sum(axis, keepdim=True)
+    counted = n - nans if skip_nan else Tensor.full(nans.shape, n, dtype=dtypes.int32, device=self.device)
+    results = []
+    for fraction in qs.reshape(-1).tolist():
+      rank = (counted - 1).maximum(0).cast(dtypes.float64) * fraction
+      low, high = rank.floor(), rank.ceil()
+      lower, upper = values.gather(axis, low.cast(dtypes.int32)), values.gather(axis, high.cast(dtypes.int32))
+      out = {"linear": lambda: lower + (upper - lower) * (rank - low).cast(self.dtype), "lower": lambda: lower,
+             "higher": lambda: upper, "midpoint": lambda: (lower + upper) * 0.5,
+             "nearest": lambda: values.gather(axis, rank.round().cast(dtypes.int32))}[interpolation]()
+      out = (counted == 0).where(math.nan, out) if skip_nan else (nans > 0).where(math.nan, out)
+      if dim is None: out = out.reshape((1,) * self.ndim if keepdim else ())
+      elif not keepdim: out = out.squeeze(axis) if self.ndim else out.reshape(())
+      results.append(out)
+    return results[0] if qs.ndim == 0 else Tensor.stack(*results) if results else Tensor.zeros((0,) + self.shape, dtype=self.dtype)
+
   @_torch_dim
   def cumprod(self, axis: int = 0) -> Tensor:
     """Running product along axis, in the dtype sum gives, with torch's gradient where elements are 0."""

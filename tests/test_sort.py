@@ -132,3 +132,72 @@ def test_gradient_of_sorted_values_as_torch(op):
   (expected * torch.tensor(weights)).sum().backward()
   np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
   assert not ours.argsort().requires_grad
+
+
+# ---- median and quantile (built on the sort)
+MIDDLE_VALUES = np.array([[1.0, math.nan, 3.0, math.nan, 0.5], [4.0, 2.0, 3.0, 1.0, 2.0], [math.nan] * 5, [5.0, -1.0, 5.0, 0.0, 7.0]])
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (0, True), (-1, True)])
+def test_median_and_nanmedian_along_a_dim_as_torch(op, dim, keepdim):
+  values, indices = getattr(Tensor(MIDDLE_VALUES), op)(dim, keepdim)
+  expected_values, expected_indices = getattr(torch.tensor(MIDDLE_VALUES), op)(dim, keepdim)
+  assert indices.dtype == dtypes.int32
+  np.testing.assert_array_equal(values.numpy(), expected_values.numpy())
+  # torch's index where a row is all NaN comes from its selection's internal order: nbgrad gives the first NaN's
+  decided = ~np.isnan(MIDDLE_VALUES).all(axis=dim, keepdims=keepdim) if op == "nanmedian" else np.ones(values.shape, bool)
+  np.testing.assert_array_equal(indices.numpy()[decided], expected_indices.numpy()[decided])
+
+
+def test_median_of_everything_ints_0d_and_empty():
+  assert math.isnan(Tensor(MIDDLE_VALUES).median().item())
+  assert Tensor(MIDDLE_VALUES).nanmedian().item() == torch.tensor(MIDDLE_VALUES).nanmedian().item()
+  assert Tensor([3, 1, 2, 4]).median().item() == 2 and Tensor([3, 1, 2, 4]).median(keepdim=True).shape == (1,)
+  assert Tensor(5.0).median(0)[0].item() == 5.0 and Tensor(5.0).median(0)[1].item() == 0
+  with pytest.raises(ValueError, match="empty dim"): Tensor.zeros(2, 0).median(1)
+
+
+def test_median_gradient_as_torch():
+  values = np.array([[3.0, 1.0, 2.0, 2.0], [0.5, -1.0, 4.0, 9.0]])
+  ours, theirs = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  (ours.median(1)[0] * Tensor([2.0, 3.0])).sum().backward()
+  (theirs.median(1)[0] * torch.tensor([2.0, 3.0], dtype=torch.float64)).sum().backward()
+  np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+QUANTILE_VALUES = np.random.default_rng(11).standard_normal((4, 9))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("q", [0.5, 0.0, 1.0, [0.1, 0.375, 0.9]], ids=str)
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (1, False), (0, True)])
+def test_quantile_as_torch(interpolation, q, dim, keepdim):
+  qs = torch.tensor(q, dtype=torch.float64) if isinstance(q, list) else q
+  ours, theirs = Tensor(QUANTILE_VALUES, requires_grad=True), torch.tensor(QUANTILE_VALUES, requires_grad=True)
+  out = ours.quantile(q, dim=dim, keepdim=keepdim, interpolation=interpolation)
+  expected = torch.quantile(theirs, qs, dim=dim, keepdim=keepdim, interpolation=interpolation)
+  assert out.shape == tuple(expected.shape)
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12)
+  weights = np.random.default_rng(12).standard_normal(tuple(expected.shape))
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.tensor(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["quantile", "nanquantile"])
+def test_quantile_and_nanquantile_with_nan_as_torch(op):
+  for q in (0.3, [0.25, 0.5, 1.0]):
+    qs = torch.tensor(q, dtype=torch.float64) if isinstance(q, list) else q
+    got = getattr(Tensor(MIDDLE_VALUES), op)(q, dim=1)
+    expected = getattr(torch, op)(torch.tensor(MIDDLE_VALUES), qs, dim=1)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+  assert getattr(Tensor(np.float32(2.5)), op)(0.5).item() == 2.5
+
+
+def test_quantile_refuses_bad_input():
+  with pytest.raises(ValueError, match=r"in \[0, 1\]"): Tensor([1.0, 2.0]).quantile(1.5)
+  with pytest.raises(ValueError, match=r"in \[0, 1\]"): Tensor([1.0, 2.0]).quantile([[0.5]])
+  with pytest.raises(ValueError, match="interpolation"): Tensor([1.0, 2.0]).quantile(0.5, interpolation="cubic")
+  with pytest.raises(TypeError, match="float tensor"): Tensor([1, 2]).quantile(0.5)
+  with pytest.raises(ValueError, match="no values"): Tensor.zeros(0).quantile(0.5)
