@@ -1,5 +1,5 @@
 """Indexing: basic indices (ints, slices, None, Ellipsis) as views, integer and boolean array indices as indexed
-reads, and setitem with basic indices on realized buffers."""
+reads, and setitem on realized buffers."""
 from __future__ import annotations
 import math
 from typing import Optional
@@ -294,9 +294,21 @@ def _same_view(derived, tensor) -> bool:
   return derived.lazydata.base is tensor.lazydata.base and derived.lazydata.view == tensor.lazydata.view
 
 
-def set_basic_index(tensor, indices, value):
-  """t[indices] = value for basic indices. A tensor reading a realized buffer through a strided window (x[1:],
-  x.T) writes through to that buffer, as in numpy and torch; any other first gets a contiguous buffer of its own."""
+def _assigned_index(item):
+  """An index item of an assignment as numpy takes it: an index tensor, list or array as its int or bool values."""
+  from nbgrad.tensor import Tensor
+  if not _is_array_index(item): return item
+  values = item.numpy() if isinstance(item, Tensor) else np.asarray(item)
+  if values.size == 0 and values.dtype.kind == "f": values = values.astype(np.int64)   # [] is no position
+  if values.dtype.kind not in "iub": raise IndexError(f"setitem index arrays must hold ints or bools, got {values.dtype}")
+  return values
+
+
+def set_index(tensor, indices, value):
+  """t[indices] = value, as numpy assigns: basic indices, and int and bool arrays (of a repeated position the last
+  value stays; a position out of range raises IndexError before anything is written). A tensor reading a realized
+  buffer through a strided window (x[1:], x.T) writes through to that buffer, as in numpy and torch; any other
+  first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
   from nbgrad import device as devices
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
@@ -304,10 +316,8 @@ def set_basic_index(tensor, indices, value):
   from nbgrad.linalg import forget_derived_nodes
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
-  indices = _index_items(indices)
-  if any(_is_array_index(i) for i in indices):
-    raise NotImplementedError("setitem with tensor, list or tuple indices (advanced indexing) is not supported")
-  target = tensor[indices]   # checks the indices before anything changes
+  indices = tuple(_assigned_index(i) for i in _index_items(indices))
+  target = tensor[indices]   # checks the indices before anything changes (numpy checks positions' ranges)
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
     raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)

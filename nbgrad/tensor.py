@@ -21,7 +21,7 @@ from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
-from nbgrad.indexing import basic_index, set_basic_index, index_positions, along_axis, read_positions, whole_float_indices
+from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
 
@@ -591,7 +591,7 @@ class Tensor:
     if x.shape != self.shape: raise ShapeMismatch(f"assign shape mismatch: {self.shape} <- {x.shape}")
     if x.dtype != self.dtype: raise DTypeMismatch(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
-    from nbgrad.indexing import is_window_of_a_buffer, set_basic_index
+    from nbgrad.indexing import is_window_of_a_buffer, set_index
     # a view of another tensor writes into that tensor's buffer (w[1:3].assign(v)), and so does any tensor reading a
     # window of a buffer, unless it requires grad: a parameter that reads its initial draw through a reshape is
     # updated by rebinding (a write from Python would keep TinyJit from replaying its training step)
@@ -601,7 +601,7 @@ class Tensor:
       if written.requires_grad and written._ctx is not None:
         raise NotImplementedError(f"assign into a view of a tensor of shape {written.shape} computed from tensors that require grad "
                                   "is not supported: its gradient would still flow through the overwritten elements")
-      set_basic_index(self, Ellipsis, x)   # as in tinygrad, also when w requires grad
+      set_index(self, Ellipsis, x)   # as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
@@ -1142,7 +1142,7 @@ class Tensor:
 
   def __setitem__(self, indices, value):
     if self.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
-    set_basic_index(self, indices, value)
+    set_index(self, indices, value)
 
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:

@@ -108,7 +108,7 @@ BAD = [
   ("assign_dtype", lambda e: e["a"].assign(e["i"]), (TypeError, ValueError, RuntimeError), []),
   ("setitem_shape", lambda e: setitem(e["a"], 0, Tensor.ones(4)), ValueError, []),
   ("setitem_index_out_of_range", lambda e: setitem(e["a"], 5, 1.0), IndexError, []),
-  ("setitem_advanced", lambda e: setitem(e["a"], Tensor([0, 1]), 1.0), NotImplementedError, []),
+  ("setitem_advanced_past_the_end", lambda e: setitem(e["a"], Tensor([0, 7]), 1.0), IndexError, [["7"]]),
   ("setitem_none", lambda e: setitem(e["a"], 0, None), TypeError, [["NoneType"]]),
   # empty reductions, shapes and windows
   ("flatten_start_after_end", lambda e: e["a"].reshape(1, 2, 3).flatten(2, 1), ValueError, [["start_dim"]]),

@@ -600,23 +600,61 @@ def test_reduce_over_size1_axes_is_not_a_view_of_its_input(row):
   np.testing.assert_array_equal(result.numpy(), np.full(reduce(a).shape, -7.0, np.float32))
 
 
-# advanced-index setitem is not implemented: it raises and leaves the tensor as it was
-ADVANCED_SETITEM_ROWS = {
-  "tensor": (Tensor([0, 1]),),
-  "list": ([0, 2],),
-  "int_and_list": (1, [0, 2]),
-  "slice_and_tensor": (slice(None), Tensor([1, 3])),
-  "tuple_inside_index_tuple": (slice(None), (0, 2)),
+# advanced-index setitem assigns as numpy does (torch's index_put_): int and bool arrays, lists and tensors
+ADVANCED_SETITEM_ROWS = {   # id -> (index, whether the value is a tensor of the target's shape or a number)
+  "tensor": ((Tensor([0, 1]),), True),
+  "list": (([0, 2],), False),
+  "int_and_list": ((1, [0, 2]), True),
+  "slice_and_tensor": ((slice(None), Tensor([1, 3])), True),
+  "tuple_inside_index_tuple": ((slice(None), (0, 2)), False),
+  "two_arrays_paired": ((np.array([3, 0, 2]), Tensor([4, -1, 0])), True),
+  "negative_and_repeated": ((Tensor([-1, 3, -1]),), False),
+  "bool_mask_whole": ((make(SHAPE) > 0,), False),
+  "bool_tensor_rows": ((Tensor([True, False, True, False]),), True),
+  "ellipsis_and_list": ((Ellipsis, [5, 0]), True),
+  "new_axis_and_array": ((None, [1, 2]), False),
+  "empty_list": (([],), False),
 }
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["realized", "lazy"])
 @pytest.mark.parametrize("row", list(ADVANCED_SETITEM_ROWS))
-def test_setitem_advanced_raises_and_leaves_tensor_unchanged(row):
-  index = ADVANCED_SETITEM_ROWS[row]
+def test_setitem_advanced_as_numpy(row, lazy):
+  index, tensor_value = ADVANCED_SETITEM_ROWS[row]
   index = index[0] if len(index) == 1 else index
   a = make(SHAPE)
+  t = Tensor(a) * 2 if lazy else Tensor(a).realize()
+  expected = a * 2 if lazy else a.copy()
+  as_numpy = tuple(i.numpy() if isinstance(i, Tensor) else i for i in (index if isinstance(index, tuple) else (index,)))
+  as_numpy = as_numpy if isinstance(index, tuple) else as_numpy[0]
+  value = make(expected[as_numpy].shape, seed=7) if tensor_value else np.float32(-3.5)
+  t[index] = Tensor(value) if tensor_value else float(value)
+  expected[as_numpy] = value
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_array_equal((t - 1).numpy(), expected - 1)   # later computations read the new values
+
+
+def test_setitem_advanced_matches_torch_index_put_and_writes_through_views():
+  a = np.arange(24, dtype=np.int64).reshape(4, 6)
+  t, reference = Tensor(a).realize(), torch.from_numpy(a.copy())
+  rows, cols = Tensor([0, 3, 1]), Tensor([5, 0, 0])
+  t[rows, cols] = Tensor([-1, -2, -3])
+  reference[torch.tensor([0, 3, 1]), torch.tensor([5, 0, 0])] = torch.tensor([-1, -2, -3])
+  np.testing.assert_array_equal(t.numpy(), reference.numpy())
+  view = t[1:]   # a window of t's buffer: the write lands in t
+  view[[0, 2], 1] = 100
+  reference[1:][[0, 2], 1] = 100
+  np.testing.assert_array_equal(t.numpy(), reference.numpy())
+  t[t > 20] = 0
+  reference[reference > 20] = 0
+  np.testing.assert_array_equal(t.numpy(), reference.numpy())
+
+
+@pytest.mark.parametrize("index", [Tensor([0, 5]), [[0, 1], [2, 9]], Tensor([0.0, 1.0]), Tensor([[True, False]])], ids=["past_the_end", "second_array_past", "float_values", "mask_shape"])
+def test_setitem_advanced_bad_index_raises_and_leaves_tensor_unchanged(index):
+  a = make(SHAPE)
   t = Tensor(a).realize()
-  with pytest.raises(NotImplementedError):
+  with pytest.raises(IndexError):
     t[index] = 1.0
   np.testing.assert_array_equal(t.numpy(), a)
 
