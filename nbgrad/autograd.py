@@ -381,6 +381,15 @@ class Take(Function):
   def backward(self, grad): return scatter_add(grad, self.positions, self.shape, self.row_dims, self.dim_size), None
 
 
+class ScatterAddRows(Function):
+  """Rows of x added into zeros of shape at flat positions (-1 adds nothing), Take's adjoint: each row's gradient
+  is read back from the position it went to."""
+  def forward(self, x, positions, shape, row_dims):
+    self.positions, self.row_dims = positions, row_dims
+    return scatter_add(x, positions, shape, row_dims)
+  def backward(self, grad): return take(grad, self.positions, self.row_dims), None
+
+
 class Concatenate(Function):
   """Many tensors joined along dim; each gets back its slot of the gradient (a view)."""
   def forward(self, *pieces, dim):

@@ -2082,12 +2082,46 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):
       if d != dim and i > s: raise IndexMismatch(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
+    return read_positions(self, *self._positions_along(dim, index))
+
+  def _positions_along(self, dim: int, index: Tensor) -> tuple[Tensor, Tensor]:
+    """The flat positions in self (contiguous) of [..., index[..., i, ...], ...] along dim, for every element of index,
+    and whether each is in range (a negative index is not, as in torch; as tinygrad's, it reads 0)."""
     strides = contiguous_strides(self.shape)
-    flat, inside = index_positions(index, self.shape[dim], self.device, negative_from_end=False)   # as tinygrad: reads 0
+    flat, inside = index_positions(index, self.shape[dim], self.device, negative_from_end=False)
     flat = flat * strides[dim]
     for d in range(self.ndim):
       if d != dim: flat = flat + along_axis(index.shape[d], strides[d], d, self.ndim, self.device)
-    return read_positions(self, flat, inside)
+    return flat, inside
+
+  def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """self with src[..., i, ...] added at [..., index[..., i, ...], ...] along dim, repeated positions adding up
+    (torch's scatter_add, gather's adjoint): index has self's dims and fits in src, and in self outside dim; an index
+    out of range adds nothing, as gather reads 0 for one. The gradient: grad to self, grad gathered to src."""
+    index, src = self._operand(index, "scatter_add index"), self._operand(src, "scatter_add src")
+    if not dtypes.is_int(index.dtype): raise IndexError(f"scatter_add index must be an int tensor, got {index.dtype}")
+    if self.dtype == dtypes.bool: raise TypeError("scatter_add adds: it needs a number tensor, got bool")
+    if not index.ndim == src.ndim == self.ndim: raise IndexMismatch(f"scatter_add needs self, index and src of one rank, got {self.shape}, {index.shape} and {src.shape}")
+    if self.ndim == 0: return self.reshape(1).scatter_add(0, index.reshape(1), src.reshape(1)).reshape(())
+    dim = resolve_axis(dim, self.ndim)
+    if any(i > s for i, s in zip(index.shape, src.shape)) or any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
+      raise IndexMismatch(f"scatter_add index {index.shape} must fit in src {src.shape}, and in self {self.shape} outside dim {dim}")
+    flat, inside = self._positions_along(dim, index)
+    positions = inside.where(flat, -1).cast(dtypes.int32 if self.numel() < 2**31 else dtypes.int64)
+    added = src.shrink(tuple((0, i) for i in index.shape)).cast(self.dtype)
+    return self + F.ScatterAddRows.apply(added, positions, shape=self.shape, row_dims=0)
+
+  def index_add(self, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor:
+    """self with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (torch's index_add; repeated
+    positions add up)."""
+    index, source = self._operand(index, "index_add index"), self._operand(source, "index_add source")
+    dim = resolve_axis(dim, self.ndim)
+    if index.ndim != 1 or source.ndim != self.ndim or source.shape[dim] != index.shape[0] or \
+       any(a != b for d, (a, b) in enumerate(zip(source.shape, self.shape)) if d != dim):
+      raise IndexMismatch(f"index_add needs a 1-D index and a source of self's shape but the index's length along dim {dim}: "
+                          f"self {self.shape}, index {index.shape}, source {source.shape}")
+    spread = index.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim))).expand(source.shape)
+    return self.scatter_add(dim, spread, source * alpha if alpha != 1 else source)
 
   @staticmethod
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:

@@ -413,6 +413,11 @@ def test_cumsum(axis):
   assert_same(*on_both(lambda x: x.cumsum(axis) * 2, rng.standard_normal((5, 6))))
 
 
+def test_scatter_add_and_its_gradient():
+  index = rng.integers(0, 4, (6, 3))
+  assert_same(*on_both(lambda x, s: x.scatter_add(0, Tensor(index, device=x.device), s) * 2, rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_cumprod_and_cummax(axis):
   assert_same(*on_both(lambda x: (x * 0.1 + 1).cumprod(axis) * 2, rng.standard_normal((5, 6))))

@@ -684,6 +684,70 @@ def test_gather(row):
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **TOL)
 
 
+# ---------------------------------------------------------------- scatter_add, index_add (gather's adjoints)
+# id -> (self shape, dim, index shape, src shape)
+SCATTER_ROWS = {
+  "dim0_repeats": ((3, 5), 0, (4, 5), (4, 5)),
+  "dim1_index_smaller": ((4, 6), 1, (3, 4), (3, 4)),
+  "dim_minus1_3d": ((2, 3, 4), -1, (2, 3, 7), (2, 3, 7)),
+  "middle_dim": ((2, 3, 4), 1, (2, 5, 2), (2, 5, 2)),
+  "empty_index": ((3, 4), 0, (0, 4), (0, 4)),
+}
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("row", list(SCATTER_ROWS))
+def test_scatter_add_as_torch(row, name):
+  shape, dim, index_shape, src_shape = SCATTER_ROWS[row]
+  gen = np.random.default_rng(8)
+  a, src = make(shape, seed=1).astype(name), make(src_shape, seed=2).astype(name)
+  idx = gen.integers(0, shape[dim], index_shape)
+  ours, our_src = Tensor(a, requires_grad=True), Tensor(src, requires_grad=True)
+  theirs, their_src = torch.tensor(a, dtype=torch.float64, requires_grad=True), torch.tensor(src, dtype=torch.float64, requires_grad=True)
+  out = ours.scatter_add(dim, Tensor(idx), our_src)
+  expected = theirs.scatter_add(dim, torch.tensor(idx), their_src)
+  assert out.dtype == getattr(dtypes, name)
+  np.testing.assert_allclose(out.numpy().astype(np.float64), expected.detach().numpy(), rtol=2e-3 if name == "float16" else 1e-6, atol=1e-3 if name == "float16" else 1e-6)
+  g = make(shape, seed=3)
+  (out * Tensor(g.astype(name))).sum().backward()
+  (expected * torch.tensor(g, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy().astype(np.float64), theirs.grad.numpy(), rtol=2e-3, atol=1e-3)
+  np.testing.assert_allclose(our_src.grad.numpy().astype(np.float64), their_src.grad.numpy(), rtol=2e-3, atol=1e-3)
+
+
+def test_scatter_add_of_ints_a_larger_src_out_of_range_and_0d():
+  counts = Tensor.zeros(5, dtype=dtypes.int32).scatter_add(0, Tensor([1, 1, 3, 1]), Tensor.ones(4, dtype=dtypes.int32))
+  assert counts.dtype == dtypes.int32 and counts.tolist() == [0, 3, 0, 1, 0]
+  src = make((3, 6), seed=4)
+  out = Tensor.zeros(2, 6).scatter_add(0, Tensor([[1, 0, 1], [0, 0, 1]]), Tensor(src))   # src's elements outside index unused
+  np.testing.assert_allclose(out.numpy(), torch.zeros(2, 6, dtype=torch.float64).scatter_add(0, torch.tensor([[1, 0, 1], [0, 0, 1]]), torch.tensor(src, dtype=torch.float64)).numpy(), rtol=1e-6)
+  assert Tensor.zeros(3).scatter_add(0, Tensor([0, 7, -1]), Tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 0.0, 0.0]   # out of range adds nothing
+  assert Tensor(2.0).scatter_add(0, Tensor(0), Tensor(3.0)).item() == 5.0
+
+
+def test_scatter_add_refuses_bad_input():
+  with pytest.raises(IndexError, match="int tensor"): Tensor.zeros(3).scatter_add(0, Tensor([0.0]), Tensor([1.0]))
+  with pytest.raises(IndexError, match="one rank"): Tensor.zeros(3, 2).scatter_add(0, Tensor([0]), Tensor([1.0]))
+  with pytest.raises(IndexError, match="must fit"): Tensor.zeros(3, 2).scatter_add(0, Tensor([[0, 1, 1]]), Tensor([[1.0, 2.0]]))
+  with pytest.raises(TypeError, match="bool"): Tensor([True]).scatter_add(0, Tensor([0]), Tensor([True]))
+
+
+@pytest.mark.parametrize("dim,alpha", [(0, 1), (1, 2.5), (-1, -1)])
+def test_index_add_as_torch(dim, alpha):
+  a = make((4, 5), seed=5).astype(np.float64)
+  index = np.array([3, 0, 3]) if dim == 0 else np.array([4, 4, 1])
+  source = make((3, 5) if dim == 0 else (4, 3), seed=6).astype(np.float64)
+  ours, our_source = Tensor(a, requires_grad=True), Tensor(source, requires_grad=True)
+  theirs, their_source = torch.tensor(a, requires_grad=True), torch.tensor(source, requires_grad=True)
+  out, expected = ours.index_add(dim, Tensor(index), our_source, alpha=alpha), theirs.index_add(dim, torch.tensor(index), their_source, alpha=alpha)
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12)
+  (out * out).sum().backward()
+  (expected * expected).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+  np.testing.assert_allclose(our_source.grad.numpy(), their_source.grad.numpy(), rtol=1e-12)
+  with pytest.raises(IndexError, match="index_add needs"): Tensor(a).index_add(dim, Tensor([[0]]), Tensor(source))
+
+
 BAD_GATHER_ROWS = {
   "index_more_dims": ((3, 4), 0, np.zeros((3, 4, 1), np.int32), IndexError),
   "index_fewer_dims": ((3, 4), -1, np.zeros((3,), np.int32), IndexError),
