@@ -1709,9 +1709,10 @@ class Tensor:
   def __ror__(self, x) -> Tensor: return self.bitwise_or(x, True)
   def __lshift__(self, x) -> Tensor: return self.lshift(x)
   def __rshift__(self, x) -> Tensor: return self.rshift(x)
-  def __rlshift__(self, x) -> Tensor: return self._shifted_operand(x).lshift(self)
-  def __rrshift__(self, x) -> Tensor: return self._shifted_operand(x).rshift(self)
-  def _shifted_operand(self, x) -> Tensor:
+  def __rlshift__(self, x) -> Tensor: return self._operand_or_number(x).lshift(self)
+  def __rrshift__(self, x) -> Tensor: return self._operand_or_number(x).rshift(self)
+  def _operand_or_number(self, x) -> Tensor:
+    """x as a tensor: a numpy array or scalar as a tensor op reads it, a Python number as a constant of self's kind."""
     x = self._from_numpy_operand(x)
     return x if isinstance(x, Tensor) else self._const_like(x)
   def __iadd__(self, x) -> Tensor: return self._in_place(self.add(x))
@@ -1741,6 +1742,23 @@ class Tensor:
         raise DTypeMismatch(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
       result = result.cast(self.dtype)
     return self.assign(result)
+
+  # torch's in-place methods: the result stored back as x += y stores it (see _in_place), the tensor returned
+  def add_(self, x, alpha=1) -> Tensor: return self._in_place(self.add(x if alpha == 1 else self._operand_or_number(x) * alpha))
+  def sub_(self, x, alpha=1) -> Tensor: return self._in_place(self.sub(x if alpha == 1 else self._operand_or_number(x) * alpha))
+  def mul_(self, x) -> Tensor: return self._in_place(self.mul(x))
+  def div_(self, x) -> Tensor: return self._in_place(self.div(x))
+  def clamp_(self, min=None, max=None) -> Tensor: return self._in_place(self.clamp(min, max))  # noqa: A002
+  def fill_(self, value) -> Tensor: return self._in_place(self.full_like(value))
+  def zero_(self) -> Tensor: return self.fill_(0)
+  def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
+    return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
+  def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, dtype=self.dtype, device=self.device))
+  def copy_(self, src) -> Tensor:
+    """src's values (broadcast to self's shape, cast to its dtype as torch's copy_ casts, floats to ints too) in self."""
+    src = self._operand_or_number(src)
+    return self.assign(src.cast(self.dtype)._broadcast_to(broadcast_shape(src.shape, self.shape)))
 
   # ---- reductions
   def _reduce_axes(self, axis) -> tuple[int, ...]:

@@ -434,3 +434,47 @@ def test_count_nonzero_as_torch():
     expected = torch.count_nonzero(torch.tensor(values), dim=dim).numpy()
     np.testing.assert_array_equal(Tensor(values).count_nonzero(dim=dim).numpy(), expected)
   assert Tensor.zeros(0, 3).count_nonzero().item() == 0
+
+
+# ---- torch's in-place methods
+def test_in_place_methods_as_torch():
+  ours, theirs = Tensor(X), torch.tensor(X)
+  for step in [lambda t: t.add_(2.0), lambda t: t.sub_(np.ones(4) if isinstance(t, Tensor) else torch.ones(4, dtype=torch.float64), alpha=3),
+               lambda t: t.mul_(-0.5), lambda t: t.div_(4.0), lambda t: t.clamp_(min=-0.5), lambda t: t.clamp_(max=0.25),
+               lambda t: t.add_(t if isinstance(t, Tensor) else t.clone(), alpha=2)]:
+    assert step(ours) is ours
+    step(theirs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+  assert ours.zero_().tolist() == [[0.0] * 4] * 3 and ours.fill_(7).tolist() == [[7.0] * 4] * 3
+
+
+def test_in_place_methods_on_views_write_through():
+  t = Tensor(np.arange(12.0).reshape(3, 4)).realize()
+  t[1].zero_()
+  t[:, 0].fill_(-1)
+  expected = np.arange(12.0).reshape(3, 4)
+  expected[1] = 0
+  expected[:, 0] = -1
+  np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_copy_casts_and_broadcasts_as_torch():
+  ints, reference = Tensor([1, 2, 3]), torch.tensor([1, 2, 3], dtype=torch.int32)
+  ints.copy_(np.array([1.7, -2.2, 9.9]))
+  reference.copy_(torch.tensor([1.7, -2.2, 9.9]))
+  assert ints.dtype == dtypes.int32 and ints.tolist() == reference.tolist()
+  grid = Tensor.zeros(2, 3)
+  assert grid.copy_(Tensor([1.0, 2.0, 3.0])).tolist() == [[1.0, 2.0, 3.0]] * 2
+  assert grid.copy_(5).tolist() == [[5.0] * 3] * 2
+  with pytest.raises(ValueError): grid.copy_(Tensor.ones(4))
+
+
+def test_random_in_place_fills():
+  w = Tensor.zeros(200, 50, requires_grad=True)
+  assert w.uniform_(-0.5, 0.25) is w and w.requires_grad and w.grad is None
+  values = w.numpy()
+  assert values.min() >= -0.5 and values.max() < 0.25 and abs(values.mean() + 0.125) < 0.01
+  values = Tensor.zeros(200, 50, dtype=dtypes.float64).normal_(3.0, 2.0).numpy()
+  assert abs(values.mean() - 3.0) < 0.1 and abs(values.std() - 2.0) < 0.1
+  with pytest.raises(TypeError): Tensor([1, 2]).uniform_()   # a float draw cannot go into an int tensor
+  with pytest.raises(TypeError): Tensor([1, 2]).add_(0.5)
