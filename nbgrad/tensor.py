@@ -894,6 +894,15 @@ class Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+  # torch's new_*: a tensor of the given shape with self's dtype and device unless given
+  def new_full(self, size, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
+    return Tensor.full(shape_arg(size), fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+  def new_zeros(self, *size, **kwargs) -> Tensor: return self.new_full(shape_arg(*size), 0, **kwargs)
+  def new_ones(self, *size, **kwargs) -> Tensor: return self.new_full(shape_arg(*size), 1, **kwargs)
+  def new_empty(self, *size, **kwargs) -> Tensor: return self.new_full(shape_arg(*size), 0, **kwargs)
+  def new_tensor(self, data, dtype=None, device=None, requires_grad=None) -> Tensor:
+    return Tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+  def type_as(self, other: Tensor) -> Tensor: return self.cast(self._operand(other, "type_as operand").dtype)
 
   # ---- movement (views: no data moves)
   def reshape(self, shape, *args) -> Tensor:
@@ -912,6 +921,17 @@ class Tensor:
     return self if new == self.shape else F.Reshape.apply(self, shape=new)
 
   def view(self, shape, *args) -> Tensor: return self.reshape(shape, *args)
+
+  def broadcast_to(self, shape) -> Tensor:
+    """numpy's and torch's broadcast_to: self's dims matched from the right, size-1 dims stretched, new ones in front."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(shape) < self.ndim or broadcast_shape(self.shape, shape) != shape: raise ValueError(f"cannot broadcast {self.shape} to {shape}")
+    return self._broadcast_to(shape)
+
+  def tile(self, reps) -> Tensor:
+    """numpy's and torch's tile: repeat with reps padded in front with 1s when shorter than the dims."""
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    return self.repeat((1,) * (self.ndim - len(reps)) + reps)
 
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list)) else (shape,) + args
@@ -2435,6 +2455,38 @@ class Tensor:
       losses = (1 - label_smoothing) * losses + label_smoothing * uniform
     if reduction == "mean": return losses.sum() / sample_weight.sum()
     return losses.sum() if reduction == "sum" else losses
+
+  def logaddexp(self, x) -> Tensor:
+    """log(exp(self) + exp(x)) without overflow: the larger plus log1p(exp(-|difference|)) (numpy's and torch's)."""
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    top = a.maximum(b)
+    difference = (a - b).abs()
+    finite = difference == difference   # equal infinities: their difference is nan, and the larger is the answer
+    return top + finite.where(-difference, -math.inf).exp().log1p()
+
+  def hypot(self, x) -> Tensor:
+    """sqrt(self^2 + x^2) without overflow or underflow in the squares: the larger magnitude times sqrt(1 + r^2) for
+    the ratio r of the two (inf where either is, NaN or not, as C's hypot); torch's gradients self / h and x / h."""
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    p, q = a.detach().abs(), b.detach().abs()
+    big, small = p.maximum(q), p.minimum(q)
+    ratio = (big == 0).where(0.0, small / big)
+    h = ((p == math.inf) | (q == math.inf)).where(math.inf, big * (1 + ratio * ratio).sqrt())
+    return _with_derivatives((a, b), h, (lambda: a.detach() / h, lambda: b.detach() / h))
+
+  def xlogy(self, x) -> Tensor:
+    """self * log(x), 0 where self is 0 (unless x is NaN), with torch's gradients: log(x) (0 where self is 0 and x is
+    not positive) and self / x."""
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    p, q = a.detach(), b.detach()
+    value = ((p == 0) & (q == q)).where(0.0, p * q.log())
+    return _with_derivatives((a, b), value, (lambda: ((p == 0) & (q <= 0)).where(0.0, q.log()), lambda: p / q))
+
+  def addcmul(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) * tensor2
+  def addcdiv(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) / tensor2
 
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 

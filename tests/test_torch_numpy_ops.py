@@ -478,3 +478,44 @@ def test_random_in_place_fills():
   assert abs(values.mean() - 3.0) < 0.1 and abs(values.std() - 2.0) < 0.1
   with pytest.raises(TypeError): Tensor([1, 2]).uniform_()   # a float draw cannot go into an int tensor
   with pytest.raises(TypeError): Tensor([1, 2]).add_(0.5)
+
+
+# ---- more of torch's and numpy's names: new_*, type_as, broadcast_to, tile, logaddexp, hypot, xlogy, addcmul, addcdiv
+def test_new_tensors_type_as_broadcast_to_and_tile():
+  t = Tensor([1.0, 2.0, 3.0], dtype=dtypes.float16)
+  for made, shape in [(t.new_zeros(2, 3), (2, 3)), (t.new_ones((2,)), (2,)), (t.new_full((2, 2), 7), (2, 2)), (t.new_empty(3), (3,)),
+                      (t.new_tensor([[1, 2]]), (1, 2))]:
+    assert made.shape == shape and made.dtype == dtypes.float16 and made.device == t.device
+  assert t.new_ones(2).tolist() == [1.0, 1.0] and t.new_full((1,), 7).tolist() == [7.0] and t.new_zeros(2, dtype=dtypes.int8).dtype == dtypes.int8
+  assert Tensor([1, 2]).type_as(t).dtype == dtypes.float16
+  np.testing.assert_array_equal(Tensor(X[0]).broadcast_to((2, 4)).numpy(), np.broadcast_to(X[0], (2, 4)))
+  with pytest.raises(ValueError, match="broadcast"): Tensor(X).broadcast_to((4, 4))
+  with pytest.raises(ValueError, match="broadcast"): Tensor(X).broadcast_to((1, 4))
+  for reps in [2, (2, 1), (1, 2, 3)]:
+    np.testing.assert_array_equal(Tensor(X).tile(reps).numpy(), np.tile(X, reps))
+    np.testing.assert_array_equal(Tensor(X).tile(reps).numpy(), torch.tensor(X).tile(reps if isinstance(reps, tuple) else (reps,)).numpy())
+
+
+BINARY_A = np.array([-1000.0, 0.0, 1000.0, 3.0, -2.5, 1e-300, 7.0, 0.5])
+BINARY_B = np.array([-1000.0, 1.0, 999.0, 4.0, 2.5, 1e-300, -1e-3, 0.5])
+
+
+@pytest.mark.parametrize("op", ["logaddexp", "hypot"])
+def test_logaddexp_and_hypot_as_torch(op):
+  grads_match(lambda a, b: getattr(a, op)(b), getattr(torch, op), BINARY_A, BINARY_B, tol=1e-12)
+  specials_a = np.array([INF, -INF, INF, NAN, 3e200, INF])
+  specials_b = np.array([INF, -INF, -INF, 1.0, 4e200, NAN])
+  np.testing.assert_array_equal(getattr(Tensor(specials_a), op)(Tensor(specials_b)).numpy(), getattr(torch, op)(torch.tensor(specials_a), torch.tensor(specials_b)).numpy())
+  assert getattr(Tensor([1, 2]), op)(Tensor([3, 4])).dtype == dtypes.float32
+  assert getattr(Tensor([1.0, 2.0], dtype=dtypes.float16), op)(1.0).dtype == dtypes.float16
+
+
+def test_xlogy_as_torch():
+  a, b = np.array([0.0, 0.0, 1.5, 2.0, 0.0, -3.0]), np.array([0.0, NAN, 2.0, 0.0, INF, 0.5])
+  np.testing.assert_array_equal(Tensor(a).xlogy(Tensor(b)).numpy(), torch.xlogy(torch.tensor(a), torch.tensor(b)).numpy())
+  grads_match(lambda x, y: x.xlogy(y), torch.xlogy, np.array([0.0, 1.5, -2.0, 0.0]), np.array([0.5, 2.0, 3.0, -1.0]), tol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
+def test_addcmul_and_addcdiv_as_torch(op):
+  grads_match(lambda s, a, b: getattr(s, op)(a, b, value=0.5), lambda s, a, b: getattr(torch, op)(s, a, b, value=0.5), X, X + 5, X[:1] + 7)
