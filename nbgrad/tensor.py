@@ -2010,6 +2010,68 @@ class Tensor:
   @_torch_dim
   def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
 
+  def searchsorted(self, values, right: bool = False, side: Optional[str] = None) -> Tensor:
+    """For sorted rows self (..., M), the int32 positions where values (..., K) would go to keep each row sorted:
+    before equal elements (right, side="right": after them), NaN sorting last, as torch's and numpy's searchsorted.
+    A 1-D self serves values of any shape. Each position counts the elements before it (O(M) per value)."""
+    if side is not None:
+      if side not in ("left", "right"): raise ValueError(f"searchsorted side must be 'left' or 'right', got {side!r}")
+      right = side == "right"
+    values = self._operand_or_number(values)
+    if self.ndim == 0: raise ValueError("searchsorted needs a sorted sequence of at least 1 dim, got a 0-d tensor")
+    if self.ndim > 1 and (values.ndim != self.ndim or values.shape[:-1] != self.shape[:-1]):
+      raise ShapeMismatch(f"searchsorted of {values.shape} values in rows {self.shape}: the leading dims must match")
+    rows = self.unsqueeze(-2) if self.ndim > 1 else self
+    point = values.unsqueeze(-1)
+    sequence_nan, point_nan = rows != rows, point != point   # NaN above every number
+    before = sequence_nan.logical_not() & (point_nan | (rows < point))
+    if right: before = before | (rows == point) | (sequence_nan & point_nan)
+    return before.sum(-1)
+
+  def bucketize(self, boundaries, right: bool = False) -> Tensor:
+    """torch's bucketize: the index of the bucket each value falls in, boundaries[i - 1] < v <= boundaries[i]
+    (right: boundaries[i - 1] <= v < boundaries[i]), for sorted 1-D boundaries."""
+    boundaries = self._operand(boundaries, "bucketize boundaries")
+    if boundaries.ndim != 1: raise ShapeMismatch(f"bucketize needs 1-D boundaries, got shape {boundaries.shape}")
+    return boundaries.searchsorted(self, right=right)
+
+  def nonzero(self, as_tuple: bool = False):
+    """torch's nonzero: the int32 indices of the nonzero elements, as rows (n, ndim), or with as_tuple one 1-D tensor
+    per dim. Its size depends on the values: they are computed here."""
+    values = self.numpy()   # bfloat16 comes out as float32: the same zeros
+    if self.ndim == 0:   # as torch: one row of no index if the value is nonzero, else none (as a tuple: position 0)
+      count = int(values != 0)
+      return (Tensor(np.zeros(count, np.int32), device=self.device),) if as_tuple else Tensor(np.zeros((count, 0), np.int32), device=self.device)
+    found = np.nonzero(values)
+    if as_tuple: return tuple(Tensor(i.astype(np.int32), device=self.device) for i in found)
+    return Tensor(np.stack(found, axis=-1).astype(np.int32), device=self.device)
+
+  def argwhere(self) -> Tensor: return self.nonzero()
+
+  def unique(self, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):  # noqa: A002
+    """torch's unique: the distinct values (or, along dim, distinct slices) in ascending order, with the int32 index
+    of each element's value (return_inverse) and how often each appears (return_counts). Computed here."""
+    axis = None if dim is None else resolve_axis(dim, self.ndim)
+    found = np.unique(self.numpy(), return_inverse=True, return_counts=True, axis=axis)
+    out = [Tensor(found[0], dtype=self.dtype, device=self.device)]
+    if return_inverse: out.append(Tensor(found[1].astype(np.int32).reshape(self.shape if axis is None else -1), device=self.device))
+    if return_counts: out.append(Tensor(found[2].astype(np.int32), device=self.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+  def bincount(self, weights=None, minlength: int = 0) -> Tensor:
+    """torch's bincount of a 1-D tensor of ints >= 0: how often each value from 0 on appears (int32), or the sum of
+    the weights at its positions (with the weights' gradient). The length is max + 1 at least: computed here."""
+    _check_int("bincount minlength", minlength)
+    if self.ndim != 1 or not dtypes.is_int(self.dtype): raise ValueError(f"bincount needs a 1-D int tensor, got shape {self.shape} of {self.dtype}")
+    values = self.numpy()
+    if values.size and values.min() < 0: raise ValueError(f"bincount needs values >= 0, got {values.min()}")
+    length = max(minlength, int(values.max()) + 1 if values.size else 0)
+    if weights is None: return Tensor.zeros(length, dtype=dtypes.int32, device=self.device).scatter_add(0, self, self.ones_like(dtype=dtypes.int32))
+    weights = self._operand(weights, "bincount weights")
+    if weights.shape != self.shape: raise ShapeMismatch(f"bincount weights of shape {weights.shape} do not match {self.shape}")
+    weights = weights._float_input()
+    return Tensor.zeros(length, dtype=weights.dtype, device=self.device).scatter_add(0, self, weights)
+
   def median(self, dim: Optional[int] = None, keepdim: bool = False):
     """torch's median: the lower of the two middle values, NaN where the values hold one. Over all elements (no
     dim) the value; along dim (values, int32 indices), whose values pass the gradient back."""

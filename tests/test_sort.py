@@ -201,3 +201,69 @@ def test_quantile_refuses_bad_input():
   with pytest.raises(ValueError, match="interpolation"): Tensor([1.0, 2.0]).quantile(0.5, interpolation="cubic")
   with pytest.raises(TypeError, match="float tensor"): Tensor([1, 2]).quantile(0.5)
   with pytest.raises(ValueError, match="no values"): Tensor.zeros(0).quantile(0.5)
+
+
+# ---- searchsorted, bucketize, nonzero, unique, bincount
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_and_bucketize_as_torch(right):
+  sequence = np.array([1.0, 3.0, 3.0, 5.0, 7.0])
+  values = np.array([[0.0, 3.0, 4.0], [7.0, 9.0, -1.0]])
+  got = Tensor(sequence).searchsorted(Tensor(values), right=right)
+  assert got.dtype == dtypes.int32
+  np.testing.assert_array_equal(got.numpy(), torch.searchsorted(torch.tensor(sequence), torch.tensor(values), right=right).numpy())
+  np.testing.assert_array_equal(Tensor(values).bucketize(Tensor(sequence), right=right).numpy(),
+                                torch.bucketize(torch.tensor(values), torch.tensor(sequence), right=right).numpy())
+  rows = np.sort(np.random.default_rng(13).integers(0, 6, (3, 7)), axis=1)
+  points = np.random.default_rng(14).integers(-1, 7, (3, 4))
+  np.testing.assert_array_equal(Tensor(rows).searchsorted(Tensor(points), right=right).numpy(),
+                                torch.searchsorted(torch.tensor(rows), torch.tensor(points), right=right).numpy())
+  assert Tensor(sequence).searchsorted(4.0, side="right" if right else "left").item() == np.searchsorted(sequence, 4.0, side="right" if right else "left")
+
+
+def test_searchsorted_sorts_nan_last_as_numpy_and_refuses_bad_input():
+  sequence, values = np.array([1.0, 2.0, np.nan]), np.array([np.nan, 2.0, 0.5, np.inf])
+  for side in ("left", "right"):
+    np.testing.assert_array_equal(Tensor(sequence).searchsorted(Tensor(values), side=side).numpy(), np.searchsorted(sequence, values, side=side))
+  with pytest.raises(ValueError, match="side"): Tensor(sequence).searchsorted(1.0, side="middle")
+  with pytest.raises(ValueError, match="leading dims"): Tensor.zeros(2, 3).searchsorted(Tensor.zeros(3, 1))
+  with pytest.raises(ValueError, match="1-D boundaries"): Tensor([1.0]).bucketize(Tensor.zeros(2, 2))
+
+
+def test_nonzero_argwhere_as_torch():
+  values = np.array([[0.0, 1.5, -2.0], [3.0, 0.0, np.nan]])
+  np.testing.assert_array_equal(Tensor(values).nonzero().numpy(), torch.tensor(values).nonzero().numpy())
+  for ours, theirs in zip(Tensor(values).nonzero(as_tuple=True), torch.tensor(values).nonzero(as_tuple=True)):
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+  assert Tensor(values).argwhere().shape == (4, 2) and Tensor.zeros(3).nonzero().shape == (0, 1)
+  assert Tensor(5.0).nonzero().shape == (1, 0) == tuple(torch.tensor(5.0).nonzero().shape)
+  np.testing.assert_array_equal(Tensor(values > 0).cast(dtypes.bfloat16).nonzero().numpy(), np.argwhere(values > 0))
+
+
+@pytest.mark.parametrize("name", ["int32", "float32", "bfloat16"])
+def test_unique_as_torch(name):
+  values = np.array([[3, 1, 2], [3, 1, 1]])
+  t = Tensor(values).cast(getattr(dtypes, name))
+  reference = torch.tensor(values).to(getattr(torch, name))
+  ours, theirs = t.unique(return_inverse=True, return_counts=True), torch.unique(reference, return_inverse=True, return_counts=True)
+  assert ours[0].dtype == getattr(dtypes, name)
+  for a, b in zip(ours, theirs): np.testing.assert_array_equal(a.cast(dtypes.float64).numpy(), b.double().numpy())
+  rows, row_inverse = t.unique(dim=1, return_inverse=True)
+  expected_rows, expected_inverse = torch.unique(reference, dim=1, return_inverse=True)
+  np.testing.assert_array_equal(rows.cast(dtypes.float64).numpy(), expected_rows.double().numpy())
+  np.testing.assert_array_equal(row_inverse.numpy(), expected_inverse.numpy())
+
+
+def test_bincount_as_torch():
+  values = np.array([1, 1, 3, 0, 1])
+  np.testing.assert_array_equal(Tensor(values).bincount().numpy(), torch.bincount(torch.tensor(values)).numpy())
+  np.testing.assert_array_equal(Tensor(values).bincount(minlength=7).numpy(), torch.bincount(torch.tensor(values), minlength=7).numpy())
+  weights = np.array([0.5, 1.0, 2.0, -1.0, 0.25])
+  ours = Tensor(weights, requires_grad=True)
+  out = Tensor(values).bincount(ours)
+  np.testing.assert_allclose(out.numpy(), torch.bincount(torch.tensor(values), torch.tensor(weights)).numpy())
+  bin_weights = np.array([1.0, 2.0, 3.0, 4.0])
+  (out * Tensor(bin_weights)).sum().backward()   # each weight's gradient is its bin's (torch has no derivative here)
+  np.testing.assert_allclose(ours.grad.numpy(), bin_weights[values])
+  assert Tensor(np.zeros(0, np.int64)).bincount().shape == (0,)
+  with pytest.raises(ValueError, match=">= 0"): Tensor([1, -2]).bincount()
+  with pytest.raises(ValueError, match="1-D int"): Tensor([1.0]).bincount()
