@@ -413,6 +413,13 @@ def test_cumsum(axis):
   assert_same(*on_both(lambda x: x.cumsum(axis) * 2, rng.standard_normal((5, 6))))
 
 
+def test_inverse_det_and_solve():
+  matrices = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+  assert_same(*on_both(lambda a: a.inverse() * 2, matrices))
+  assert_same(*on_both(lambda a: a.det() + a.slogdet()[1], matrices))
+  assert_same(*on_both(lambda a, b: a.solve(b), matrices, rng.standard_normal((2, 3))))
+
+
 def test_scatter_add_and_its_gradient():
   index = rng.integers(0, 4, (6, 3))
   assert_same(*on_both(lambda x, s: x.scatter_add(0, Tensor(index, device=x.device), s) * 2, rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
