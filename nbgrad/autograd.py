@@ -420,48 +420,15 @@ class Matmul(Function):
     return grad_a, linalg.matmul(linalg.matrix_transpose(self.a), grad)
 
 
-def _times_inverse_transposed(a: LazyBuffer, per_matrix: LazyBuffer) -> LazyBuffer:
-  """inv(a)^T scaled by one number per matrix (per_matrix of a's batch shape): the gradient of log |det a| or det a."""
-  scale = per_matrix.reshape(per_matrix.shape + (1, 1)).expand(a.shape)
-  return linalg.matrix_transpose(lapack.inverse(a)).alu(BinaryOps.MUL, scale)
-
-
-class Inverse(Function):
-  """inv(a); its gradient is -inv(a)^T grad inv(a)^T."""
-  def forward(self, a):
-    self.ret = lapack.inverse(a)
+class Factorized(Function):
+  """A LAPACK routine's results (graph/lapack.py: op "inv", "det", "slogdet", "cholesky", "eigh", "svd" or "qr", or
+  "solve" of a by b), whose gradient a Tensor-level function computes from the inputs, the results and their
+  gradient (nbgrad/dense.py: the formulas take triangles, diagonals and other factorizations)."""
+  def forward(self, a, b=None, op: str = "", gradient=None):
+    self.inputs, self.gradient = (a,) if b is None else (a, b), gradient
+    self.ret = getattr(lapack, op)(a) if b is None else lapack.solve(a, b)
     return self.ret
-  def backward(self, grad):
-    transposed = linalg.matrix_transpose(self.ret)
-    return linalg.matmul(linalg.matmul(transposed, grad), transposed).alu(UnaryOps.NEG)
-
-
-class Determinant(Function):
-  def forward(self, a):
-    self.a, self.ret = a, lapack.determinant(a)
-    return self.ret
-  def backward(self, grad): return _times_inverse_transposed(self.a, grad.alu(BinaryOps.MUL, self.ret))
-
-
-class SignAndLogDeterminant(Function):
-  """(sign, log |det a|) pairs in a last dim of 2; the sign is flat, so only the log's gradient reaches a."""
-  def forward(self, a):
-    self.a = a
-    return lapack.sign_and_log_determinant(a)
-  def backward(self, grad):
-    log_grad = grad.shrink(tuple((0, s) for s in grad.shape[:-1]) + ((1, 2),)).reshape(grad.shape[:-1])
-    return _times_inverse_transposed(self.a, log_grad)
-
-
-class Solve(Function):
-  """x with a x = b; the gradients are a^-T grad for b and -(a^-T grad) x^T for a."""
-  def forward(self, a, b):
-    self.a, self.ret = a, lapack.solve(a, b)
-    return self.ret
-  def backward(self, grad):
-    grad_b = lapack.solve(linalg.matrix_transpose(self.a), grad)
-    grad_a = linalg.matmul(grad_b, linalg.matrix_transpose(self.ret)).alu(UnaryOps.NEG) if self.needs_input_grad[0] else None
-    return grad_a, grad_b if self.needs_input_grad[1] else None
+  def backward(self, grad): return self.gradient(*self.inputs, self.ret, grad)
 
 
 class DirectConv(Function):

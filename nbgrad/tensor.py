@@ -17,6 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.sort import argsort
+from nbgrad import dense
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
@@ -2597,49 +2598,16 @@ class Tensor:
     if self.ndim != 2: raise ValueError(f"trace needs a matrix, got shape {self.shape}")
     return self.diagonal().sum()
 
-  def _square_matrices(self, op: str) -> Tensor:
-    """self as float matrices for a LAPACK routine: float32 or float64 (ints and half types as float32)."""
-    if self.ndim < 2 or self.shape[-1] != self.shape[-2]: raise ShapeMismatch(f"{op} needs square matrices (..., n, n), got shape {self.shape}")
-    return self.cast(dtypes.float64 if self.dtype == dtypes.float64 else dtypes.float32)
-
-  def _in_own_float(self, out: Tensor) -> Tensor:
-    """A result computed in float32 for a half type, cast back to it."""
-    return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
-
-  def inverse(self) -> Tensor:
-    """The inverses of square matrices (..., n, n) (torch's inverse, numpy's linalg.inv). A singular one raises
-    numpy's LinAlgError when computed."""
-    return self._in_own_float(F.Inverse.apply(self._square_matrices("inverse")))
-
-  def det(self) -> Tensor:
-    """The determinants of square matrices (..., n, n); the gradient is det * inv^T (the matrix must be invertible)."""
-    return self._in_own_float(F.Determinant.apply(self._square_matrices("det")))
-
-  def slogdet(self) -> tuple[Tensor, Tensor]:
-    """(sign, log |det|) of square matrices (..., n, n), as torch's and numpy's slogdet: no overflow for big ones."""
-    pairs = F.SignAndLogDeterminant.apply(self._square_matrices("slogdet"))
-    return self._in_own_float(pairs[..., 0]), self._in_own_float(pairs[..., 1])
-
-  def logdet(self) -> Tensor:
-    """log det, as torch's: NaN where the determinant is negative, -inf where it is 0."""
-    sign, log_magnitude = self.slogdet()
-    return (sign < 0).where(math.nan, log_magnitude)
-
-  def solve(self, b) -> Tensor:
-    """x with self @ x = b (numpy's linalg.solve(self, b), torch's linalg.solve): self square matrices (..., n, n), b
-    vectors (of shape self.shape[:-1], or 1-D) or matrices (..., n, k), batch dims broadcast. A singular self raises
-    LinAlgError when computed."""
-    a, b = self._square_matrices("solve"), self._operand_or_number(b)
-    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])   # torch's rule
-    columns = b.unsqueeze(-1) if vector else b
-    if columns.ndim < 2 or columns.shape[-2] != a.shape[-1]:
-      raise ShapeMismatch(f"solve needs b of shape (..., {a.shape[-1]}) or (..., {a.shape[-1]}, k) for matrices {a.shape}, got {b.shape}")
-    dtype = least_upper_dtype(a.dtype, columns.dtype)
-    if dtype not in (dtypes.float32, dtypes.float64): dtype = dtypes.float32
-    batch = broadcast_shape(a.shape[:-2], columns.shape[:-2])
-    a, columns = a.cast(dtype)._broadcast_to(batch + a.shape[-2:]), columns.cast(dtype)._broadcast_to(batch + columns.shape[-2:])
-    x = F.Solve.apply(a, columns)
-    return x.squeeze(-1) if vector else x
+  # dense linear algebra (nbgrad/dense.py): LAPACK's factorizations with torch's gradients
+  def inverse(self) -> Tensor: return dense.inverse(self)
+  def det(self) -> Tensor: return dense.det(self)
+  def slogdet(self) -> tuple[Tensor, Tensor]: return dense.slogdet(self)
+  def logdet(self) -> Tensor: return dense.logdet(self)
+  def solve(self, b) -> Tensor: return dense.solve(self, b)
+  def cholesky(self) -> Tensor: return dense.cholesky(self)
+  def eigh(self) -> tuple[Tensor, Tensor]: return dense.eigh(self)
+  def svd(self, full_matrices: bool = False) -> tuple[Tensor, Tensor, Tensor]: return dense.svd(self, full_matrices)
+  def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
 
   def outer(self, other: Tensor) -> Tensor:
     """out[i, j] = self[i] * other[j] for 1-D tensors (torch.outer)."""

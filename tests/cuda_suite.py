@@ -418,6 +418,9 @@ def test_inverse_det_and_solve():
   assert_same(*on_both(lambda a: a.inverse() * 2, matrices))
   assert_same(*on_both(lambda a: a.det() + a.slogdet()[1], matrices))
   assert_same(*on_both(lambda a, b: a.solve(b), matrices, rng.standard_normal((2, 3))))
+  symmetric = matrices @ np.swapaxes(matrices, -1, -2)
+  assert_same(*on_both(lambda a: a.cholesky() + a.eigh()[1] * a.eigh()[0].unsqueeze(-2), symmetric))
+  assert_same(*on_both(lambda a: a.svd()[0] * a.svd()[1].unsqueeze(-2) + a.qr()[1], matrices))
 
 
 def test_scatter_add_and_its_gradient():

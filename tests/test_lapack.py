@@ -83,9 +83,75 @@ def test_views_empty_batches_and_big_determinants():
 def test_singular_and_misshapen_matrices_raise():
   singular = Tensor([[1.0, 2.0], [2.0, 4.0]])
   assert singular.det().item() == 0.0 and singular.logdet().item() == -np.inf
-  with pytest.raises(np.linalg.LinAlgError, match="inv of 2x2"): singular.inverse().numpy()
+  with pytest.raises(np.linalg.LinAlgError, match="inv of 2x2 matrices"): singular.inverse().numpy()
   with pytest.raises(np.linalg.LinAlgError, match="solve"): singular.solve(Tensor([1.0, 1.0])).numpy()
   assert np.isnan(Tensor([[0.0, 1.0], [1.0, 0.0]]).logdet().item())   # det -1
   with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).inverse()
   with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(3).det()
   with pytest.raises(ValueError, match="solve needs b"): Tensor.eye(3).solve(Tensor.zeros(2))
+
+
+# ---- cholesky, eigh, svd, qr: losses that do not depend on the sign each vector may take
+def symmetric_positive(shape):
+  m = rng.standard_normal(shape)
+  return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def matches_torch(ours_loss, torch_loss, values, tol=1e-9):
+  ours, theirs = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  out, expected = ours_loss(ours), torch_loss(theirs)
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=tol, atol=1e-12)
+  out.sum().backward()
+  expected.sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=tol, atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1)], ids=str)
+def test_cholesky_as_torch(shape):
+  weights = rng.standard_normal(shape)
+  matches_torch(lambda t: t.cholesky() * Tensor(weights), lambda t: torch.linalg.cholesky(t) * torch.tensor(weights), symmetric_positive(shape))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)], ids=str)
+def test_eigh_as_torch(shape):
+  weights, scales = rng.standard_normal(shape), rng.standard_normal(shape[-1])
+  def loss(values, vectors, lib):   # V diag(c) V^T and the values: the same whichever sign each vector takes
+    return (vectors * lib(scales)) @ vectors.transpose(-1, -2) * lib(weights) + values.unsqueeze(-1)
+  matches_torch(lambda t: loss(*t.eigh(), Tensor), lambda t: loss(*torch.linalg.eigh(t), torch.tensor), symmetric_positive(shape))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 2)], ids=str)
+def test_svd_as_torch(shape):
+  rows, cols = shape[-2:]
+  weights, scales = rng.standard_normal(shape), rng.standard_normal(min(rows, cols))
+  def loss(u, s, vh, lib):   # U diag(c s) Vh and the values: the same whichever sign each pair of vectors takes
+    return ((u * (lib(scales) * s).unsqueeze(-2)) @ vh) * lib(weights) + s.sum(-1, keepdim=True).unsqueeze(-1)
+  matches_torch(lambda t: loss(*t.svd(), Tensor), lambda t: loss(*torch.linalg.svd(t, full_matrices=False), torch.tensor), rng.standard_normal(shape))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 2)], ids=str)
+def test_qr_as_torch(shape):
+  rows, cols = shape[-2:]
+  k = min(rows, cols)
+  wq, wr = rng.standard_normal(shape[:-2] + (rows, k)), rng.standard_normal(shape[:-2] + (k, cols))
+  matches_torch(lambda t: (lambda q, r: (q * Tensor(wq)).sum() + (r * Tensor(wr)).sum())(*t.qr()),
+                lambda t: (lambda q, r: (q * torch.tensor(wq)).sum() + (r * torch.tensor(wr)).sum())(*torch.linalg.qr(t)), rng.standard_normal(shape))
+
+
+def test_repeated_values_give_the_values_finite_gradients():
+  """An identity matrix's singular values and eigenvalues all repeat: a loss of the values alone still has its
+  gradient (the terms dividing by their differences drop out)."""
+  for values in (lambda t: t.svd()[1], lambda t: t.eigh()[0]):
+    t = Tensor(np.eye(3), requires_grad=True)
+    values(t).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.eye(3), atol=1e-12)
+
+
+def test_factorizations_refuse_and_raise():
+  with pytest.raises(np.linalg.LinAlgError, match="cholesky"): Tensor([[1.0, 2.0], [2.0, 1.0]]).cholesky().numpy()
+  with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).eigh()
+  with pytest.raises(ValueError, match=r"matrices \(\.\.\., m, n\)"): Tensor.zeros(3).svd()
+  with pytest.raises(NotImplementedError, match="full_matrices"): Tensor.zeros(3, 2).svd(full_matrices=True)
+  with pytest.raises(NotImplementedError, match="reduced"): Tensor.zeros(3, 2).qr(mode="complete")
+  u, s, vh = Tensor(np.eye(2, dtype=np.float32)).cast(dtypes.float16).svd()
+  assert u.dtype == s.dtype == vh.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
