@@ -991,13 +991,17 @@ class Tensor:
     if all(a == 0 and b == s for (a, b), s in zip(resolved, self.shape)): return self
     return F.Shrink.apply(self, arg=resolved)
 
-  def pad(self, arg, value: Scalar = 0.0) -> Tensor:
+  def pad(self, arg, value: Scalar = 0.0, mode: str = "constant") -> Tensor:
+    """(before, after) elements added along each dim (None: none), value in them; negative counts crop. torch's other
+    modes fill them from the tensor itself: "reflect" (mirrored, the edge not repeated), "replicate" (the edge
+    repeated) and "circular" (wrapped around)."""
     if len(arg) != self.ndim: raise ShapeMismatch(f"pad {arg} needs one entry per dim of {self.shape}")
     for a in arg:
       if a is not None and (not isinstance(a, (tuple, list)) or len(a) != 2 or
                             not all(_is_int(v) for v in a)):
         raise ValueError(f"pad {arg}: each entry must be None or a (before, after) pair of ints, got {a!r}")
     resolved = tuple((0, 0) if a is None else (int(a[0]), int(a[1])) for a in arg)
+    if mode != "constant": return self._pad_from_self(resolved, mode)
     if any(b < 0 or a < 0 for b, a in resolved):   # negative padding crops
       for (b, a), size in zip(resolved, self.shape):
         if -min(b, 0) - min(a, 0) > size: raise ShapeMismatch(f"pad {arg} crops more than the {size} elements of a dim of {self.shape}")
@@ -1011,11 +1015,59 @@ class Tensor:
     inside = Tensor(LazyBuffer.full(True, self.shape, dtypes.bool, self.device)).pad(resolved)
     return inside.where(padded, value)
 
-  def pad2d(self, padding: Sequence[int], value: Scalar = 0.0) -> Tensor:
+  def pad2d(self, padding: Sequence[int], value: Scalar = 0.0, mode: str = "constant") -> Tensor:
+    """torch's F.pad order: (before, after) pairs from the last dim backwards."""
     if len(padding) % 2: raise ValueError(f"pad2d needs (before, after) pairs, got {len(padding)} values: {tuple(padding)}")
     pairs = [(padding[i], padding[i + 1]) for i in range(0, len(padding), 2)]
     if len(pairs) > self.ndim: raise ValueError(f"pad2d {padding} pads more dims than {self.shape} has")
-    return self.pad(tuple([None] * (self.ndim - len(pairs)) + pairs[::-1]), value)
+    return self.pad(tuple([None] * (self.ndim - len(pairs)) + pairs[::-1]), value, mode)
+
+  def _pad_from_self(self, resolved, mode: str) -> Tensor:
+    if mode not in ("reflect", "replicate", "circular"): raise ValueError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+    out = self
+    for dim, (before, after) in enumerate(resolved):
+      if before == after == 0: continue
+      size = out.shape[dim]
+      most = {"reflect": size - 1, "replicate": math.inf if size else 0, "circular": size}[mode]
+      if min(before, after) < 0 or max(before, after) > most:
+        raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes 0 to {most} elements")
+      def part(start, end): return out.shrink(tuple((start, end) if d == dim else None for d in range(out.ndim)))
+      def edge(start, count): return part(start, start + 1).expand(tuple(count if d == dim else s for d, s in enumerate(out.shape)))
+      if mode == "reflect": left, right = part(1, before + 1).flip(dim), part(size - after - 1, size - 1).flip(dim)
+      elif mode == "replicate": left, right = edge(0, before), edge(size - 1, after)
+      else: left, right = part(size - before, size), part(0, after)
+      out = Tensor.cat(*[p for p in (left, out, right) if p.shape[dim]], dim=dim)
+    return out
+
+  def interpolate(self, size, mode: str = "linear", align_corners: bool = False) -> Tensor:
+    """Resampled to size along the last len(size) dims, one dim at a time (torch's F.interpolate of those dims, the
+    leading ones kept): "nearest", "nearest-exact" (the nearest source sample by position), or "linear" (bilinear,
+    trilinear; align_corners puts the corner samples of input and output on each other, as torch's). Positions are
+    computed in the tensor's float type, as torch computes them."""
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    for m in size: _check_int("interpolate size", m)
+    if len(size) > self.ndim: raise ValueError(f"interpolate to {size} needs at least {len(size)} dims, got shape {self.shape}")
+    if mode not in ("linear", "nearest", "nearest-exact"): raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+    x = self._float_input() if mode == "linear" else self
+    position_type = np.float64 if x.dtype == dtypes.float64 else np.float32
+    for axis, m in zip(range(self.ndim - len(size), self.ndim), size):
+      n = x.shape[axis]
+      if m == n: continue
+      if n == 0: raise ValueError(f"interpolate cannot resample dim {axis} of {self.shape}: it has no elements")
+      along = (m,) + (1,) * (self.ndim - axis - 1)
+      out_positions, scale = np.arange(m, dtype=position_type), position_type(n / m)
+      if mode != "linear":
+        shift = position_type(0.5 if mode == "nearest-exact" else 0.0)
+        source = np.minimum(np.floor((out_positions + shift) * scale), n - 1).astype(np.int64)
+        x = x.index_select(axis, Tensor(source, device=self.device))
+        continue
+      if align_corners: source = out_positions * position_type((n - 1) / (m - 1) if m > 1 else 0)
+      else: source = np.maximum((out_positions + position_type(0.5)) * scale - position_type(0.5), 0)
+      low = np.floor(source).astype(np.int64)
+      high, weight = np.minimum(low + 1, n - 1), (source - low).astype(position_type)
+      w = Tensor(weight.reshape(along), dtype=x.dtype, device=self.device)
+      x = x.index_select(axis, Tensor(low, device=self.device)) * (1 - w) + x.index_select(axis, Tensor(high, device=self.device)) * w
+    return x if x is not self else self.clone()
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)

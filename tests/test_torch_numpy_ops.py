@@ -519,3 +519,51 @@ def test_xlogy_as_torch():
 @pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
 def test_addcmul_and_addcdiv_as_torch(op):
   grads_match(lambda s, a, b: getattr(s, op)(a, b, value=0.5), lambda s, a, b: getattr(torch, op)(s, a, b, value=0.5), X, X + 5, X[:1] + 7)
+
+
+# ---- torch's F.pad modes and F.interpolate
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding", [(2, 1), (1, 2, 0, 3), (0, 0, 2, 2), (3, 3, 1, 1)], ids=str)
+def test_pad_modes_as_torch(mode, padding):
+  images = np.random.default_rng(20).standard_normal((2, 3, 4, 5) if len(padding) == 4 else (3, 4, 5))   # the ranks torch takes
+  grads_match(lambda t: t.pad2d(padding, mode=mode), lambda t: torch.nn.functional.pad(t, padding, mode=mode), images)
+
+
+def test_pad_modes_refuse_too_much_and_unknown_modes():
+  t = Tensor.ones(1, 3)
+  with pytest.raises(ValueError, match="reflect pad"): t.pad2d((3, 0), mode="reflect")
+  with pytest.raises(ValueError, match="circular pad"): t.pad2d((0, 4), mode="circular")
+  with pytest.raises(ValueError, match="replicate pad"): Tensor.ones(1, 0).pad2d((1, 1), mode="replicate")
+  with pytest.raises(ValueError, match="pad mode"): t.pad2d((1, 1), mode="wrap")
+  assert t.pad(((0, 0), (1, 1)), mode="replicate").tolist() == [[1.0] * 5]
+
+
+INTERPOLATIONS = [((1, 2, 5), (8,)), ((1, 2, 9), (4,)), ((2, 1, 4, 6), (7, 3)), ((1, 1, 3, 4, 5), (6, 2, 9)), ((2, 3, 5), (5,))]
+
+
+@pytest.mark.parametrize("mode,align_corners", [("linear", False), ("linear", True), ("nearest", False), ("nearest-exact", False)])
+@pytest.mark.parametrize("shape,size", INTERPOLATIONS, ids=str)
+def test_interpolate_as_torch(shape, size, mode, align_corners):
+  torch_mode = {1: "linear", 2: "bilinear", 3: "trilinear"}[len(size)] if mode == "linear" else mode
+  kwargs = {"align_corners": align_corners} if mode == "linear" else {}
+  values = np.random.default_rng(21).standard_normal(shape).astype(np.float32)
+  ours, theirs = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  out = ours.interpolate(size, mode=mode, align_corners=align_corners)
+  expected = torch.nn.functional.interpolate(theirs, size=size, mode=torch_mode, **kwargs)
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+  weights = np.random.default_rng(22).standard_normal(tuple(expected.shape)).astype(np.float32)
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.tensor(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_interpolate_of_ints_same_sizes_and_bad_input():
+  pixels = np.arange(12, dtype=np.uint8).reshape(1, 1, 3, 4)
+  np.testing.assert_array_equal(Tensor(pixels).interpolate((6, 8), mode="nearest").numpy(),
+                                torch.nn.functional.interpolate(torch.tensor(pixels), size=(6, 8), mode="nearest").numpy())
+  assert Tensor(pixels).interpolate((6, 8)).dtype == dtypes.float32   # linear of ints: floats
+  same = Tensor(X)
+  assert same.interpolate((4,)) is not same and same.interpolate((4,)).tolist() == X.tolist()
+  with pytest.raises(ValueError, match="mode"): same.interpolate((5,), mode="cubic")
+  with pytest.raises(ValueError, match="at least 3 dims"): same.interpolate((2, 2, 2))
+  with pytest.raises(ValueError, match="no elements"): Tensor.zeros(2, 0).interpolate((3,))
