@@ -5,7 +5,6 @@ import itertools
 import math
 from dataclasses import dataclass
 from nbgrad import linalg
-from nbgrad.graph import lapack
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
@@ -420,15 +419,25 @@ class Matmul(Function):
     return grad_a, linalg.matmul(linalg.matrix_transpose(self.a), grad)
 
 
-class Factorized(Function):
-  """A LAPACK routine's results (graph/lapack.py: op "inv", "det", "slogdet", "cholesky", "eigh", "svd" or "qr", or
-  "solve" of a by b), whose gradient a Tensor-level function computes from the inputs, the results and their
-  gradient (nbgrad/dense.py: the formulas take triangles, diagonals and other factorizations)."""
-  def forward(self, a, b=None, op: str = "", gradient=None):
-    self.inputs, self.gradient = (a,) if b is None else (a, b), gradient
-    self.ret = getattr(lapack, op)(a) if b is None else lapack.solve(a, b)
+class Custom(Function):
+  """A node make(*inputs) builds, whose gradient a Tensor-level function computes from the inputs, the result and its
+  gradient: ops whose gradient formulas take other ops (the factorizations of nbgrad/dense.py, the scatters)."""
+  def forward(self, *inputs, make, gradient):
+    self.inputs, self.gradient = inputs, gradient
+    self.ret = make(*inputs)
     return self.ret
   def backward(self, grad): return self.gradient(*self.inputs, self.ret, grad)
+
+
+def custom(make, gradient, *inputs):
+  """Custom on tensors: gradient(*inputs, result, grad) takes and gives tensors (one per input, None for one with no
+  gradient)."""
+  wrap = type(inputs[0])
+
+  def lazy_gradient(*lazies):
+    grads = gradient(*[wrap(lazy) for lazy in lazies])
+    return tuple(None if g is None else g.lazydata for g in grads) if isinstance(grads, tuple) else grads.lazydata
+  return Custom.apply(*inputs, make=make, gradient=lazy_gradient)
 
 
 class DirectConv(Function):

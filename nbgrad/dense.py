@@ -7,6 +7,7 @@ their differences are taken as 0: exact for a loss of the values alone, and othe
 from __future__ import annotations
 from nbgrad import autograd as F
 from nbgrad.dtype import dtypes, least_upper_dtype
+from nbgrad.graph import lapack
 from nbgrad.helpers import ShapeMismatch
 
 
@@ -24,12 +25,7 @@ def _as_input(x, out):
 
 def _factorized(op: str, gradient, *inputs):
   """The node of graph/lapack.py's op on the input tensors; gradient(*inputs, result, grad) takes and gives tensors."""
-  wrap = type(inputs[0])
-
-  def lazy_gradient(*lazies):
-    grads = gradient(*[wrap(lazy) for lazy in lazies])
-    return tuple(g.lazydata for g in grads) if isinstance(grads, tuple) else grads.lazydata
-  return F.Factorized.apply(*inputs, op=op, gradient=lazy_gradient)
+  return F.custom(getattr(lapack, op), gradient, *inputs)
 
 
 def _transposed(x): return x.transpose(-1, -2)

@@ -17,7 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.sort import argsort
-from nbgrad import dense
+from nbgrad import dense, scatter
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
@@ -2247,34 +2247,12 @@ class Tensor:
       if d != dim: flat = flat + along_axis(index.shape[d], strides[d], d, self.ndim, self.device)
     return flat, inside
 
-  def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """self with src[..., i, ...] added at [..., index[..., i, ...], ...] along dim, repeated positions adding up
-    (torch's scatter_add, gather's adjoint): index has self's dims and fits in src, and in self outside dim; an index
-    out of range adds nothing, as gather reads 0 for one. The gradient: grad to self, grad gathered to src."""
-    index, src = self._operand(index, "scatter_add index"), self._operand(src, "scatter_add src")
-    if not dtypes.is_int(index.dtype): raise IndexError(f"scatter_add index must be an int tensor, got {index.dtype}")
-    if self.dtype == dtypes.bool: raise TypeError("scatter_add adds: it needs a number tensor, got bool")
-    if not index.ndim == src.ndim == self.ndim: raise IndexMismatch(f"scatter_add needs self, index and src of one rank, got {self.shape}, {index.shape} and {src.shape}")
-    if self.ndim == 0: return self.reshape(1).scatter_add(0, index.reshape(1), src.reshape(1)).reshape(())
-    dim = resolve_axis(dim, self.ndim)
-    if any(i > s for i, s in zip(index.shape, src.shape)) or any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
-      raise IndexMismatch(f"scatter_add index {index.shape} must fit in src {src.shape}, and in self {self.shape} outside dim {dim}")
-    flat, inside = self._positions_along(dim, index)
-    positions = inside.where(flat, -1).cast(dtypes.int32 if self.numel() < 2**31 else dtypes.int64)
-    added = src.shrink(tuple((0, i) for i in index.shape)).cast(self.dtype)
-    return self + F.ScatterAddRows.apply(added, positions, shape=self.shape, row_dims=0)
-
-  def index_add(self, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor:
-    """self with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (torch's index_add; repeated
-    positions add up)."""
-    index, source = self._operand(index, "index_add index"), self._operand(source, "index_add source")
-    dim = resolve_axis(dim, self.ndim)
-    if index.ndim != 1 or source.ndim != self.ndim or source.shape[dim] != index.shape[0] or \
-       any(a != b for d, (a, b) in enumerate(zip(source.shape, self.shape)) if d != dim):
-      raise IndexMismatch(f"index_add needs a 1-D index and a source of self's shape but the index's length along dim {dim}: "
-                          f"self {self.shape}, index {index.shape}, source {source.shape}")
-    spread = index.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim))).expand(source.shape)
-    return self.scatter_add(dim, spread, source * alpha if alpha != 1 else source)
+  # writes at gathered positions (nbgrad/scatter.py): gather's adjoints
+  def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor: return scatter.scatter_add(self, dim, index, src)
+  def scatter(self, dim: int, index: Tensor, src) -> Tensor: return scatter.scatter(self, dim, index, src)
+  def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    return scatter.scatter_reduce(self, dim, index, src, reduce, include_self)
+  def index_add(self, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor: return scatter.index_add(self, dim, index, source, alpha)
 
   @staticmethod
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:

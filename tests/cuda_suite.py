@@ -426,6 +426,8 @@ def test_inverse_det_and_solve():
 def test_scatter_add_and_its_gradient():
   index = rng.integers(0, 4, (6, 3))
   assert_same(*on_both(lambda x, s: x.scatter_add(0, Tensor(index, device=x.device), s) * 2, rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
+  for reduce in ("prod", "amax", "mean"):
+    assert_same(*on_both(lambda x, s: x.scatter_reduce(0, Tensor(index, device=x.device), s, reduce), rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
 
 
 @pytest.mark.parametrize("axis", [0, 1])

@@ -801,3 +801,70 @@ def test_gather_bad_input_raises(row):
   x_shape, dim, idx, exc = BAD_GATHER_ROWS[row]
   with pytest.raises(exc):
     Tensor(make(x_shape)).gather(dim, Tensor(idx)).realize()
+
+
+# ---------------------------------------------------------------- scatter, scatter_reduce
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_as_torch(reduce, include_self):
+  gen = np.random.default_rng(30)
+  base = gen.integers(-2, 3, (4, 6)).astype(np.float64)   # ties and zeros: the shared and the zero-aware gradients
+  src = gen.integers(-2, 3, (5, 6)).astype(np.float64)
+  index = gen.integers(0, 3, (5, 6))   # row 3 is never written to
+  if reduce in ("amax", "amin") and not include_self:
+    base += 0.25   # torch then still counts a base value equal to the result among the ties, and gives src half
+  ours, our_src = Tensor(base, requires_grad=True), Tensor(src, requires_grad=True)
+  theirs, their_src = torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)
+  out = ours.scatter_reduce(0, Tensor(index), our_src, reduce, include_self=include_self)
+  expected = theirs.scatter_reduce(0, torch.tensor(index), their_src, reduce, include_self=include_self)
+  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12)
+  weights = gen.standard_normal((4, 6))
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.tensor(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(our_src.grad.numpy(), their_src.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["int32", "float16", "bool"])
+def test_scatter_reduce_of_other_dtypes_as_torch(name):
+  base, src, index = np.array([10, -10, 3, 1]), np.array([1, 2, 4, 7, 0]), np.array([0, 0, 1, 1, 3])
+  for reduce in (["amax", "amin"] if name == "bool" else ["sum", "mean", "amax", "prod"]):
+    t = Tensor(base).cast(getattr(dtypes, name))
+    reference = torch.tensor(base).to(getattr(torch, name))
+    out = t.scatter_reduce(0, Tensor(index), Tensor(src).cast(getattr(dtypes, name)), reduce)
+    expected = reference.scatter_reduce(0, torch.tensor(index), torch.tensor(src).to(getattr(torch, name)), reduce)
+    assert out.dtype == getattr(dtypes, name)
+    np.testing.assert_array_equal(out.cast(dtypes.float64).numpy(), expected.double().numpy(), err_msg=reduce)
+
+
+def test_scatter_as_torch_with_numbers_repeats_and_gradients():
+  assert Tensor.zeros(3, 4).scatter(1, Tensor([[1], [0], [3]]), 1.0).tolist() == torch.zeros(3, 4).scatter(1, torch.tensor([[1], [0], [3]]), 1.0).tolist()
+  base, src, index = make((3, 5), seed=31), make((2, 5), seed=32), np.array([[0, 1, 2, 0, 1], [2, 0, 1, 1, 0]])
+  ours, our_src = Tensor(base, requires_grad=True), Tensor(src, requires_grad=True)
+  theirs, their_src = torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)
+  out, expected = ours.scatter(0, Tensor(index), our_src), theirs.scatter(0, torch.tensor(index), their_src)
+  np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+  weights = make((3, 5), seed=33)
+  (out * Tensor(weights)).sum().backward()
+  (expected * torch.tensor(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(our_src.grad.numpy(), their_src.grad.numpy(), rtol=1e-6)
+  last = Tensor.zeros(2).scatter(0, Tensor([1, 1, 1]), Tensor([5.0, 6.0, 7.0]))   # of a repeated position the last stays
+  assert last.tolist() == [0.0, 7.0]
+  assert Tensor.zeros(2).scatter(0, Tensor([5, -1]), Tensor([1.0, 2.0])).tolist() == [0.0, 0.0]   # out of range: nowhere
+
+
+def test_scatter_reduce_refuses_bad_input():
+  with pytest.raises(ValueError, match="reduce must be one of"): Tensor.zeros(3).scatter_reduce(0, Tensor([0]), Tensor([1.0]), "max")
+  with pytest.raises(TypeError, match="number tensor"): Tensor([True]).scatter_reduce(0, Tensor([0]), Tensor([True]), "sum")
+  with pytest.raises(IndexError, match="must fit"): Tensor.zeros(3, 2).scatter(0, Tensor([[0, 1, 1]]), Tensor([[1.0, 2.0]]))
+
+
+def test_scatter_reduce_maximum_without_self_shares_among_the_landed_only():
+  """Without include_self a position's maximum is over what lands there: ties among those share its whole gradient,
+  whatever the base held (torch halves it where the base equals the result)."""
+  base, src = Tensor([5.0, 0.0], requires_grad=True), Tensor([5.0, 5.0, 1.0], requires_grad=True)
+  out = base.scatter_reduce(0, Tensor([0, 0, 0]), src, "amax", include_self=False)
+  assert out.tolist() == [5.0, 0.0]
+  (out * Tensor([2.0, 3.0])).sum().backward()
+  assert base.grad.tolist() == [0.0, 3.0] and src.grad.tolist() == [1.0, 1.0, 0.0]

@@ -55,6 +55,27 @@ class ScatterAdd:
     scatter_add(out, grad, positions, self.row, self.dim_size)
 
 
+@dataclass(frozen=True)
+class ScatterReduce:
+  """out = base with each element i of src combined into out[positions[i]] (-1: skipped) by op: "set" (the last one
+  stays), "sum", "prod", "amax", "amin" (NaN wins) or "mean" (ints: floored). Without include_self a position that
+  elements land on starts from the first of them, not from base's value."""
+  op: str
+  include_self: bool
+
+  @property
+  def name(self) -> str: return f"scatter_{self.op}" + ("" if self.include_self else "_without_self")
+
+  def run(self, out, base, src, positions):
+    from nbgrad.jit.take import scatter_reduce
+    scatter_reduce(out, base, src, positions, self.op, self.include_self)
+
+
+def scatter_reduce(base: LazyBuffer, src: LazyBuffer, positions: LazyBuffer, op: str, include_self: bool) -> LazyBuffer:
+  return LazyBuffer.load(LoadOps.CUSTOM, base.shape, base.dtype, base.device, arg=ScatterReduce(op, include_self),
+                         srcs=(base.in_flat_order(), src.in_flat_order(), positions.in_flat_order()))
+
+
 def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1) -> LazyBuffer:
   """The rows of x's last row_dims dims at positions (flat indices into x, -1 for 0; with dim_size >= 0 indices
   of x's first dim), of shape positions.shape + those dims. x is read in place when it is a contiguous window of

@@ -70,6 +70,35 @@ def _scatter_add(out, grad, positions, row, dim_size):
       for j in range(np.uint64(row)): out[target + j] += grad[start + j]
 
 
+SCATTER_OPS = {"set": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4, "mean": 5}
+
+
+@CachedEntry
+@njit(cache=True, nogil=True)
+def _scatter_reduce(out, base, src, positions, op, include_self, floats, counts):
+  """Serial, as _scatter_add: two elements may land on one position. counts: how many values each position holds."""
+  out[:] = base
+  counts[:] = 1 if include_self else 0
+  for i in range(positions.size):
+    p = positions[i]
+    if p < 0: continue
+    value = src[i]
+    if op == 0 or counts[p] == 0: out[p] = value
+    elif op == 1 or op == 5: out[p] += value
+    elif op == 2: out[p] *= value
+    elif op == 3: out[p] = value if value > out[p] or value != value else out[p]
+    elif op == 4: out[p] = value if value < out[p] or value != value else out[p]
+    counts[p] += 1
+  if op == 5:
+    for p in range(out.size):
+      if counts[p] > 1: out[p] = out[p] / counts[p] if floats else out[p] // counts[p]
+
+
+def scatter_reduce(out: np.ndarray, base: np.ndarray, src: np.ndarray, positions: np.ndarray, op: str, include_self: bool):
+  """out = base with src combined in at positions (graph/take.py's ScatterReduce)."""
+  if out.size: _scatter_reduce(out, base, src, positions, SCATTER_OPS[op], include_self, out.dtype.kind == "f", np.empty(out.size, np.int64))
+
+
 def _bits(buffer: np.ndarray) -> np.ndarray: return buffer.view(np.dtype(f"u{buffer.itemsize}"))
 
 
