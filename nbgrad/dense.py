@@ -151,3 +151,29 @@ def qr(x, mode: str = "reduced"):
     return square.cat(q @ grad_rest, dim=-1)
   packed = _factorized("qr", gradient, _matrices(x, "qr", square=False))
   return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows:])
+
+
+def pinv(x, rtol=None):
+  """The Moore-Penrose pseudo-inverse from the reduced SVD: singular values at most rtol times the largest count as 0
+  (rtol by default max(rows, cols) * the float type's epsilon, as numpy's and torch's)."""
+  u, s, vh = svd(x)
+  if rtol is None: rtol = max(x.shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
+  cutoff = s.max(-1, keepdim=True) * rtol
+  kept = s > cutoff
+  inverse_s = kept.where(1 / kept.where(s, 1.0), 0.0)
+  return _transposed(vh) @ (inverse_s.unsqueeze(-1) * _transposed(u))
+
+
+def matrix_power(x, n: int):
+  """x multiplied by itself n times (the identity for 0, powers of the inverse for negative n), by squaring."""
+  from nbgrad.tensor import _check_int
+  _check_int("matrix_power n", n, low=None)
+  if x.ndim < 2 or x.shape[-1] != x.shape[-2]: raise ShapeMismatch(f"matrix_power needs square matrices (..., n, n), got shape {x.shape}")
+  if n < 0: return matrix_power(inverse(x), -n)
+  result, square = None, x
+  while n:
+    if n & 1: result = square if result is None else result @ square
+    n >>= 1
+    if n: square = square @ square
+  if result is None: return x._flat(x.new_ones(x.shape[-1]).diag().expand(x.shape))   # the identity, of gradient 0
+  return result * 1 if result is x else result   # x itself is a new tensor, as torch's

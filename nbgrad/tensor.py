@@ -155,11 +155,11 @@ def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tens
   return F.WithDerivatives.apply(*inputs, result=result.lazydata, derivatives=built)
 
 
-def _root_of_squares(total: Tensor) -> Tensor:
-  """The square root of a sum of squares, with torch's gradient 0 where the sum is 0 (sqrt's own is inf there, and
-  times the squares' gradient 0 it made nan): std of equal values, norm of zeros."""
-  root = total.detach().sqrt()
-  return _with_derivatives((total,), root, (lambda: (root == 0).where(0.0, 0.5 / root),))
+def _root_of_powers(total: Tensor, p: float = 2) -> Tensor:
+  """The p-th root of a sum of p-th powers, with torch's gradient 0 where the sum is 0 (the root's own is inf there,
+  and times the powers' gradient 0 it made nan): std of equal values, norm of zeros."""
+  root = total.detach().sqrt() if p == 2 else total.detach().pow(1 / p)
+  return _with_derivatives((total,), root, (lambda: (root == 0).where(0.0, root / (p * total.detach())),))
 
 
 def scalar_dtype(value) -> DType:
@@ -1129,6 +1129,19 @@ class Tensor:
       raise ValueError(f"repeat_interleave got {counts.size} repeats for the {x.shape[dim]} elements along dim {dim} of {x.shape}")
     return x[(slice(None),) * dim + (Tensor(np.repeat(np.arange(counts.size), counts), device=self.device),)]
 
+  def unfold(self, dim: int, size: int, step: int) -> Tensor:
+    """The windows of size elements along dim, step apart, as a new last dim (torch's Tensor.unfold)."""
+    _check_int("unfold size", size)
+    _check_int("unfold step", step, low=1)
+    dim = resolve_axis(dim, self.ndim)
+    length = self.shape[dim] if self.ndim else 1
+    if size > length: raise ValueError(f"unfold size {size} is more than the {length} elements along dim {dim} of {self.shape}")
+    if self.ndim == 0: return self.reshape(1)   # torch: a 0-d tensor's one window
+    count = (length - size) // step + 1
+    starts = np.arange(count)[:, None] * step + np.arange(size)[None, :]
+    windows = self.index_select(dim, Tensor(starts.reshape(-1), device=self.device))
+    return windows.reshape(self.shape[:dim] + (count, size) + self.shape[dim + 1:]).movedim(dim + 1, -1)
+
   def roll(self, shifts, dims=None) -> Tensor:
     """Elements shifted along dims, those pushed past the end coming back at the start (torch's and numpy's roll);
     without dims, along the flattened tensor."""
@@ -1931,7 +1944,7 @@ class Tensor:
   @_numpy_reduction
   @_in_float32
   def std(self, axis=None, keepdim=False, correction=1) -> Tensor:
-    return _root_of_squares(self.var(axis, keepdim, correction))   # 0 where nothing deviates
+    return _root_of_powers(self.var(axis, keepdim, correction))   # 0 where nothing deviates
 
   @_torch_dim
   def var_mean(self, axis=None, keepdim=False, correction=1) -> tuple[Tensor, Tensor]:
@@ -1949,12 +1962,12 @@ class Tensor:
     axis = dim
     _check_number("norm p", p)
     magnitude = self.abs()
-    if p == 2: return _root_of_squares(self.square().sum(axis, keepdim))   # gradient 0 at a zero vector, as torch's
+    if p == 2: return _root_of_powers(self.square().sum(axis, keepdim))   # gradient 0 at a zero vector, as torch's
     if p == 1: return magnitude.sum(axis, keepdim)
     if p == math.inf: return magnitude.max(axis, keepdim)
     if p == -math.inf: return magnitude.min(axis, keepdim)
     if p == 0: return self._flat((self != 0).cast(self.dtype)).sum(axis, keepdim)   # a count: its gradient is 0
-    return magnitude.pow(p).sum(axis, keepdim).pow(1 / p)
+    return _root_of_powers(magnitude.pow(p).sum(axis, keepdim), p)
 
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
     if self.ndim == 0:   # a 0-d tensor's only element, along its axis 0 or -1 as for the other reductions
@@ -2581,6 +2594,17 @@ class Tensor:
   def addcmul(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) * tensor2
   def addcdiv(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) / tensor2
 
+  def normalize(self, p=2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """torch's F.normalize: self over its p-norm along dim, that norm no smaller than eps."""
+    return self / self.norm(p, dim=dim, keepdim=True).maximum(eps)
+
+  def cosine_similarity(self, other, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """torch's F.cosine_similarity: the dot product along dim over the product of the norms, each norm no smaller than
+    eps."""
+    a, b = self._broadcasted(other)
+    a, b = a._float_input(), b._float_input()
+    return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
+
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
@@ -2638,6 +2662,8 @@ class Tensor:
   def eigh(self) -> tuple[Tensor, Tensor]: return dense.eigh(self)
   def svd(self, full_matrices: bool = False) -> tuple[Tensor, Tensor, Tensor]: return dense.svd(self, full_matrices)
   def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
+  def pinv(self, rtol: Optional[float] = None) -> Tensor: return dense.pinv(self, rtol)
+  def matrix_power(self, n: int) -> Tensor: return dense.matrix_power(self, n)
 
   def outer(self, other: Tensor) -> Tensor:
     """out[i, j] = self[i] * other[j] for 1-D tensors (torch.outer)."""

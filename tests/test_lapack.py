@@ -155,3 +155,18 @@ def test_factorizations_refuse_and_raise():
   with pytest.raises(NotImplementedError, match="reduced"): Tensor.zeros(3, 2).qr(mode="complete")
   u, s, vh = Tensor(np.eye(2, dtype=np.float32)).cast(dtypes.float16).svd()
   assert u.dtype == s.dtype == vh.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (2, 4, 4)], ids=str)
+def test_pinv_as_torch(shape):
+  weights = rng.standard_normal(shape[:-2] + shape[-2:][::-1])
+  matches_torch(lambda t: t.pinv() * Tensor(weights), lambda t: torch.linalg.pinv(t) * torch.tensor(weights), rng.standard_normal(shape))
+  rank_one = np.outer([1.0, 2.0, 3.0], [1.0, -1.0])   # a singular value below the cutoff counts as 0
+  np.testing.assert_allclose(Tensor(rank_one).pinv().numpy(), np.linalg.pinv(rank_one), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, -1, -3])
+def test_matrix_power_as_torch(n):
+  values = well_conditioned((2, 3, 3)) / 3
+  matches_torch(lambda t: t.matrix_power(n), lambda t: torch.linalg.matrix_power(t, n), values)
+  with pytest.raises(ValueError, match="square"): Tensor.zeros(2, 3).matrix_power(2)

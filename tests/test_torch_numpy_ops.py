@@ -567,3 +567,23 @@ def test_interpolate_of_ints_same_sizes_and_bad_input():
   with pytest.raises(ValueError, match="mode"): same.interpolate((5,), mode="cubic")
   with pytest.raises(ValueError, match="at least 3 dims"): same.interpolate((2, 2, 2))
   with pytest.raises(ValueError, match="no elements"): Tensor.zeros(2, 0).interpolate((3,))
+
+
+# ---- unfold, normalize, cosine_similarity
+@pytest.mark.parametrize("dim,size,step", [(0, 2, 1), (1, 3, 1), (1, 2, 2), (-1, 4, 3), (0, 3, 5)])
+def test_unfold_as_torch(dim, size, step):
+  grads_match(lambda t: t.unfold(dim, size, step), lambda t: t.unfold(dim, size, step), X)
+
+
+def test_unfold_of_0d_and_bad_sizes():
+  assert Tensor(3.0).unfold(0, 1, 1).tolist() == [3.0]
+  with pytest.raises(ValueError, match="size 5 is more"): Tensor(X).unfold(0, 5, 1)
+  with pytest.raises(ValueError, match="step"): Tensor(X).unfold(0, 1, 0)
+
+
+@pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, 0), (3.0, -1)])
+def test_normalize_and_cosine_similarity_as_torch(p, dim):
+  values = np.vstack([X, np.zeros((1, 4))])   # a zero row: the eps floor
+  grads_match(lambda t: t.normalize(p, dim), lambda t: torch.nn.functional.normalize(t, p=p, dim=dim), values)
+  other = np.random.default_rng(23).standard_normal(values.shape)
+  grads_match(lambda a, b: a.cosine_similarity(b, dim), lambda a, b: torch.nn.functional.cosine_similarity(a, b, dim), values + 0.5, other)
