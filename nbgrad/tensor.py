@@ -1142,6 +1142,19 @@ class Tensor:
     windows = self.index_select(dim, Tensor(starts.reshape(-1), device=self.device))
     return windows.reshape(self.shape[:dim] + (count, size) + self.shape[dim + 1:]).movedim(dim + 1, -1)
 
+  def rot90(self, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotated k quarter turns in the plane of dims, from the first dim toward the second (numpy's and torch's rot90)."""
+    _check_int("rot90 k", k, low=None)
+    if len(dims) != 2: raise ValueError(f"rot90 needs two dims, got {dims}")
+    first, second = resolve_axis(dims[0], self.ndim), resolve_axis(dims[1], self.ndim)
+    if first == second: raise ValueError(f"rot90 dims must differ, got {dims}")
+    k %= 4
+    if k == 0: return self.clone()
+    if k == 2: return self.flip((first, second))
+    return self.flip(second).transpose(first, second) if k == 1 else self.transpose(first, second).flip(second)
+  def fliplr(self) -> Tensor: return self.flip(1)
+  def flipud(self) -> Tensor: return self.flip(0)
+
   def roll(self, shifts, dims=None) -> Tensor:
     """Elements shifted along dims, those pushed past the end coming back at the start (torch's and numpy's roll);
     without dims, along the flattened tensor."""
@@ -2138,6 +2151,17 @@ class Tensor:
     weights = weights._float_input()
     return Tensor.zeros(length, dtype=weights.dtype, device=self.device).scatter_add(0, self, weights)
 
+  def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) of the k-th smallest values along dim (torch's kthvalue; k counts from 1)."""
+    _check_int("kthvalue k", k, low=1)
+    dim = resolve_axis(dim, self.ndim)
+    x = self if self.ndim else self.reshape(1)
+    if k > x.shape[dim]: raise ValueError(f"kthvalue k={k} is more than the {x.shape[dim]} elements along dim {dim} of {self.shape}")
+    values, order = x.sort(dim)
+    picked = tuple(t.shrink(tuple((k - 1, k) if d == dim else None for d in range(x.ndim))) for t in (values, order))
+    if not self.ndim: return tuple(t.reshape(()) for t in picked)
+    return picked if keepdim else tuple(t.squeeze(dim) for t in picked)
+
   def median(self, dim: Optional[int] = None, keepdim: bool = False):
     """torch's median: the lower of the two middle values, NaN where the values hold one. Over all elements (no
     dim) the value; along dim (values, int32 indices), whose values pass the gradient back."""
@@ -2664,6 +2688,37 @@ class Tensor:
   def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
   def pinv(self, rtol: Optional[float] = None) -> Tensor: return dense.pinv(self, rtol)
   def matrix_power(self, n: int) -> Tensor: return dense.matrix_power(self, n)
+
+  def cross(self, other, dim: int = -1) -> Tensor:
+    """The cross products of 3-vectors along dim (torch's linalg.cross), batch dims broadcast."""
+    a, b = self._broadcasted(self._operand(other, "cross operand"))
+    dim = resolve_axis(dim, a.ndim)
+    if a.shape[dim] != 3: raise ShapeMismatch(f"cross needs vectors of 3 along dim {dim}, got shapes {self.shape} and {other.shape}")
+    x, y = [t.unbind(dim) for t in (a, b)]
+    return Tensor.stack(x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0], dim=dim)
+
+  def kron(self, other) -> Tensor:
+    """The Kronecker product (numpy's and torch's kron): each element of self times all of other, in blocks."""
+    other = self._operand(other, "kron operand")
+    ndim = max(self.ndim, other.ndim)
+    a, b = self.reshape((1,) * (ndim - self.ndim) + self.shape), other.reshape((1,) * (ndim - other.ndim) + other.shape)
+    spread_a = a.reshape(tuple(d for s in a.shape for d in (s, 1)))
+    spread_b = b.reshape(tuple(d for s in b.shape for d in (1, s)))
+    return (spread_a * spread_b).reshape(tuple(s * t for s, t in zip(a.shape, b.shape)))
+
+  def tensordot(self, other, dims=2) -> Tensor:
+    """The sum over paired dims of self and other (numpy's and torch's tensordot): dims an int (self's last dims with
+    other's first) or two lists of dims."""
+    other = self._operand(other, "tensordot operand")
+    if _is_int(dims): mine, theirs = list(range(self.ndim - dims, self.ndim)), list(range(dims))
+    else: mine, theirs = [resolve_axis(d, self.ndim) for d in dims[0]], [resolve_axis(d, other.ndim) for d in dims[1]]
+    if len(mine) != len(theirs) or any(self.shape[i] != other.shape[j] for i, j in zip(mine, theirs)):
+      raise ShapeMismatch(f"tensordot pairs dims {mine} of {self.shape} with dims {theirs} of {other.shape}: their sizes differ")
+    keep_mine, keep_theirs = [d for d in range(self.ndim) if d not in mine], [d for d in range(other.ndim) if d not in theirs]
+    summed = math.prod(self.shape[d] for d in mine)
+    left = self.permute(keep_mine + mine).reshape(math.prod(self.shape[d] for d in keep_mine), summed)
+    right = other.permute(theirs + keep_theirs).reshape(summed, math.prod(other.shape[d] for d in keep_theirs))
+    return (left @ right).reshape(tuple(self.shape[d] for d in keep_mine) + tuple(other.shape[d] for d in keep_theirs))
 
   def outer(self, other: Tensor) -> Tensor:
     """out[i, j] = self[i] * other[j] for 1-D tensors (torch.outer)."""

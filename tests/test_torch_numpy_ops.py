@@ -587,3 +587,39 @@ def test_normalize_and_cosine_similarity_as_torch(p, dim):
   grads_match(lambda t: t.normalize(p, dim), lambda t: torch.nn.functional.normalize(t, p=p, dim=dim), values)
   other = np.random.default_rng(23).standard_normal(values.shape)
   grads_match(lambda a, b: a.cosine_similarity(b, dim), lambda a, b: torch.nn.functional.cosine_similarity(a, b, dim), values + 0.5, other)
+
+
+# ---- kthvalue, rot90, flips, cross, kron, tensordot
+@pytest.mark.parametrize("k,dim,keepdim", [(1, 1, False), (2, -1, True), (3, 0, False)])
+def test_kthvalue_as_torch(k, dim, keepdim):
+  values = np.array([[3.0, 1.0, 2.0, 2.0], [0.0, 5.0, 4.0, -1.0], [7.0, 7.0, 6.0, 8.0]])
+  ours, indices = Tensor(values).kthvalue(k, dim, keepdim)
+  expected, expected_indices = torch.kthvalue(torch.tensor(values), k, dim, keepdim)
+  np.testing.assert_array_equal(ours.numpy(), expected.numpy())
+  np.testing.assert_array_equal(np.take_along_axis(values, np.expand_dims(indices.numpy(), dim) if not keepdim else indices.numpy(), dim),
+                                np.expand_dims(expected.numpy(), dim) if not keepdim else expected.numpy())   # ties: any equal one
+  grads_match(lambda t: t.kthvalue(k, dim, keepdim)[0], lambda t: torch.kthvalue(t, k, dim, keepdim)[0], X)
+  with pytest.raises(ValueError, match="k=9"): Tensor(values).kthvalue(9)
+
+
+@pytest.mark.parametrize("k,dims", [(1, (0, 1)), (2, (0, 1)), (-1, (0, 1)), (3, (1, 0)), (4, (0, 1)), (1, (2, 0))])
+def test_rot90_and_flips_as_numpy(k, dims):
+  values = np.arange(24.0).reshape(2, 3, 4)
+  np.testing.assert_array_equal(Tensor(values).rot90(k, dims).numpy(), np.rot90(values, k, dims))
+  grads_match(lambda t: t.rot90(k, dims), lambda t: torch.rot90(t, k, dims), values)
+  np.testing.assert_array_equal(Tensor(values).fliplr().numpy(), np.fliplr(values))
+  np.testing.assert_array_equal(Tensor(values).flipud().numpy(), np.flipud(values))
+  with pytest.raises(ValueError, match="differ"): Tensor(values).rot90(1, (1, 1))
+
+
+def test_cross_kron_and_tensordot_as_torch():
+  gen = np.random.default_rng(24)
+  a, b = gen.standard_normal((4, 3)), gen.standard_normal((1, 3))
+  grads_match(lambda x, y: x.cross(y), lambda x, y: torch.linalg.cross(x, y), a, b)
+  grads_match(lambda x, y: x.cross(y, dim=0), lambda x, y: torch.linalg.cross(x, y, dim=0), a.T.copy(), gen.standard_normal((3, 4)))
+  with pytest.raises(ValueError, match="vectors of 3"): Tensor(X).cross(Tensor(X))
+  grads_match(lambda x, y: x.kron(y), torch.kron, gen.standard_normal((2, 3)), gen.standard_normal((3, 2)))
+  grads_match(lambda x, y: x.kron(y), torch.kron, gen.standard_normal((2,)), gen.standard_normal((2, 2)))
+  for dims, shapes in [(2, ((2, 3, 4), (3, 4, 5))), (([1, 2], [1, 0]), ((2, 3, 4), (4, 3))), (0, ((2,), (3,))), (1, ((2, 3), (3, 2)))]:
+    grads_match(lambda x, y: x.tensordot(y, dims), lambda x, y: torch.tensordot(x, y, dims=dims), *[gen.standard_normal(s) for s in shapes])
+  with pytest.raises(ValueError, match="sizes differ"): Tensor.zeros(2, 3).tensordot(Tensor.zeros(2, 3), 1)
