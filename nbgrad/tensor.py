@@ -266,15 +266,16 @@ _NO_INITIAL = object()
 
 def _numpy_reduction(fn):
   """The reduction also takes numpy's keywords, so np.sum(t), np.mean(t, axis=0, keepdims=True) and np.std(t)
-  call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1), a dtype the input is cast to
-  and the result given in, and for sum, max, min, any and all (mean: where only) an initial value and a where=
-  mask of the elements taken; an out= array is refused."""
+  call it: keepdims, ddof (numpy's default 0, where the Tensor's correction is 1; torch's unbiased too), a dtype
+  the input is cast to and the result given in, and for sum, max, min, any and all (mean: where only) an initial
+  value and a where= mask of the elements taken; an out= array is refused."""
   name = fn.__name__
   @functools.wraps(fn)
-  def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, initial=_NO_INITIAL, where=True, **kwargs):
+  def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, unbiased=None, initial=_NO_INITIAL, where=True, **kwargs):
     if out is not None: raise TypeError(f"Tensor.{name} returns a new Tensor; it writes no out= array")
     if keepdims is not None: kwargs["keepdim"] = keepdims
     if ddof is not None: kwargs["correction"] = ddof
+    if unbiased is not None: kwargs["correction"] = int(unbiased)   # torch's older keyword
     x = self if dtype is None else self.cast(dtype)
     if (where is not True and name not in _MASKED_IDENTITY) or (initial is not _NO_INITIAL and name not in _WITH_INITIAL):
       raise TypeError(f"Tensor.{name} takes no {'where' if where is not True else 'initial'}= (sum, prod, max and min take initial= "
@@ -484,8 +485,12 @@ class Tensor:
   def ndim(self) -> int: return len(self.shape)
   @property
   def T(self) -> Tensor: return self.transpose()
+  @property
+  def mT(self) -> Tensor: return self.transpose(-2, -1)   # torch's: the last two dims swapped
 
   def numel(self) -> int: return math.prod(self.shape)
+  def dim(self) -> int: return self.ndim   # torch's names
+  ndimension, nelement = dim, numel
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
@@ -638,9 +643,14 @@ class Tensor:
         _, function, arguments = view._view_of
         view._rebind(function.apply(self, **arguments).lazydata)
 
-  def to(self, device: Optional[str]) -> Tensor:
+  def to(self, device: Optional[str] = None, dtype=None) -> Tensor:
     """These values on another device; gradients flow back through the copy. A gradient already collected comes
-    along, as in tinygrad."""
+    along, as in tinygrad. As torch's, a dtype (t.to(dtypes.float16), t.to(np.float32), t.to("float16"), or dtype=)
+    casts."""
+    if device is not None and (not isinstance(device, str) or device in dtypes.fields()):
+      if dtype is not None: raise TypeError(f"Tensor.to got two dtypes: {device!r} and {dtype!r}")
+      device, dtype = None, device
+    if dtype is not None: return (self if device is None else self.to(device)).cast(dtype)
     device = Device.canonicalize(device)
     if device == self.device: return self
     moved = F.Copy.apply(self, device=device)
@@ -676,6 +686,10 @@ class Tensor:
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
   def double(self) -> Tensor: return self.cast(dtypes.float64)   # torch's
   def long(self) -> Tensor: return self.cast(dtypes.int64)       # torch's
+  def short(self) -> Tensor: return self.cast(dtypes.int16)      # torch's
+  def char(self) -> Tensor: return self.cast(dtypes.int8)        # torch's
+  def byte(self) -> Tensor: return self.cast(dtypes.uint8)       # torch's
+  def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
   def astype(self, dtype) -> Tensor: return self.cast(dtype)      # numpy's: t.astype(np.float32)
 
   # ---- autograd
@@ -1097,6 +1111,9 @@ class Tensor:
         if self.ndim and self.shape[a] != 1: raise ValueError(f"cannot squeeze axis {a} of size {self.shape[a]} in shape {self.shape}")
       return functools.reduce(lambda t, a: t.squeeze(a), axes, self)
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    if isinstance(dim, (tuple, list)):   # torch's: those of size 1 go, the others stay
+      dims = {resolve_axis(d, max(self.ndim, 1)) for d in dim}
+      return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
     if self.ndim == 0: resolve_axis(dim, 1)
     else: dim = resolve_axis(dim, self.ndim)
     return self if self.ndim == 0 or self.shape[dim] != 1 else self.reshape(self.shape[:dim] + self.shape[dim + 1:])

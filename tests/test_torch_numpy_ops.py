@@ -623,3 +623,22 @@ def test_cross_kron_and_tensordot_as_torch():
   for dims, shapes in [(2, ((2, 3, 4), (3, 4, 5))), (([1, 2], [1, 0]), ((2, 3, 4), (4, 3))), (0, ((2,), (3,))), (1, ((2, 3), (3, 2)))]:
     grads_match(lambda x, y: x.tensordot(y, dims), lambda x, y: torch.tensordot(x, y, dims=dims), *[gen.standard_normal(s) for s in shapes])
   with pytest.raises(ValueError, match="sizes differ"): Tensor.zeros(2, 3).tensordot(Tensor.zeros(2, 3), 1)
+
+
+# ---- torch's small names: to(dtype), byte/char/short/bfloat16, dim, nelement, mT, squeeze of dims, unbiased
+def test_torch_s_conversions_and_shape_names():
+  t = Tensor(np.arange(6.0).reshape(2, 1, 3))
+  assert t.to(dtypes.float16).dtype == dtypes.float16 and t.to(np.int32).dtype == dtypes.int32 and t.to("float64").dtype == dtypes.float64
+  assert t.to("CPU", dtype="int8").dtype == dtypes.int8 and t.to("CPU") is t
+  with pytest.raises(TypeError, match="two dtypes"): t.to(dtypes.int8, dtype=dtypes.int16)
+  for method, name in [("byte", "uint8"), ("char", "int8"), ("short", "int16"), ("bfloat16", "bfloat16")]:
+    assert getattr(t, method)().dtype == getattr(dtypes, name) == getattr(dtypes, name)
+  assert t.dim() == t.ndimension() == 3 and t.nelement() == 6
+  np.testing.assert_array_equal(t.mT.numpy(), torch.tensor(np.arange(6.0).reshape(2, 1, 3)).mT.numpy())
+  assert t.squeeze((0, 1)).shape == tuple(torch.zeros(2, 1, 3).squeeze((0, 1)).shape) == (2, 3)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("unbiased", [True, False])
+def test_var_and_std_take_torch_s_unbiased(op, unbiased):
+  np.testing.assert_allclose(getattr(Tensor(X), op)(1, unbiased=unbiased).numpy(), getattr(torch.tensor(X), op)(1, unbiased=unbiased).numpy(), rtol=1e-12)
