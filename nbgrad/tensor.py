@@ -2154,6 +2154,24 @@ class Tensor:
     if return_counts: out.append(Tensor(found[2].astype(np.int32), device=self.device))
     return out[0] if len(out) == 1 else tuple(out)
 
+  def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
+    """torch's histc: counts of the values in bins equal parts of [min, max] (the last part closed), NaN and values
+    outside left out; min == max (the default) takes the values' own range, widened by 1 each way if they are all
+    equal (computed here)."""
+    _check_int("histc bins", bins, low=1)
+    x = self._float_input()
+    low, high = float(min), float(max)
+    if low == high:
+      held = x.numpy().reshape(-1)
+      values = held[~np.isnan(held)]
+      low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+      if low == high: low, high = low - 1, high + 1
+    if low > high: raise ValueError(f"histc needs min <= max, got {low} and {high}")
+    inside = (x >= low) & (x <= high)   # NaN compares false: left out
+    place = ((x - low) * (bins / (high - low))).floor().minimum(bins - 1)
+    where = inside.where(place, -1).cast(dtypes.int32).reshape(-1)
+    return Tensor.zeros(bins, dtype=x.dtype, device=self.device).scatter_add(0, where, x.ones_like().reshape(-1))
+
   def bincount(self, weights=None, minlength: int = 0) -> Tensor:
     """torch's bincount of a 1-D tensor of ints >= 0: how often each value from 0 on appears (int32), or the sum of
     the weights at its positions (with the weights' gradient). The length is max + 1 at least: computed here."""
@@ -2645,6 +2663,24 @@ class Tensor:
     a, b = self._broadcasted(other)
     a, b = a._float_input(), b._float_input()
     return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
+
+  def trapezoid(self, x=None, dx: float = 1.0, dim: int = -1) -> Tensor:
+    """The integral of samples self along dim by the trapezoidal rule (numpy's and torch's trapezoid): at points x (a
+    1-D tensor along dim, or of self's shape) or dx apart."""
+    dim = resolve_axis(dim, self.ndim)
+    n = self.shape[dim]
+    def part(t, start, end): return t.shrink(tuple((start, end) if d == dim else None for d in range(t.ndim)))
+    pairs = (part(self, 1, n) + part(self, 0, max(n - 1, 0))) * 0.5
+    if x is None: return (pairs * dx).sum(dim)
+    x = self._operand(x, "trapezoid x")
+    if x.ndim == 1: x = x.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
+    if x.shape[dim] != n: raise ShapeMismatch(f"trapezoid x of shape {x.shape} does not give one point per sample along dim {dim} of {self.shape}")
+    return (pairs * (part(x, 1, n) - part(x, 0, max(n - 1, 0)))).sum(dim)
+
+  def bernoulli(self) -> Tensor:
+    """1 with probability self (each element in [0, 1]), else 0, drawn from the generator, in self's float dtype."""
+    p = self._float_input().detach()
+    return (Tensor.rand(*p.shape, device=self.device) < p).cast(p.dtype)
 
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 

@@ -642,3 +642,36 @@ def test_torch_s_conversions_and_shape_names():
 @pytest.mark.parametrize("unbiased", [True, False])
 def test_var_and_std_take_torch_s_unbiased(op, unbiased):
   np.testing.assert_allclose(getattr(Tensor(X), op)(1, unbiased=unbiased).numpy(), getattr(torch.tensor(X), op)(1, unbiased=unbiased).numpy(), rtol=1e-12)
+
+
+# ---- histc, trapezoid, bernoulli
+def test_histc_as_torch():
+  values = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, -1.0, 6.0, NAN, 4.999, 0.2])
+  for kwargs in [dict(bins=5, min=0, max=5), dict(bins=4), dict(bins=7, min=-0.5, max=3.25)]:
+    data = values if "min" in kwargs else values[~np.isnan(values)]   # torch finds no range with a NaN among them
+    np.testing.assert_array_equal(Tensor(data).histc(**kwargs).numpy(), torch.histc(torch.tensor(data, dtype=torch.float32), **kwargs).numpy())
+  assert Tensor(values).histc(4).tolist() == Tensor(values[~np.isnan(values)]).histc(4).tolist()   # NaN left out
+  np.testing.assert_array_equal(Tensor([2.0, 2.0]).histc(3).numpy(), torch.histc(torch.tensor([2.0, 2.0]), bins=3).numpy())
+  assert Tensor([1, 2, 2]).histc(2).dtype == dtypes.float32 and Tensor(np.zeros(0)).histc(3).tolist() == [0.0, 0.0, 0.0]
+  with pytest.raises(ValueError, match="min <= max"): Tensor([1.0]).histc(3, min=2, max=1)
+
+
+@pytest.mark.parametrize("how", ["dx", "points_1d", "points_full", "dim0"])
+def test_trapezoid_as_torch(how):
+  y = np.random.default_rng(25).standard_normal((3, 5))
+  points = np.cumsum(np.random.default_rng(26).uniform(0.1, 1.0, 5))
+  if how == "dx": grads_match(lambda t: t.trapezoid(dx=0.5), lambda t: torch.trapezoid(t, dx=0.5), y)
+  elif how == "points_1d": grads_match(lambda t, x: t.trapezoid(x), lambda t, x: torch.trapezoid(t, x), y, points)
+  elif how == "points_full": grads_match(lambda t, x: t.trapezoid(x), lambda t, x: torch.trapezoid(t, x), y, np.tile(points, (3, 1)))
+  else: grads_match(lambda t: t.trapezoid(dim=0), lambda t: torch.trapezoid(t, dim=0), y)
+
+
+def test_bernoulli_draws_ones_with_the_given_probability():
+  Tensor.manual_seed(7)
+  p = Tensor(np.repeat([[0.0, 0.25, 1.0]], 20000, axis=0).astype(np.float32))
+  draws = p.bernoulli()
+  assert draws.dtype == dtypes.float32 and set(np.unique(draws.numpy())) <= {0.0, 1.0}
+  means = draws.mean(0).numpy()
+  assert means[0] == 0.0 and means[2] == 1.0 and abs(means[1] - 0.25) < 0.01
+  Tensor.manual_seed(7)
+  np.testing.assert_array_equal(p.bernoulli().numpy(), draws.numpy())   # the generator's draws: seeded, repeatable
