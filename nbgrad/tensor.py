@@ -1495,7 +1495,11 @@ class Tensor:
     return near.where(small(near.where(self, 0)), large(near.where(limit, self)))
   def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor: return self.clip(min_val, max_val)
   @_in_float32
-  def gelu(self) -> Tensor:   # 0.5 * x * (1 + tanh(u)) is x * sigmoid(2u): no cancellation for negative x
+  def gelu(self, approximate: str = "tanh") -> Tensor:
+    """tinygrad's tanh approximation by default (0.5 x (1 + tanh(u)), computed as x sigmoid(2u): no cancellation for
+    negative x); approximate="none" is torch's default, x (1 + erf(x / sqrt 2)) / 2."""
+    if approximate == "none": return self * (1 + (self * (1 / math.sqrt(2))).erf()) * 0.5
+    if approximate != "tanh": raise ValueError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
     return self * (self * (2 * 0.7978845608) * (1 + 0.044715 * self * self)).sigmoid()
   @_in_float32
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
@@ -2685,12 +2689,13 @@ class Tensor:
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
-                                   dropout_p: float = 0.0, is_causal: bool = False) -> Tensor:
+                                   dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
     key, value = self._operand(key, "key"), self._operand(value, "value")
     attn_mask = self._operand(attn_mask, "attn_mask", optional=True)
     if is_causal:
       attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0).cast(dtypes.bool)
-    scores = self @ key.transpose(-2, -1) / math.sqrt(self.shape[-1])
+    scores = self @ key.transpose(-2, -1)
+    scores = scores / math.sqrt(self.shape[-1]) if scale is None else scores * scale   # torch's scale=
     if attn_mask is not None:
       scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
     # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores

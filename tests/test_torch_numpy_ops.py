@@ -675,3 +675,18 @@ def test_bernoulli_draws_ones_with_the_given_probability():
   assert means[0] == 0.0 and means[2] == 1.0 and abs(means[1] - 0.25) < 0.01
   Tensor.manual_seed(7)
   np.testing.assert_array_equal(p.bernoulli().numpy(), draws.numpy())   # the generator's draws: seeded, repeatable
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_approximations_as_torch(approximate):
+  values = np.array([-8.0, -3.0, -1.0, -1e-3, 0.0, 0.5, 2.0, 6.0])
+  grads_match(lambda t: t.gelu(approximate=approximate), lambda t: torch.nn.functional.gelu(t, approximate=approximate), values, tol=1e-9)
+  assert Tensor(values).gelu().tolist() == Tensor(values).gelu("tanh").tolist()   # tinygrad's default
+  with pytest.raises(ValueError, match="approximate"): Tensor(values).gelu("erf")
+
+
+def test_attention_takes_torch_s_scale():
+  gen = np.random.default_rng(27)
+  q, k, v = (gen.standard_normal((2, 3, 4)) for _ in range(3))
+  grads_match(lambda a, b, c: a.scaled_dot_product_attention(b, c, scale=0.3),
+              lambda a, b, c: torch.nn.functional.scaled_dot_product_attention(a, b, c, scale=0.3), q, k, v)
