@@ -33,10 +33,15 @@ def _diagonal(x): return x.diagonal(0, -2, -1)
 def _diagonal_matrix(v): return v.unsqueeze(-1) * v.new_ones(v.shape[-1]).diag()
 
 
+def _reciprocal_where(x, kept):
+  """1 / x where kept, 0 elsewhere (no division by the values left out, which may be 0)."""
+  return kept.where(1 / kept.where(x, 1.0), 0.0)
+
+
 def _reciprocal_differences(values):
   """1 / (values[j] - values[i]) at (i, j), 0 where they are equal (the diagonal, repeated values)."""
   differences = values.unsqueeze(-2) - values.unsqueeze(-1)
-  return (differences == 0).where(0.0, 1 / (differences + (differences == 0)))
+  return _reciprocal_where(differences, differences != 0)
 
 
 def inverse(x):
@@ -120,7 +125,7 @@ def svd(x, full_matrices: bool = False):
     from_u = between * (_transposed(u) @ grad_u - _transposed(grad_u) @ u)
     from_v = between * (vh @ grad_v - _transposed(grad_v) @ v)
     grad = u @ (from_u * s.unsqueeze(-2) + _diagonal_matrix(grad_s) + s.unsqueeze(-1) * from_v) @ vh
-    inverse_s = (s == 0).where(0.0, 1 / (s + (s == 0)))
+    inverse_s = _reciprocal_where(s, s != 0)
     if rows > cols: grad = grad + ((grad_u - u @ (_transposed(u) @ grad_u)) * inverse_s.unsqueeze(-2)) @ vh
     if cols > rows: grad = grad + u @ (inverse_s.unsqueeze(-1) * (_transposed(grad_v) - (_transposed(grad_v) @ v) @ vh))
     return grad
@@ -159,8 +164,7 @@ def pinv(x, rtol=None):
   u, s, vh = svd(x)
   if rtol is None: rtol = max(x.shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
   cutoff = s.max(-1, keepdim=True) * rtol
-  kept = s > cutoff
-  inverse_s = kept.where(1 / kept.where(s, 1.0), 0.0)
+  inverse_s = _reciprocal_where(s, s > cutoff)
   return _transposed(vh) @ (inverse_s.unsqueeze(-1) * _transposed(u))
 
 
