@@ -18,6 +18,7 @@ from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.sort import argsort
 from nbgrad import dense, scatter
+from nbgrad import special
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
@@ -1469,6 +1470,61 @@ class Tensor:
   def erf(self) -> Tensor:
     x = self.detach()   # the gradient is 2 / sqrt(pi) * exp(-x^2)
     return _with_derivatives((self,), x._nondiff(UnaryOps.ERF), (lambda: (-(x * x)).exp() * (2 / math.sqrt(math.pi)),))
+  @_in_float32
+  def erfc(self) -> Tensor:
+    """1 - erf(x) without the cancellation: erfc(10) is 2.1e-45 in float64, not 0."""
+    x = self.detach()
+    return _with_derivatives((self,), x._nondiff(UnaryOps.ERFC), (lambda: (-(x * x)).exp() * (-2 / math.sqrt(math.pi)),))
+  @_in_float32
+  def erfinv(self) -> Tensor:
+    """The y with erf(y) = x: inf at 1, -inf at -1, nan past them. Its gradient is sqrt(pi)/2 exp(y^2)."""
+    x = self.detach()
+    y = special.erfinv(x)
+    return _with_derivatives((self,), y, (lambda: (y * y).exp() * (math.sqrt(math.pi) / 2),))
+  @_in_float32
+  def lgamma(self) -> Tensor:
+    """log|gamma(x)|: inf at the poles, 0 and the negative integers. Its gradient is digamma."""
+    x = self.detach()
+    return _with_derivatives((self,), x._nondiff(UnaryOps.LGAMMA), (lambda: x.digamma(),))
+  def digamma(self) -> Tensor:
+    """The derivative of lgamma, psi(x): -inf at +0, inf at -0 and nan at the negative integers, as torch's."""
+    return self.polygamma(0)
+  @_in_float32
+  def polygamma(self, n: int) -> Tensor:
+    """The n-th derivative of digamma, torch.polygamma(n, x); the poles are in nbgrad.special.polygamma."""
+    _check_int("polygamma n", n)
+    x = self.detach()
+    return _with_derivatives((self,), special.polygamma(x, n), (lambda: x.polygamma(n + 1),))
+  @_in_float32
+  def mvlgamma(self, p: int) -> Tensor:
+    """The log of the multivariate gamma function of dimension p, sum_j<p lgamma(x - j/2) + p(p-1)/4 log(pi). As
+    torch's, it does not check x > (p-1)/2: below that it is the same sum, inf where a term is at a pole."""
+    _check_int("mvlgamma p", p, 1)
+    total = sum((self - j / 2).lgamma() for j in reversed(range(p)))   # torch's order of the terms
+    return total + p * (p - 1) / 4 * math.log(math.pi)
+  @_in_float32
+  def i0(self) -> Tensor:
+    """The modified Bessel function of the first kind of order 0. Its gradient is i1."""
+    x = self.detach()
+    return _with_derivatives((self,), special.bessel(x, 0, False), (lambda: special.bessel(x, 1, False),))
+  @_in_float32
+  def i0e(self) -> Tensor:
+    """i0(x) exp(-|x|), finite for every x."""
+    x = self.detach()
+    y = special.bessel(x, 0, True)
+    return _with_derivatives((self,), y, (lambda: special.bessel(x, 1, True) - x.sign() * y,))
+  @_in_float32
+  def i1(self) -> Tensor:
+    """The modified Bessel function of the first kind of order 1. Its gradient is i0(x) - i1(x)/x, 1/2 at 0."""
+    x = self.detach()
+    y = special.bessel(x, 1, False)
+    return _with_derivatives((self,), y, (lambda: (x == 0).where(0.5, special.bessel(x, 0, False) - y / x),))
+  @_in_float32
+  def i1e(self) -> Tensor:
+    """i1(x) exp(-|x|), finite for every x."""
+    x = self.detach()
+    y = special.bessel(x, 1, True)
+    return _with_derivatives((self,), y, (lambda: (x == 0).where(0.5, special.bessel(x, 0, True) - y * (x.sign() + x.reciprocal())),))
   @_in_float32
   def atan(self) -> Tensor:
     x = self.detach()

@@ -70,6 +70,8 @@ FLOAT_OPS = {
   "where_cmp": lambda a, b: (a < b).where(a, b) + (a == b) + (a != b), "floor_ceil_round": lambda a, b: (a * 3).floor() + (b * 3).ceil() + (a * 3).round(),
   "pow_clip": lambda a, b: a.abs().pow(b) + a.clip(-0.5, 0.5), "neg_recip": lambda a, b: -a + (b.abs() + 0.5).reciprocal(),
   "erf_atan2": lambda a, b: a.erf() + a.atan2(b) + (a * 0.3).asin() + (b * 0.3).acos() + b.atan(),
+  "erfc_lgamma": lambda a, b: a.erfc() + (b.abs() + 0.5).lgamma() + (b * 3).lgamma(),
+  "special": lambda a, b: a.digamma() + (b * 0.3).erfinv() + a.i0() + b.polygamma(1) + (a * 3).i1e(),
 }
 
 

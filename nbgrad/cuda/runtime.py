@@ -30,6 +30,11 @@ if SIMULATOR:
     _numpy_math(fn, np.float64) for fn in (np.exp, np.exp2, np.log, np.log2, np.sin, np.cos, np.sqrt, np.trunc, np.floor, np.ceil, np.rint))
 
   erff, erf = _numpy_math(np.vectorize(math.erf), np.float32), _numpy_math(np.vectorize(math.erf), np.float64)
+  erfcf, erfc = _numpy_math(np.vectorize(math.erfc), np.float32), _numpy_math(np.vectorize(math.erfc), np.float64)
+
+  def _lgamma(x):   # C's lgamma: inf at the poles, where Python's raises
+    return math.inf if x <= 0 and x == math.floor(x) else math.lgamma(x)
+  lgammaf, lgamma = _numpy_math(np.vectorize(_lgamma), np.float32), _numpy_math(np.vectorize(_lgamma), np.float64)
   def atan2f(a, b): return np.float32(np.arctan2(np.float32(a), np.float32(b)))
   def atan2(a, b): return np.float64(np.arctan2(np.float64(a), np.float64(b)))
   def powf(a, b): return np.float32(np.power(np.float32(a), np.float32(b)))
@@ -52,7 +57,7 @@ else:
     from numba import types
   from numba.cuda.libdevice import (expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
                                     exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow,
-                                    erff, erf, atan2f, atan2)
+                                    erff, erf, erfcf, erfc, lgammaf, lgamma, atan2f, atan2)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 

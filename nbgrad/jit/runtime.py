@@ -323,14 +323,30 @@ def log_f32(x):
   return _log_special(x, np.float32(e * 0.6931471805599453 + series))
 
 
-# erf and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize; they are rare in
-# models), and float32 rounds that result once
+# erf, erfc, lgamma and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize; they
+# are rare in models), and float32 rounds that result once
 @njit(**JIT)
 def erf_f32(x): return np.float32(math.erf(np.float64(x)))
 
 
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
+
+
+@njit(**JIT)
+def erfc_f32(x): return np.float32(math.erfc(np.float64(x)))
+
+
+@njit(**JIT)
+def erfc_f64(x): return math.erfc(x)
+
+
+@njit(**JIT)
+def lgamma_f32(x): return np.float32(math.lgamma(np.float64(x)))
+
+
+@njit(**JIT)
+def lgamma_f64(x): return math.lgamma(x)
 
 
 @njit(**JIT)
