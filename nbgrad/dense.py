@@ -5,6 +5,8 @@ Inputs compute in float64 when they are float64, else in float32 (half types are
 routines take. Where eigenvalues or singular values repeat (an identity matrix), the gradient terms that divide by
 their differences are taken as 0: exact for a loss of the values alone, and otherwise where torch gives inf or NaN."""
 from __future__ import annotations
+import math
+from collections import namedtuple
 from nbgrad import autograd as F
 from nbgrad.dtype import dtypes, least_upper_dtype
 from nbgrad.graph import lapack
@@ -68,24 +70,48 @@ def logdet(x):
   return (sign < 0).where(float("nan"), log_magnitude)
 
 
+def _float_types(*inputs):
+  """The float type inputs compute in (float64 if any is, else float32) and the one their results take (half types
+  come back, ints give float32)."""
+  dtype = least_upper_dtype(*(t.dtype for t in inputs))
+  result = dtype if dtype in (dtypes.float16, dtypes.bfloat16, dtypes.float64) else dtypes.float32
+  return (dtypes.float64 if dtype == dtypes.float64 else dtypes.float32), result
+
+
+def _paired(x, b, op: str, columns_dim: int = -2):
+  """x square matrices (..., n, n) and b matrices (..., n, k) (with n at columns_dim) as float matrices of one type,
+  batch dims broadcast, and the dtype their results take."""
+  from nbgrad.tensor import broadcast_shape
+  a = _matrices(x, op)
+  if b.ndim < 2 or b.shape[columns_dim] != a.shape[-1]:
+    dims = f"(..., {a.shape[-1]}, k)" if columns_dim == -2 else f"(..., k, {a.shape[-1]})"
+    raise ShapeMismatch(f"{op} needs b of shape {dims} for matrices {x.shape}, got {b.shape}")
+  compute, result = _float_types(x, b)
+  batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
+  return a.cast(compute)._broadcast_to(batch + a.shape[-2:]), b.cast(compute)._broadcast_to(batch + b.shape[-2:]), result
+
+
+def _as_columns(x, b, op: str):
+  """b as matrices of columns for x's matrices (..., m, n), and whether it was vectors: b 1-D or of shape x.shape[:-1],
+  as torch's rule says."""
+  b = x._operand_or_number(b)
+  vector = b.ndim == 1 or (b.ndim == x.ndim - 1 and b.shape == x.shape[:-1])
+  columns = b.unsqueeze(-1) if vector else b
+  if x.ndim >= 2 and (columns.ndim < 2 or columns.shape[-2] != x.shape[-2]):
+    raise ShapeMismatch(f"{op} needs b of shape (..., {x.shape[-2]}) or (..., {x.shape[-2]}, k) for matrices {x.shape}, got {b.shape}")
+  return columns, vector
+
+
 def solve(x, b):
   """y with x @ y = b: x square matrices (..., n, n), b vectors (of shape x.shape[:-1], or 1-D, as torch's rule says) or
   matrices (..., n, k), batch dims broadcast. A singular x raises numpy's LinAlgError when computed."""
-  from nbgrad.tensor import broadcast_shape
-  a, b = _matrices(x, "solve"), x._operand_or_number(b)
-  vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-  columns = b.unsqueeze(-1) if vector else b
-  if columns.ndim < 2 or columns.shape[-2] != a.shape[-1]:
-    raise ShapeMismatch(f"solve needs b of shape (..., {a.shape[-1]}) or (..., {a.shape[-1]}, k) for matrices {a.shape}, got {b.shape}")
-  dtype = least_upper_dtype(a.dtype, columns.dtype)
-  if dtype not in (dtypes.float32, dtypes.float64): dtype = dtypes.float32
-  batch = broadcast_shape(a.shape[:-2], columns.shape[:-2])
-  a, columns = a.cast(dtype)._broadcast_to(batch + a.shape[-2:]), columns.cast(dtype)._broadcast_to(batch + columns.shape[-2:])
+  columns, vector = _as_columns(x, b, "solve")
+  a, columns, result = _paired(x, columns, "solve")
 
   def gradient(a, b, y, g):
     grad_b = solve(_transposed(a), g)
     return -(grad_b @ _transposed(y)), grad_b
-  y = _factorized("solve", gradient, a, columns)
+  y = _factorized("solve", gradient, a, columns).cast(result)
   return y.squeeze(-1) if vector else y
 
 
@@ -112,24 +138,43 @@ def eigh(x):
   return _as_input(x, packed[..., 0, :]), _as_input(x, packed[..., 1:, :])
 
 
+def _svd_gradient(u, s, vh, grad_u, grad_s, grad_vh):
+  """The gradient of the reduced decomposition A = U diag(S) Vh from those of its three parts."""
+  rows, cols = u.shape[-2], vh.shape[-1]
+  grad_v, v, between = _transposed(grad_vh), _transposed(vh), _reciprocal_differences(s * s)
+  from_u = between * (_transposed(u) @ grad_u - _transposed(grad_u) @ u)
+  from_v = between * (vh @ grad_v - _transposed(grad_v) @ v)
+  grad = u @ (from_u * s.unsqueeze(-2) + _diagonal_matrix(grad_s) + s.unsqueeze(-1) * from_v) @ vh
+  inverse_s = _reciprocal_where(s, s != 0)
+  if rows > cols: grad = grad + ((grad_u - u @ (_transposed(u) @ grad_u)) * inverse_s.unsqueeze(-2)) @ vh
+  if cols > rows: grad = grad + u @ (inverse_s.unsqueeze(-1) * (_transposed(grad_v) - (_transposed(grad_v) @ v) @ vh))
+  return grad
+
+
+def _full_svd_parts(packed, rows, cols):
+  """U (rows x rows), S and Vh (cols x cols) of graph/lapack.py's svd_full packing."""
+  k, batch = min(rows, cols), packed.shape[:-1]
+  u, s, vh = packed[..., :rows * rows], packed[..., rows * rows:rows * rows + k], packed[..., rows * rows + k:]
+  return u.reshape(batch + (rows, rows)), s, vh.reshape(batch + (cols, cols))
+
+
 def svd(x, full_matrices: bool = False):
-  """(U, S, Vh) with x = U diag(S) Vh, S descending: the reduced decomposition (full_matrices gives the same for
-  square matrices; the full one of others has no gradient and is not computed)."""
-  rows, cols = x.shape[-2:] if x.ndim >= 2 else (0, 0)
-  if full_matrices and rows != cols: raise NotImplementedError(f"svd with full_matrices of {x.shape} matrices: only the reduced one is computed")
+  """(U, S, Vh) with x = U diag(S) Vh, S descending: the reduced decomposition, or with full_matrices the full one
+  (U rows x rows, Vh cols x cols), whose extra vectors get no gradient, as torch's (any basis of their space would do)."""
+  a = _matrices(x, "svd", square=False)
+  rows, cols = a.shape[-2:]
+  k = min(rows, cols)
+  if full_matrices and rows != cols:
+    def full_gradient(a, packed, g):
+      u, s, vh = _full_svd_parts(packed, rows, cols)
+      grad_u, grad_s, grad_vh = _full_svd_parts(g, rows, cols)
+      return _svd_gradient(u[..., :k], s, vh[..., :k, :], grad_u[..., :k], grad_s, grad_vh[..., :k, :])
+    return tuple(_as_input(x, part) for part in _full_svd_parts(_factorized("svd_full", full_gradient, a), rows, cols))
 
   def gradient(a, packed, g):
-    u, s, vh = _transposed(packed[..., :rows]), packed[..., rows], packed[..., rows + 1:]
-    grad_u, grad_s, grad_v = _transposed(g[..., :rows]), g[..., rows], _transposed(g[..., rows + 1:])
-    v, between = _transposed(vh), _reciprocal_differences(s * s)
-    from_u = between * (_transposed(u) @ grad_u - _transposed(grad_u) @ u)
-    from_v = between * (vh @ grad_v - _transposed(grad_v) @ v)
-    grad = u @ (from_u * s.unsqueeze(-2) + _diagonal_matrix(grad_s) + s.unsqueeze(-1) * from_v) @ vh
-    inverse_s = _reciprocal_where(s, s != 0)
-    if rows > cols: grad = grad + ((grad_u - u @ (_transposed(u) @ grad_u)) * inverse_s.unsqueeze(-2)) @ vh
-    if cols > rows: grad = grad + u @ (inverse_s.unsqueeze(-1) * (_transposed(grad_v) - (_transposed(grad_v) @ v) @ vh))
-    return grad
-  packed = _factorized("svd", gradient, _matrices(x, "svd", square=False))
+    parts = _transposed(packed[..., :rows]), packed[..., rows], packed[..., rows + 1:]
+    return _svd_gradient(*parts, _transposed(g[..., :rows]), g[..., rows], g[..., rows + 1:])
+  packed = _factorized("svd", gradient, a)
   return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows]), _as_input(x, packed[..., rows + 1:])
 
 
@@ -142,9 +187,16 @@ def _qr_gradient_of_tall(q, r, grad_q, grad_r):
 
 
 def qr(x, mode: str = "reduced"):
-  """(Q, R) with x = Q R, Q's columns orthonormal and R upper triangular: the reduced decomposition."""
-  if mode != "reduced": raise NotImplementedError(f"qr mode {mode!r}: only the reduced decomposition is computed")
-  rows = x.shape[-2] if x.ndim >= 2 else 0
+  """(Q, R) with x = Q R, Q's columns orthonormal and R upper triangular: the reduced decomposition, or with mode
+  "complete" Q square (rows x rows), which has no gradient for matrices of more rows than columns (as torch's)."""
+  if mode not in ("reduced", "complete"): raise NotImplementedError(f"qr mode {mode!r}: only 'reduced' and 'complete' are computed")
+  a = _matrices(x, "qr", square=False)
+  rows, cols = a.shape[-2:]
+  if mode == "complete" and rows > cols:
+    def no_gradient(a, packed, g):
+      raise NotImplementedError(f"the complete QR decomposition of {rows}x{cols} matrices (more rows than columns) has no gradient, as torch's")
+    packed = _factorized("qr_complete", no_gradient, a)
+    return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows:])
 
   def gradient(a, packed, g):
     q, r = _transposed(packed[..., :rows]), packed[..., rows:]
@@ -154,18 +206,103 @@ def qr(x, mode: str = "reduced"):
     rest, grad_rest = a[..., rows:], grad_r[..., rows:]
     square = _qr_gradient_of_tall(q, r[..., :rows], grad_q + rest @ _transposed(grad_rest), grad_r[..., :rows])
     return square.cat(q @ grad_rest, dim=-1)
-  packed = _factorized("qr", gradient, _matrices(x, "qr", square=False))
+  packed = _factorized("qr", gradient, a)
   return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows:])
+
+
+def _kept_singular_values(s, shape, rtol=None):
+  """Where the singular values s count as nonzero: above rtol times the largest (rtol by default max(rows, cols) *
+  the float type's epsilon, as numpy's and torch's)."""
+  if rtol is None: rtol = max(shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
+  return s > s.max(-1, keepdim=True) * rtol
+
+
+def _pseudo_inverse(u, s, vh, kept):
+  return _transposed(vh) @ (_reciprocal_where(s, kept).unsqueeze(-1) * _transposed(u))
 
 
 def pinv(x, rtol=None):
   """The Moore-Penrose pseudo-inverse from the reduced SVD: singular values at most rtol times the largest count as 0
   (rtol by default max(rows, cols) * the float type's epsilon, as numpy's and torch's)."""
   u, s, vh = svd(x)
-  if rtol is None: rtol = max(x.shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
-  cutoff = s.max(-1, keepdim=True) * rtol
-  inverse_s = _reciprocal_where(s, s > cutoff)
-  return _transposed(vh) @ (inverse_s.unsqueeze(-1) * _transposed(u))
+  return _pseudo_inverse(u, s, vh, _kept_singular_values(s, x.shape, rtol))
+
+
+def pinverse(x, rcond: float = 1e-15):
+  """torch.pinverse: pinv with singular values at most rcond times the largest counted as 0."""
+  return pinv(x, rcond)
+
+
+LeastSquares = namedtuple("LeastSquares", "solution residuals rank singular_values")
+
+
+def lstsq(x, b, rcond=None):
+  """torch.linalg.lstsq: the least-squares solutions X of x X = b of least norm (x (..., m, n), b (..., m, k) or
+  vectors (..., m), batch dims broadcast) from the pseudo-inverse, and x's ranks (int64; singular values above rcond
+  times the largest count, rcond by default max(m, n) * epsilon). As from torch's default driver on the CPU (gelsy),
+  residuals and singular_values are empty."""
+  columns, vector = _as_columns(x, b, "lstsq")
+  compute, result = _float_types(x, columns)
+  u, s, vh = svd(_matrices(x, "lstsq", square=False).cast(compute))
+  kept = _kept_singular_values(s, x.shape, rcond)
+  solution = (_pseudo_inverse(u, s, vh, kept) @ columns.cast(compute)).cast(result)
+  empty = s.new_zeros(0).cast(result)
+  return LeastSquares(solution.squeeze(-1) if vector else solution, empty, kept.cast(dtypes.int64).sum(-1), empty)
+
+
+def eigvalsh(x):
+  """The eigenvalues (ascending) of symmetric matrices (read from the lower triangle), with eigh's gradient."""
+  return eigh(x)[0]
+
+
+def svdvals(x):
+  """The singular values (descending) of matrices (..., m, n), with svd's gradient."""
+  return svd(x)[1]
+
+
+def eig(x):
+  """Not computed: a general real matrix's eigenvalues and eigenvectors may be complex, which nbgrad cannot hold."""
+  raise NotImplementedError(f"eig and eigvals of {x.shape} matrices: their results may be complex, and nbgrad has no complex dtype "
+                            "(eigh and eigvalsh give those of symmetric matrices)")
+
+
+def matrix_exp(x):
+  """The matrix exponentials of square matrices (..., n, n), by scaling and squaring a Pade approximant; the gradient
+  in direction G is the top right block of exp([[x^T, G], [0, x^T]])."""
+  def gradient(a, y, g):
+    n, transposed = a.shape[-1], _transposed(a)
+    block = transposed.cat(g, dim=-1).cat(g.zeros_like().cat(transposed, dim=-1), dim=-2)
+    return matrix_exp(block)[..., :n, n:]
+  return _as_input(x, _factorized("exp", gradient, _matrices(x, "matrix_exp")))
+
+
+def _as_float(x): return x if dtypes.is_float(x.dtype) else x.cast(dtypes.float32)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False):
+  """torch.linalg.vector_norm: the ord-norm of the elements over dim (all of them by default); ints count as float32."""
+  if isinstance(ord, str): raise ValueError(f"vector_norm ord must be a number (2, 1, inf, -inf, 0 or another), got {ord!r}")
+  return _as_float(x).norm(ord, dim, keepdim)
+
+
+def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim: bool = False):
+  """torch.linalg.matrix_norm over the two dims dim: ord "fro", "nuc" (the sum of the singular values), 2 and -2 (the
+  largest and smallest), inf and -inf (the largest and smallest sum of a row's magnitudes), 1 and -1 (of a column's)."""
+  from nbgrad.tensor import resolve_axis
+  if x.ndim < 2: raise ShapeMismatch(f"matrix_norm needs matrices (..., m, n), got shape {x.shape}")
+  if len(dim) != 2 or resolve_axis(dim[0], x.ndim) == resolve_axis(dim[1], x.ndim): raise ValueError(f"matrix_norm needs two distinct dims, got {dim}")
+  rows, cols = resolve_axis(dim[0], x.ndim), resolve_axis(dim[1], x.ndim)
+  x, kept_shape = _as_float(x), tuple(1 if d in (rows, cols) else n for d, n in enumerate(x.shape))
+  if ord == "fro": return x.norm("fro", (rows, cols), keepdim)
+  if ord in (1, -1, math.inf, -math.inf):
+    summed, extreme = (rows, cols) if ord in (1, -1) else (cols, rows)
+    sums = x.abs().sum(summed, keepdim=True)
+    norm = sums.max(extreme, keepdim=True) if ord > 0 else sums.min(extreme, keepdim=True)
+  elif ord in ("nuc", 2, -2):
+    s = svdvals(x.permute([d for d in range(x.ndim) if d not in (rows, cols)] + [rows, cols]))
+    norm = (s.sum(-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]).reshape(kept_shape)
+  else: raise ValueError(f"matrix_norm ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf, got {ord!r}")
+  return norm if keepdim else norm.reshape(tuple(n for d, n in enumerate(x.shape) if d not in (rows, cols)))
 
 
 def matrix_power(x, n: int):

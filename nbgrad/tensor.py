@@ -17,7 +17,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad.graph.sort import argsort
-from nbgrad import dense, scatter
+from nbgrad import dense, dense_solve, scatter
 from nbgrad import special
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
@@ -2802,6 +2802,24 @@ class Tensor:
   def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
   def pinv(self, rtol: Optional[float] = None) -> Tensor: return dense.pinv(self, rtol)
   def matrix_power(self, n: int) -> Tensor: return dense.matrix_power(self, n)
+  def pinverse(self, rcond: float = 1e-15) -> Tensor: return dense.pinverse(self, rcond)
+  def lstsq(self, b, rcond: Optional[float] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]: return dense.lstsq(self, b, rcond)
+  def eigvalsh(self) -> Tensor: return dense.eigvalsh(self)
+  def svdvals(self) -> Tensor: return dense.svdvals(self)
+  def eig(self) -> tuple[Tensor, Tensor]: return dense.eig(self)
+  def eigvals(self) -> Tensor: return dense.eig(self)
+  def matrix_exp(self) -> Tensor: return dense.matrix_exp(self)
+  def matrix_norm(self, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Tensor: return dense.matrix_norm(self, ord, dim, keepdim)
+  def vector_norm(self, ord=2, dim=None, keepdim: bool = False) -> Tensor: return dense.vector_norm(self, ord, dim, keepdim)
+  def lu(self) -> tuple[Tensor, Tensor, Tensor]: return dense_solve.lu(self)
+  def lu_factor(self) -> tuple[Tensor, Tensor]: return dense_solve.lu_factor(self)
+  def lu_solve(self, LU_data, LU_pivots) -> Tensor: return dense_solve.lu_solve(self, LU_data, LU_pivots)
+  def solve_triangular(self, B, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    return dense_solve.solve_triangular(self, B, upper, left, unitriangular)
+  def triangular_solve(self, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> tuple[Tensor, Tensor]:
+    return dense_solve.triangular_solve(self, A, upper, transpose, unitriangular)
+  def cholesky_solve(self, L, upper: bool = False) -> Tensor: return dense_solve.cholesky_solve(self, L, upper)
+  def cholesky_inverse(self, upper: bool = False) -> Tensor: return dense_solve.cholesky_inverse(self, upper)
 
   def cross(self, other, dim: int = -1) -> Tensor:
     """The cross products of 3-vectors along dim (torch's linalg.cross), batch dims broadcast."""

@@ -423,6 +423,7 @@ def test_inverse_det_and_solve():
   symmetric = matrices @ np.swapaxes(matrices, -1, -2)
   assert_same(*on_both(lambda a: a.cholesky() + a.eigh()[1] * a.eigh()[0].unsqueeze(-2), symmetric))
   assert_same(*on_both(lambda a: a.svd()[0] * a.svd()[1].unsqueeze(-2) + a.qr()[1], matrices))
+  assert_same(*on_both(lambda a: a.lu_factor()[0] + a.solve_triangular(a, upper=True) + a.transpose(-1, -2).lu_solve(*a.lu_factor()), matrices))
 
 
 def test_scatter_add_and_its_gradient():

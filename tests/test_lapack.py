@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from nbgrad import Tensor, dtypes
+from against_torch import grads_match
 
 rng = np.random.default_rng(0)
+pytestmark = pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
 
 
 def well_conditioned(shape):
@@ -151,8 +153,7 @@ def test_factorizations_refuse_and_raise():
   with pytest.raises(np.linalg.LinAlgError, match="cholesky"): Tensor([[1.0, 2.0], [2.0, 1.0]]).cholesky().numpy()
   with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).eigh()
   with pytest.raises(ValueError, match=r"matrices \(\.\.\., m, n\)"): Tensor.zeros(3).svd()
-  with pytest.raises(NotImplementedError, match="full_matrices"): Tensor.zeros(3, 2).svd(full_matrices=True)
-  with pytest.raises(NotImplementedError, match="reduced"): Tensor.zeros(3, 2).qr(mode="complete")
+  with pytest.raises(NotImplementedError, match="'reduced' and 'complete'"): Tensor.zeros(3, 2).qr(mode="r")
   u, s, vh = Tensor(np.eye(2, dtype=np.float32)).cast(dtypes.float16).svd()
   assert u.dtype == s.dtype == vh.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
 
@@ -170,3 +171,169 @@ def test_matrix_power_as_torch(n):
   values = well_conditioned((2, 3, 3)) / 3
   matches_torch(lambda t: t.matrix_power(n), lambda t: torch.linalg.matrix_power(t, n), values)
   with pytest.raises(ValueError, match="square"): Tensor.zeros(2, 3).matrix_power(2)
+
+
+# ---- solves through factors, lstsq, matrix_exp, norms: every output against torch's, and the gradients of a weighted
+# sum of the float ones to every input
+def lower_factor(shape):
+  return np.linalg.cholesky(symmetric_positive(shape))
+
+
+SOLVES = {
+  "lu": (lambda a: tuple(a.lu()), lambda a: tuple(torch.linalg.lu(a)), [(4, 4)]),
+  "lu_factor": (lambda a: tuple(a.lu_factor()), lambda a: tuple(torch.linalg.lu_factor(a)), [(4, 4)]),
+  "lu_solve": (lambda a, b: b.lu_solve(*a.lu_factor()), lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b), [(4, 4), (4, 2)]),
+  "solve_triangular_upper": (lambda a, b: a.solve_triangular(b, upper=True), lambda a, b: torch.linalg.solve_triangular(a, b, upper=True), [(4, 4), (4, 2)]),
+  "solve_triangular_lower_unit": (lambda a, b: a.solve_triangular(b, upper=False, unitriangular=True),
+                                  lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, unitriangular=True), [(4, 4), (4, 2)]),
+  "solve_triangular_right": (lambda a, b: a.solve_triangular(b, upper=False, left=False),
+                             lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False), [(4, 4), (2, 4)]),
+  "triangular_solve_transposed": (lambda a, b: tuple(b.triangular_solve(a, transpose=True)),
+                                  lambda a, b: tuple(torch.triangular_solve(b, a, transpose=True)), [(4, 4), (4, 2)]),
+  "cholesky_solve": (lambda l, b: b.cholesky_solve(l), lambda l, b: torch.cholesky_solve(b, l), ["factor", (4, 2)]),
+  "cholesky_solve_upper": (lambda l, b: b.cholesky_solve(l.transpose(-1, -2), upper=True),
+                           lambda l, b: torch.cholesky_solve(b, l.mT, upper=True), ["factor", (4, 2)]),
+  "cholesky_inverse": (lambda l: l.cholesky_inverse(), torch.cholesky_inverse, ["factor"]),
+  "cholesky_inverse_upper": (lambda l: l.transpose(-1, -2).cholesky_inverse(upper=True), lambda l: torch.cholesky_inverse(l.mT, upper=True), ["factor"]),
+  "matrix_exp": (lambda a: a.matrix_exp(), torch.linalg.matrix_exp, [(4, 4)]),
+  "lstsq": (lambda a, b: a.lstsq(b).solution, lambda a, b: torch.linalg.lstsq(a, b).solution, [(6, 4), (6, 2)]),
+  "lstsq_wide": (lambda a, b: a.transpose(-1, -2).lstsq(b).solution, lambda a, b: torch.linalg.lstsq(a.mT, b).solution, [(6, 4), (4, 2)]),
+  "pinverse": (lambda a: a.pinverse(), torch.pinverse, [(6, 4)]),
+  "svdvals": (lambda a: a.svdvals(), torch.linalg.svdvals, [(6, 4)]),
+  "eigvalsh": (lambda a: a.eigvalsh(), torch.linalg.eigvalsh, ["factor"]),
+}
+
+
+@pytest.mark.parametrize("batch", [(), (2,), (0,), (2, 1)], ids=str)
+@pytest.mark.parametrize("op", list(SOLVES))
+def test_solves_and_matrix_functions_as_torch(op, batch):
+  """Batches (empty ones too) of the table's shapes; the first input broadcasts against the second's batch (but for
+  lstsq, where torch has b no more dims than A)."""
+  ours_fn, torch_fn, shapes = SOLVES[op]
+  second_batch = batch if op.startswith("lstsq") else batch[:1] + batch
+  arrays = [lower_factor(batch + (4, 4)) if shape == "factor" else well_conditioned(batch + shape) if shape == (4, 4) else
+            rng.standard_normal((batch if i == 0 else second_batch) + shape) for i, shape in enumerate(shapes)]
+  grads_match(ours_fn, torch_fn, *arrays)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 2), (1, 1)], ids=str)
+def test_lu_of_any_shape_as_torch(shape):
+  grads_match(lambda a: tuple(a.lu()), lambda a: tuple(torch.linalg.lu(a)), rng.standard_normal(shape))
+  grads_match(lambda a: tuple(a.lu_factor()), lambda a: tuple(torch.linalg.lu_factor(a)), rng.standard_normal(shape))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0])
+def test_matrix_exp_of_small_and_large_norms_as_torch(scale):
+  """Large norms take several squarings; the relative error grows with them, as torch's does."""
+  values = rng.standard_normal((2, 4, 4)) * scale
+  grads_match(lambda a: a.matrix_exp(), torch.linalg.matrix_exp, values, tol=1e-9 * max(1.0, scale))
+  assert Tensor(np.zeros((3, 3))).matrix_exp().tolist() == np.eye(3).tolist()
+  assert np.isnan(Tensor([[np.inf, 0.0], [0.0, 1.0]]).matrix_exp().numpy()).all()
+
+
+def test_lstsq_vectors_ranks_and_rank_deficient_matrices():
+  a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5))
+  grads_match(lambda a, b: a.lstsq(b).solution, lambda a, b: torch.linalg.lstsq(a, b).solution, a, b)
+  result = Tensor(a).lstsq(Tensor(b))
+  assert result.rank.tolist() == [3, 3] and result.rank.dtype == dtypes.int64 and result.residuals.shape == (0,)
+  rank_one = np.outer([1.0, 2.0, 3.0, 4.0], [1.0, -1.0])   # the least-norm solution, as torch's gelsy gives
+  solution = Tensor(rank_one).lstsq(Tensor([1.0, 0.0, 2.0, 1.0]).cast(dtypes.float64))
+  np.testing.assert_allclose(solution.solution.numpy(), np.linalg.lstsq(rank_one, [1.0, 0.0, 2.0, 1.0], rcond=None)[0], atol=1e-12)
+  assert solution.rank.item() == 1
+
+
+MATRIX_NORMS = ["fro", "nuc", np.inf, -np.inf, 1, -1, 2, -2]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("ord", MATRIX_NORMS, ids=str)
+def test_matrix_norm_as_torch(ord, keepdim):
+  values = rng.standard_normal((3, 2, 4))
+  grads_match(lambda t: t.matrix_norm(ord, keepdim=keepdim), lambda t: torch.linalg.matrix_norm(t, ord, keepdim=keepdim), values)
+  grads_match(lambda t: t.matrix_norm(ord, dim=(2, 0), keepdim=keepdim), lambda t: torch.linalg.matrix_norm(t, ord, dim=(2, 0), keepdim=keepdim), values)
+
+
+@pytest.mark.parametrize("ord", [2, 1, np.inf, -np.inf, 0, 3.5], ids=str)
+def test_vector_norm_as_torch(ord):
+  values = rng.standard_normal((3, 4))
+  grads_match(lambda t: t.vector_norm(ord), lambda t: torch.linalg.vector_norm(t, ord), values)
+  grads_match(lambda t: t.vector_norm(ord, dim=1, keepdim=True), lambda t: torch.linalg.vector_norm(t, ord, dim=1, keepdim=True), values)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)], ids=str)
+def test_full_svd_and_complete_qr_of_rectangles(shape):
+  """The extra vectors are any orthonormal basis of their space (they differ from torch's by one), and get no
+  gradient from svd, as torch's; the complete QR of tall matrices has none at all."""
+  rows, cols = shape
+  k, values = min(shape), rng.standard_normal(shape)
+  u, s, vh = Tensor(values).svd(full_matrices=True)
+  assert u.shape == (rows, rows) and vh.shape == (cols, cols)
+  np.testing.assert_allclose(u.numpy().T @ u.numpy(), np.eye(rows), atol=1e-12)
+  np.testing.assert_allclose(vh.numpy() @ vh.numpy().T, np.eye(cols), atol=1e-12)
+  np.testing.assert_allclose((u.numpy()[:, :k] * s.numpy()) @ vh.numpy()[:k], values, atol=1e-12)
+  scales = rng.standard_normal(k)
+  def loss(u, s, vh, lib): return ((u[:, :k] * (lib(scales) * s)) @ vh[:k]).square().sum() + u.sum() * 0 + vh.sum() * 0
+  matches_torch(lambda t: loss(*t.svd(full_matrices=True), Tensor), lambda t: loss(*torch.linalg.svd(t, full_matrices=True), torch.tensor), values)
+  q, r = Tensor(values).qr(mode="complete")
+  expected_q, expected_r = torch.linalg.qr(torch.tensor(values), mode="complete")
+  np.testing.assert_allclose(q.numpy(), expected_q.numpy(), atol=1e-12)
+  np.testing.assert_allclose(r.numpy(), expected_r.numpy(), atol=1e-12)
+  t = Tensor(values, requires_grad=True)
+  if rows > cols:
+    with pytest.raises(NotImplementedError, match="no gradient"): t.qr(mode="complete")[1].sum().backward()
+  else: matches_torch(lambda t: t.qr(mode="complete")[0] * 2, lambda t: torch.linalg.qr(t, mode="complete")[0] * 2, values)
+
+
+@pytest.mark.parametrize("name", ["float32", "int32", "float16"])
+def test_new_ops_in_other_dtypes(name):
+  values = well_conditioned((3, 3))
+  t, reference = Tensor(values).cast(getattr(dtypes, name)), torch.tensor(values if name != "int32" else values.astype(np.int32).astype(np.float64))
+  result_dtype = dtypes.float32 if name == "int32" else getattr(dtypes, name)
+  tolerance = {"float32": 1e-5, "float16": 1e-2, "int32": 1e-5}[name]
+  results = {"lu_factor": (t.lu_factor()[0], torch.linalg.lu_factor(reference)[0]), "matrix_exp": (t.matrix_exp(), torch.linalg.matrix_exp(reference)),
+             "solve_triangular": (t.solve_triangular(t, upper=True), torch.linalg.solve_triangular(reference, reference, upper=True)),
+             "matrix_norm": (t.matrix_norm(2), torch.linalg.matrix_norm(reference, 2)), "vector_norm": (t.vector_norm(), torch.linalg.vector_norm(reference))}
+  for ours, theirs in results.values():
+    assert ours.dtype == result_dtype
+    np.testing.assert_allclose(ours.cast(dtypes.float64).numpy(), theirs.numpy(), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("op", ["lu_solve", "solve_triangular_right", "cholesky_solve", "matrix_exp", "lstsq"])
+def test_float32_gradients_as_torch(op):
+  ours_fn, torch_fn, shapes = SOLVES[op]
+  arrays = [lower_factor((4, 4)) if shape == "factor" else well_conditioned(shape) if shape == (4, 4) else rng.standard_normal(shape) for shape in shapes]
+  grads_match(ours_fn, torch_fn, *[a.astype(np.float32) for a in arrays], tol=1e-4)
+
+
+def test_views_and_one_by_one_matrices():
+  values, b = well_conditioned((4, 4)), rng.standard_normal((2, 4))
+  grads_match(lambda a, b: b.T.lu_solve(*a.T.lu_factor()), lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a.mT), b.mT), values, b)
+  grads_match(lambda a, b: a[::2, 1:3].solve_triangular(b[:, 1::2].T, upper=True),
+                    lambda a, b: torch.linalg.solve_triangular(a[::2, 1:3], b[:, 1::2].mT, upper=True), values, b)
+  grads_match(lambda a: a.T.matrix_exp(), lambda a: torch.linalg.matrix_exp(a.mT), values)
+  for op in ("lu", "matrix_exp", "cholesky_inverse"):
+    grads_match(lambda a: getattr(a, op)(), {"lu": torch.linalg.lu, "matrix_exp": torch.linalg.matrix_exp, "cholesky_inverse": torch.cholesky_inverse}[op], np.array([[2.0]]))
+
+
+def test_bad_input_raises_when_built():
+  with pytest.raises(ValueError, match=r"solve_triangular needs b of shape \(\.\.\., 3, k\) for matrices \(3, 3\), got \(2, 2\)"):
+    Tensor.eye(3).solve_triangular(Tensor.zeros(2, 2), upper=True)
+  with pytest.raises(ValueError, match=r"\(\.\.\., k, 3\)"): Tensor.eye(3).solve_triangular(Tensor.zeros(3, 2), upper=True, left=False)
+  with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).solve_triangular(Tensor.zeros(2, 2), upper=True)
+  with pytest.raises(ValueError, match="lstsq needs b"): Tensor.zeros(4, 3).lstsq(Tensor.zeros(3))
+  with pytest.raises(ValueError, match="pivots of shape"): Tensor.zeros(3, 2).lu_solve(Tensor.eye(3), Tensor([1, 2]))
+  with pytest.raises(ValueError, match=r"matrices \(\.\.\., m, n\)"): Tensor.zeros(3).lu()
+  with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).matrix_exp()
+  with pytest.raises(ValueError, match="cholesky_solve needs b"): Tensor.zeros(2).cholesky_solve(Tensor.eye(3))
+  with pytest.raises(ValueError, match="matrix_norm ord"): Tensor.eye(3).matrix_norm(3)
+  with pytest.raises(ValueError, match="two distinct dims"): Tensor.eye(3).matrix_norm(dim=(1, -1))
+  with pytest.raises(ValueError, match="vector_norm ord"): Tensor.eye(3).vector_norm("fro")
+  with pytest.raises(NotImplementedError, match="complex"): Tensor.eye(3).eig()
+  with pytest.raises(NotImplementedError, match="complex"): Tensor.eye(3).eigvals()
+  with pytest.raises(np.linalg.LinAlgError, match="lu_factor"): Tensor.zeros(2, 2).lu_factor()[0].numpy()
+  with pytest.raises(ValueError, match="pivots out of range"): Tensor.eye(2).lu_solve(Tensor.eye(2), Tensor([3, 2])).numpy()
+  p, l, u = Tensor.zeros(2, 2).lu()   # lu gives the factors of a singular matrix, as torch's
+  assert p.tolist() == l.tolist() == [[1.0, 0.0], [0.0, 1.0]] and u.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+  singular, ones = [[0.0, 0.0], [0.0, 1.0]], [[1.0], [1.0]]   # a zero on the diagonal: inf, as torch's
+  np.testing.assert_array_equal(Tensor(singular).solve_triangular(Tensor(ones), upper=True).numpy(),
+                                torch.linalg.solve_triangular(torch.tensor(singular), torch.tensor(ones), upper=True).numpy())

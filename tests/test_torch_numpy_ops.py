@@ -7,24 +7,10 @@ import pytest
 import torch
 
 from nbgrad import Tensor, dtypes
+from against_torch import grads_match
 
 INF, NAN = math.inf, math.nan
 X = np.array([[1.5, -2.0, 0.25, 3.0], [0.0, 0.5, -1.0, 4.0], [-0.75, 2.5, 1.0, -3.5]])
-
-
-def grads_match(fn, ref, *arrays, tol=1e-6):
-  """fn on nbgrad float64 leaves against ref on torch float64 leaves: the values, and the gradients of a weighted sum."""
-  ours = [Tensor(a, requires_grad=True) for a in arrays]
-  theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-  out, expected = fn(*ours), ref(*theirs)
-  assert out.shape == tuple(expected.shape), (out.shape, tuple(expected.shape))
-  np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=tol, atol=tol)
-  weights = np.arange(1.0, expected.numel() + 1).reshape(tuple(expected.shape))
-  (out * Tensor(weights)).sum().backward()
-  (expected * torch.from_numpy(weights)).sum().backward()
-  for i, (leaf, reference) in enumerate(zip(ours, theirs)):   # torch leaves no gradient where it is 0 by construction (norm 0)
-    expected_grad = np.zeros(leaf.shape) if reference.grad is None else reference.grad.numpy()
-    np.testing.assert_allclose(leaf.grad.numpy(), expected_grad, rtol=tol, atol=tol, err_msg=f"gradient of input {i}")
 
 
 # ---- log1p and expm1: no digits lost near 0
