@@ -7,10 +7,11 @@ node, with torch's gradients: the gathered gradient for src (divided by the coun
 the elements equal to a maximum or minimum; the product of the others for a product, exact at zeros), and for self
 the gradient where self's value stays in the result."""
 from __future__ import annotations
+import numpy as np
 from nbgrad import autograd as F
 from nbgrad.dtype import dtypes
 from nbgrad.graph.take import scatter_reduce as scatter_reduce_node
-from nbgrad.helpers import IndexMismatch
+from nbgrad.helpers import IndexMismatch, ShapeMismatch
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
@@ -38,17 +39,91 @@ def scatter_add(x, dim: int, index, src):
   return x + F.ScatterAddRows.apply(added, positions, shape=x.shape, row_dims=0)
 
 
-def index_add(x, dim: int, index, source, alpha=1):
-  """x with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (repeated positions add up)."""
+def _index_along(x, dim: int, index, source, name: str):
+  """(dim, index spread over source's shape, source) for the index_ ops: a 1-D index of the slices along dim that
+  source (self's shape but the index's length along dim) goes to."""
   from nbgrad.tensor import resolve_axis
-  index, source = x._operand(index, "index_add index"), x._operand(source, "index_add source")
+  index, source = x._operand(index, f"{name} index"), x._operand(source, f"{name} source")
   dim = resolve_axis(dim, x.ndim)
   if index.ndim != 1 or source.ndim != x.ndim or source.shape[dim] != index.shape[0] or \
      any(a != b for d, (a, b) in enumerate(zip(source.shape, x.shape)) if d != dim):
-    raise IndexMismatch(f"index_add needs a 1-D index and a source of self's shape but the index's length along dim {dim}: "
+    raise IndexMismatch(f"{name} needs a 1-D index and a source of self's shape but the index's length along dim {dim}: "
                         f"self {x.shape}, index {index.shape}, source {source.shape}")
-  spread = index.reshape(tuple(-1 if d == dim else 1 for d in range(x.ndim))).expand(source.shape)
+  return dim, index.reshape(tuple(-1 if d == dim else 1 for d in range(x.ndim))).expand(source.shape), source
+
+
+def index_add(x, dim: int, index, source, alpha=1):
+  """x with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (repeated positions add up)."""
+  dim, spread, source = _index_along(x, dim, index, source, "index_add")
   return scatter_add(x, dim, spread, source * alpha if alpha != 1 else source)
+
+
+def index_reduce(x, dim: int, index, source, reduce: str, include_self: bool = True):
+  """x with source[..., i, ...] combined into [..., index[i], ...] along dim by reduce ("prod", "mean", "amax" or
+  "amin"), as scatter_reduce combines (torch's index_reduce)."""
+  if reduce not in REDUCTIONS[1:]: raise ValueError(f"index_reduce reduce must be one of {', '.join(REDUCTIONS[1:])}, got {reduce!r}")
+  return scatter_reduce(x, *_index_along(x, dim, index, source, "index_reduce"), reduce, include_self)
+
+
+def index_copy(x, dim: int, index, source):
+  """x with source[..., i, ...] written at [..., index[i], ...] along dim."""
+  return scatter(x, *_index_along(x, dim, index, source, "index_copy"))
+
+
+def index_fill(x, dim: int, index, value):
+  """x with value at the slices [..., index[i], ...] along dim (a negative index counts from the end); a tensor
+  value (0-d) gets the gradient of the slices."""
+  from nbgrad.tensor import resolve_axis
+  index = x._operand(index, "index_fill index")
+  if index.ndim > 1 or not dtypes.is_int(index.dtype): raise IndexError(f"index_fill needs a 1-D int index, got shape {index.shape} of {index.dtype}")
+  dim = resolve_axis(dim, x.ndim)
+  size = x.shape[dim] if x.ndim else 1
+  wrapped = (index < 0).where(index + size, index).reshape(1, -1)
+  filled = (type(x).arange(size, device=x.device).reshape(-1, 1) == wrapped).any(1)
+  filled = filled.reshape((size,) + (1,) * (x.ndim - dim - 1)) if x.ndim else filled.reshape(())
+  if isinstance(value, type(x)):
+    if value.ndim: raise ValueError(f"index_fill value must be a number or a 0-d tensor, got shape {value.shape}")
+    value = value.cast(x.dtype)
+  return filled.where(value, x).cast(x.dtype)
+
+
+def put(x, index, source, accumulate: bool = False):
+  """x with source's elements at the flat positions index (torch's put; negative positions count from the end),
+  added up when accumulate, else one of a repeated position's kept."""
+  index, source = x._operand(index, "put index"), x._operand(source, "put source")
+  if not dtypes.is_int(index.dtype): raise IndexError(f"put index must be an int tensor, got {index.dtype}")
+  if index.numel() != source.numel(): raise ShapeMismatch(f"put needs as many source elements as indices, got {source.shape} and {index.shape}")
+  positions = (index < 0).where(index + x.numel(), index).flatten()
+  write = scatter_add if accumulate else scatter
+  return write(x.flatten(), 0, positions, source.flatten()).reshape(x.shape)
+
+
+def index_put(x, indices, values, accumulate: bool = False):
+  """x with values (broadcast) at x[indices] (torch's index_put: what t[indices] = values writes, out of place and
+  with gradients), added up when accumulate."""
+  positions = type(x).arange(x.numel(), device=x.device).reshape(x.shape)[tuple(indices) if isinstance(indices, (list, tuple)) else indices]
+  values = x._operand(values, "index_put values") if not isinstance(values, (bool, int, float)) else type(x).full((), values, dtype=x.dtype, device=x.device)
+  return put(x, positions, values.expand(positions.shape), accumulate)
+
+
+def into_view(x, src, view, name: str):
+  """x with src written where view (a function of a tensor: a slice, a diagonal) takes x's elements."""
+  positions = view(type(x).arange(x.numel(), device=x.device).reshape(x.shape))
+  src = x._operand(src, f"{name} src")
+  if src.shape != positions.shape: raise ShapeMismatch(f"{name} needs src of shape {positions.shape}, got {src.shape}")
+  return put(x, positions, src)
+
+
+def masked_scatter(x, mask, source):
+  """x with source's elements, in order, at the positions where mask (broadcast to x) is True (torch's masked_scatter).
+  How many are taken depends on the mask's values: it is read here."""
+  mask, source = x._operand(mask, "masked_scatter mask"), x._operand(source, "masked_scatter source")
+  if mask.dtype != dtypes.bool: raise TypeError(f"masked_scatter needs a bool mask, got {mask.dtype}")
+  from nbgrad.tensor import broadcast_shape
+  if broadcast_shape(mask.shape, x.shape) != x.shape: raise IndexMismatch(f"masked_scatter mask {mask.shape} does not broadcast to {x.shape}")
+  taken = np.flatnonzero(np.broadcast_to(mask.numpy(), x.shape))
+  if source.numel() < taken.size: raise ShapeMismatch(f"masked_scatter needs {taken.size} source elements, got {source.numel()}")
+  return put(x, type(x)(taken.astype(np.int32), device=x.device), source.flatten()[:taken.size])
 
 
 def scatter(x, dim: int, index, src):

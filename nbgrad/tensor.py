@@ -228,6 +228,9 @@ _UFUNC_OPS = {
   np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal", np.sinh: "sinh", np.cosh: "cosh", np.arcsinh: "asinh",
   np.arccosh: "acosh", np.arctanh: "atanh", np.arctan: "atan", np.arcsin: "asin", np.arccos: "acos", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
   np.positive: "__pos__", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.log1p: "log1p", np.expm1: "expm1",
+  np.signbit: "signbit", np.deg2rad: "deg2rad", np.radians: "deg2rad", np.rad2deg: "rad2deg", np.degrees: "rad2deg", np.fabs: "abs",
+  np.fmax: ("fmax", "fmax"), np.fmin: ("fmin", "fmin"), np.hypot: ("hypot", "hypot"), np.logaddexp: ("logaddexp", "logaddexp"),
+  np.logaddexp2: ("logaddexp2", "logaddexp2"),
   np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"), np.multiply: ("__mul__", "__rmul__"),
   np.true_divide: ("__truediv__", "__rtruediv__"), np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
   np.maximum: ("maximum", "maximum"), np.minimum: ("minimum", "minimum"),
@@ -488,6 +491,19 @@ class Tensor:
   def T(self) -> Tensor: return self.transpose()
   @property
   def mT(self) -> Tensor: return self.transpose(-2, -1)   # torch's: the last two dims swapped
+  # the conjugate transposes and the real part are the tensor's own: nbgrad's dtypes are real
+  @property
+  def mH(self) -> Tensor: return self.mT
+  @property
+  def H(self) -> Tensor:
+    if self.ndim not in (0, 2): raise ValueError(f"H is the transpose of a matrix, got shape {self.shape}; mH transposes batches")
+    return self.transpose() if self.ndim == 2 else self
+  def adjoint(self) -> Tensor: return self.mT
+  @property
+  def real(self) -> Tensor: return self
+  def conj(self) -> Tensor: return self
+  resolve_conj = resolve_neg = conj
+  def isreal(self) -> Tensor: return self.ones_like(dtype=dtypes.bool)
 
   def numel(self) -> int: return math.prod(self.shape)
   def dim(self) -> int: return self.ndim   # torch's names
@@ -495,6 +511,30 @@ class Tensor:
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def is_signed(self) -> bool: return not (dtypes.is_unsigned(self.dtype) or self.dtype == dtypes.bool)
+  def is_complex(self) -> bool: return False   # nbgrad has no complex dtype
+  @property
+  def itemsize(self) -> int: return self.dtype.itemsize
+  @property
+  def is_cuda(self) -> bool: return self.device.startswith("CUDA")
+  @property
+  def is_cpu(self) -> bool: return self.device.startswith("CPU")
+  def get_device(self) -> int:
+    """torch's: -1 on the CPU, the GPU's index on CUDA."""
+    return int(self.device.partition(":")[2] or 0) if self.is_cuda else -1
+  @property
+  def is_leaf(self) -> bool: return not self.requires_grad or self._ctx is None   # torch's: made by the user, or with no graph
+  def retain_grad(self) -> Tensor:
+    """Nothing to do: backward() keeps the gradient of every tensor it passes through, not only of leaves."""
+    return self
+  def equal(self, other) -> bool:
+    """Whether other has self's shape and values (torch.equal): a Python bool."""
+    other = self._operand(other, "equal operand")
+    return self.shape == other.shape and bool((self == other).all().item())
+  def is_same_size(self, other: Tensor) -> bool: return self.shape == self._operand(other, "is_same_size operand").shape
+  def is_nonzero(self) -> bool:
+    if self.numel() != 1: raise RuntimeError(f"is_nonzero needs a tensor of one element, got shape {self.shape}")
+    return bool(self.item())
   @property
   def size(self) -> ElementCount: return ElementCount(self.shape)
 
@@ -587,6 +627,21 @@ class Tensor:
     lazy = self.lazydata
     if lazy is lazy.base or (lazy.base.op is not LoadOps.CONST and lazy.view.is_flat_order()): return self
     return F.Contiguous.apply(self)
+
+  def _buffer_window(self) -> tuple[tuple[int, ...], int]:
+    """(strides, offset) in elements of the buffer window a view reads (0 along expanded dims), else the contiguous
+    strides of the shape: a computed tensor is stored so, and torch copies where a view would need padding or
+    negative strides (a flip)."""
+    lazy = self.lazydata
+    window = None if lazy is lazy.base or lazy.base.op is LoadOps.CONST else lazy.view.strided()
+    return window if window is not None and min(window[0], default=0) >= 0 else (contiguous_strides(self.shape), 0)
+  def stride(self, dim: Optional[int] = None):
+    strides = self._buffer_window()[0]
+    return strides if dim is None else strides[resolve_axis(dim, self.ndim)]
+  def storage_offset(self) -> int: return self._buffer_window()[1]
+  def is_contiguous(self) -> bool:
+    """Whether the strides are the contiguous ones, dims of size 1 aside (as torch's)."""
+    return all(n == 1 or s == c for n, s, c in zip(self.shape, self.stride(), contiguous_strides(self.shape)))
 
   def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
   def clone(self) -> Tensor: return F.Contiguous.apply(self)   # torch's: a buffer of its own, the gradient flows back
@@ -776,6 +831,25 @@ class Tensor:
     dtype = to_dtype(dtype)
     lazy = LazyBuffer.load(LoadOps.ARANGE, (count,), dtype, Device.canonicalize(device), arg=(start, step))
     return Tensor(lazy, **kwargs)
+
+  @staticmethod
+  def linspace(start, end, steps: int, dtype=None, device=None, **kwargs) -> Tensor:
+    """steps evenly spaced values from start to end, both included (torch's linspace): the first half counted from
+    start and the second from end, so both ends are exact; computed in float64, rounded once to dtype."""
+    _check_int("linspace steps", steps)
+    for v in (start, end): _check_number("linspace bound", v)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dtype): start, end = int(start), int(end)   # torch's: the bounds as ints, then the steps
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    i = Tensor.arange(steps, dtype=dtypes.float64, device=device)
+    values = (i < steps // 2).where(start + i * step, end - (steps - 1 - i) * step)
+    return Tensor(values.cast(dtype).lazydata, **kwargs)
+
+  @staticmethod
+  def logspace(start, end, steps: int, base: float = 10.0, dtype=None, device=None, **kwargs) -> Tensor:
+    """base ** linspace(start, end, steps) (torch's logspace)."""
+    exponents = Tensor.linspace(start, end, steps, dtype=dtypes.float64, device=device)
+    return Tensor(exponents.pow(base, reverse=True).cast(to_dtype(dtype) if dtype is not None else dtypes.default_float).lazydata, **kwargs)
 
   @staticmethod
   def eye(dim: int, m: Optional[int] = None, dtype=None, device=None, **kwargs) -> Tensor:
@@ -1099,6 +1173,26 @@ class Tensor:
 
   def ravel(self) -> Tensor: return self.flatten()   # numpy's and torch's
   def swapaxes(self, axis0: int, axis1: int) -> Tensor: return self.transpose(axis0, axis1)   # numpy's and torch's
+  swapdims = swapaxes
+  def t(self) -> Tensor:
+    """The transpose of a matrix; a 0-d or 1-D tensor is itself (torch's t)."""
+    if self.ndim > 2: raise ValueError(f"t() transposes tensors of at most 2 dims, got shape {self.shape}; use transpose or mT")
+    return self.transpose() if self.ndim == 2 else self
+
+  def narrow(self, dim: int, start: int, length: int) -> Tensor:
+    """The length elements from start along dim, a view (torch's narrow; a negative start counts from the end)."""
+    dim = resolve_axis(dim, self.ndim)
+    _check_int("narrow start", start, low=None)
+    _check_int("narrow length", length)
+    size = self.shape[dim]
+    first = start + size if start < 0 else start
+    if not 0 <= first <= size or first + length > size:
+      raise IndexError(f"narrow of {length} elements from {start} is out of range for dim {dim} of shape {self.shape}")
+    return self.shrink(tuple((first, first + length) if d == dim else None for d in range(self.ndim)))
+
+  def select(self, dim: int, index: int) -> Tensor:
+    """The slice at index along dim, without that dim (torch's select): t.select(1, 0) is t[:, 0]."""
+    return self[(slice(None),) * resolve_axis(dim, self.ndim) + (index,)]
 
   def unflatten(self, dim: int, sizes) -> Tensor:
     dim = resolve_axis(dim, self.ndim)
@@ -1243,6 +1337,37 @@ class Tensor:
       start += s
     return tuple(out)
 
+  def split_with_sizes(self, split_sizes, dim: int = 0) -> tuple[Tensor, ...]: return self.split(list(split_sizes), dim)
+  unsafe_split, unsafe_split_with_sizes = split, split_with_sizes   # torch's names for the same parts
+
+  def tensor_split(self, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+    """Parts along dim (torch's tensor_split, numpy's array_split): n sections of sizes differing by at most one (the
+    first ones larger), or the parts between the given indices, read as slice bounds."""
+    dim = resolve_axis(dim, self.ndim)
+    n = self.shape[dim]
+    if isinstance(indices_or_sections, Tensor): indices_or_sections = indices_or_sections.tolist()
+    if _is_int(indices_or_sections):
+      if indices_or_sections < 1: raise ValueError(f"tensor_split needs at least 1 section, got {indices_or_sections}")
+      size, larger = divmod(n, indices_or_sections)
+      return self.split([size + 1] * larger + [size] * (indices_or_sections - larger), dim)
+    if not all(_is_int(i) for i in indices_or_sections):
+      raise TypeError(f"tensor_split takes a number of sections or a list of int indices, got {indices_or_sections!r}")
+    bounds = [0, *indices_or_sections, n]
+    parts = []
+    for start, stop in zip(bounds, bounds[1:]):
+      first, last, _ = slice(start, stop).indices(n)
+      parts.append(self.shrink(tuple((first, max(first, last)) if d == dim else None for d in range(self.ndim))))
+    return tuple(parts)
+
+  def _split_along(self, sections, dim: int, name: str, min_ndim: int) -> tuple[Tensor, ...]:
+    if self.ndim < min_ndim: raise ValueError(f"{name} needs a tensor of at least {min_ndim} dims, got shape {self.shape}")
+    if _is_int(sections) and (sections < 1 or self.shape[dim] % sections):
+      raise ValueError(f"{name} cannot split dim {dim} of {self.shape} into {sections} equal parts")
+    return self.tensor_split(sections, dim)
+  def hsplit(self, sections) -> tuple[Tensor, ...]: return self._split_along(sections, 1 if self.ndim > 1 else 0, "hsplit", 1)
+  def vsplit(self, sections) -> tuple[Tensor, ...]: return self._split_along(sections, 0, "vsplit", 2)
+  def dsplit(self, sections) -> tuple[Tensor, ...]: return self._split_along(sections, 2, "dsplit", 3)
+
   def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along dim, each without it (torch's unbind)."""
     dim = resolve_axis(dim, self.ndim)
@@ -1254,6 +1379,7 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim)
     if self.shape[dim] == 0: return list(self.split([0] * chunks, dim))
     return list(self.split(math.ceil(self.shape[dim] / chunks), dim))
+  unsafe_chunk = chunk
 
   def __getitem__(self, indices) -> Tensor: return basic_index(self, indices)
 
@@ -1383,6 +1509,31 @@ class Tensor:
     out = (self == math.inf).where(largest if posinf is None else posinf, self)
     out = (self == -math.inf).where(-largest if neginf is None else neginf, out)
     return self.isnan().where(nan, out)
+  def isposinf(self) -> Tensor: return self.isinf(detect_negative=False)
+  def isneginf(self) -> Tensor: return self.isinf(detect_positive=False)
+  def signbit(self) -> Tensor:
+    """Whether the sign bit is set (numpy's and torch's): True for -0.0 and negative NaNs too."""
+    if not dtypes.is_float(self.dtype): return self < 0 if self.is_signed() else self.zeros_like(dtype=dtypes.bool)
+    return self.detach().bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]) < 0
+  def positive(self) -> Tensor:
+    if self.dtype == dtypes.bool: raise TypeError("positive needs a number tensor, got bool (as torch)")
+    return self
+  def frac(self) -> Tensor: return self - self.trunc()   # the gradient is 1, as torch's
+  @_in_float32
+  def deg2rad(self) -> Tensor: return self * (math.pi / 180)
+  @_in_float32
+  def rad2deg(self) -> Tensor: return self * (180 / math.pi)
+  @_in_float32
+  def sinc(self) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0 (numpy's and torch's normalized sinc)."""
+    zero = self == 0
+    angle = zero.where(1.0, self) * math.pi   # 0 kept out of the division, so the gradient there is 0, not nan
+    return zero.where(1.0, angle.sin() / angle)
+  @_in_float32
+  def logit(self, eps: Optional[float] = None) -> Tensor:
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] first when eps is given (torch's logit; the gradient is 0 outside)."""
+    p = self if eps is None else self.clip(eps, 1 - eps)
+    return (p / (1 - p)).log()
 
   # activations
   @_in_float32
@@ -1581,6 +1732,12 @@ class Tensor:
     return _with_derivatives((self,), value, (lambda: 1 / u,))
   @_in_float32
   def softsign(self) -> Tensor: return self / (1 + self.abs())
+  def hardshrink(self, lambd: float = 0.5) -> Tensor: return (self.abs() > lambd).where(self, 0)
+  def softshrink(self, lambd: float = 0.5) -> Tensor:
+    """x moved lambd toward 0, and 0 within lambd of it (torch's softshrink)."""
+    return (self > lambd).where(self - lambd, (self < -lambd).where(self + lambd, 0))
+  @_in_float32
+  def tanhshrink(self) -> Tensor: return self - self.tanh()
 
   # binary
   def add(self, x, reverse=False) -> Tensor:
@@ -1593,7 +1750,9 @@ class Tensor:
     a, b = self._broadcasted(x, reverse)
     return F.Mul.apply(a, b)
 
-  def div(self, x, reverse=False, upcast=True) -> Tensor:
+  def div(self, x, reverse=False, upcast=True, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """self / x; torch's rounding_mode "trunc" or "floor" rounds the quotient toward 0 or down, in the operands' dtype."""
+    if rounding_mode is not None: return self._rounded_division(x, reverse, rounding_mode)
     if upcast and not dtypes.is_float(self.dtype) and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
       return self._float_input().div(x, reverse)   # the int goes to the float result as it is, not wrapped to self's dtype
     a, b = self._broadcasted(x, reverse)
@@ -1601,6 +1760,12 @@ class Tensor:
     if upcast: return F.Div.apply(a._float_input(), b._float_input())
     if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int32), b.cast(dtypes.int32)
     return a._nondiff(BinaryOps.IDIV, b)
+
+  def _rounded_division(self, x, reverse: bool, rounding_mode: str) -> Tensor:
+    if rounding_mode == "floor": return self.floordiv(x, reverse)
+    if rounding_mode != "trunc": raise ValueError(f"div rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = self._broadcasted(x, reverse)
+    return a.div(b).trunc() if dtypes.is_float(a.dtype) else a.div(b, upcast=False)
 
   def floordiv(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
@@ -1644,6 +1809,52 @@ class Tensor:
     magnitude = dividend.abs()._nondiff(BinaryOps.MOD, divisor.abs())   # of two magnitudes mod and fmod agree
     value = ((dividend < 0) | (1 / dividend < 0)).where(-magnitude, magnitude)   # 1 / -0 tells -0 from 0
     return _with_derivatives((a, b), value, (lambda: dividend.ones_like(), lambda: -(dividend / divisor).trunc()))
+
+  def copysign(self, x) -> Tensor:
+    """|self| with the sign of x, signed zeros and NaNs included (torch's copysign: ints give floats); x gets no gradient."""
+    a, b = self._broadcasted(x)
+    if not dtypes.is_float(a.dtype): a, b = a._float_input(), b._float_input()
+    flips = b.signbit() != a.signbit()
+    return _with_derivatives((a, b), flips.where(-a.detach(), a.detach()), (lambda: flips.where(-1.0, 1.0) * (a != 0), b.zeros_like))
+
+  def heaviside(self, values) -> Tensor:
+    """0 below 0, 1 above, values at 0 (torch's heaviside: a NaN gives 0); without a gradient, as torch's."""
+    x, at_zero = self._broadcasted(values)
+    return (x == 0).where(at_zero, (x > 0).cast(x.dtype)).detach()
+
+  def fmax(self, x) -> Tensor:
+    """The larger of each pair, a NaN losing to a number (numpy's and torch's fmax)."""
+    a, b = self._broadcasted(x)
+    return a.isnan().where(b, b.isnan().where(a, a.maximum(b)))
+  def fmin(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return a.isnan().where(b, b.isnan().where(a, a.minimum(b)))
+
+  def float_power(self, x) -> Tensor:
+    """self ** x in float64 (torch's float_power)."""
+    x = self._from_numpy_operand(x)
+    return self.cast(dtypes.float64).pow(x.cast(dtypes.float64) if isinstance(x, Tensor) else float(x))
+
+  def ldexp(self, x) -> Tensor:
+    """self * 2 ** x (torch's ldexp: a float result)."""
+    x = self._from_numpy_operand(x)
+    mantissas = self._float_input()
+    exponents = x if isinstance(x, Tensor) else mantissas.full_like(float(x))
+    dtype = least_upper_dtype(mantissas.dtype, exponents.dtype) if dtypes.is_float(exponents.dtype) else mantissas.dtype
+    wide = dtypes.float64 if dtype == dtypes.float64 else dtypes.float32   # 2 ** -20 is past float16's range, its product not
+    return (mantissas.cast(wide) * exponents.cast(wide).exp2()).cast(dtype)
+
+  def nextafter(self, x) -> Tensor:
+    """The next value of self's float dtype after self toward x (numpy's and torch's nextafter); no gradient."""
+    a, b = self._broadcasted(x)
+    if not dtypes.is_float(a.dtype): raise TypeError(f"nextafter needs float tensors, got {a.dtype}")
+    a, b = a.detach(), b.detach()
+    bits = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[a.dtype.itemsize]
+    away_from_zero = (b > a) == (a > 0)   # one up in the magnitude's bits, else one down
+    moved = (a.bitcast(bits) + away_from_zero.where(1, -1).cast(bits)).bitcast(a.dtype)
+    tiny = Tensor(LazyBuffer.full(1, (), bits, a.device)).bitcast(a.dtype)   # the smallest subnormal
+    out = (a == 0).where((b < 0).where(-tiny, tiny), moved)
+    return (a == b).where(b, (a.isnan() | b.isnan()).where(math.nan, out))
 
   def pow(self, x, reverse=False) -> Tensor:
     """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
@@ -1835,6 +2046,15 @@ class Tensor:
   def __eq__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPEQ, x)  # type: ignore[override]
   def __ne__(self, x) -> Tensor: return NotImplemented if _not_a_value(x) else self._compare(BinaryOps.CMPNE, x)  # type: ignore[override]
 
+  # torch's names of the comparisons
+  def eq(self, x) -> Tensor: return self._compare(BinaryOps.CMPEQ, x)
+  def ne(self, x) -> Tensor: return self._compare(BinaryOps.CMPNE, x)
+  def lt(self, x) -> Tensor: return self < x
+  def le(self, x) -> Tensor: return self <= x
+  def gt(self, x) -> Tensor: return self > x
+  def ge(self, x) -> Tensor: return self >= x
+  less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
+
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """|self - other| <= atol + rtol * |other| elementwise (numpy's and torch's isclose); equal infinities are
     close, and NaNs are close to each other when equal_nan."""
@@ -1931,10 +2151,39 @@ class Tensor:
     return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
   def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
     return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, dtype=self.dtype, device=self.device))
+  # torch's other random fills, from uniform draws u in [0, 1) by the inverse of each distribution's CDF
+  def _uniform_draws(self) -> Tensor: return Tensor.rand(*self.shape, device=self.device)
+  def exponential_(self, lambd: float = 1.0) -> Tensor: return self._in_place(-(1 - self._uniform_draws()).log() / lambd)
+  def cauchy_(self, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+    return self._in_place(median + sigma * (math.pi * (self._uniform_draws() - 0.5)).tan())
+  def log_normal_(self, mean: float = 1.0, std: float = 2.0) -> Tensor:
+    return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, device=self.device).exp())
+  def geometric_(self, p: float) -> Tensor:
+    """The number of trials up to the first success of probability p (1, 2, ...), as torch's geometric_."""
+    if not 0 < p <= 1: raise ValueError(f"geometric_ needs a probability p in (0, 1], got {p}")
+    trials = (1 - self._uniform_draws()).log() / math.log1p(-p) if p < 1 else self.ones_like(dtype=dtypes.float32)
+    return self._in_place(trials.ceil().maximum(1))
+  def bernoulli_(self, p: float = 0.5) -> Tensor: return self._in_place(self._uniform_draws() < p)
+  def random_(self, low: int = 0, high: Optional[int] = None) -> Tensor:
+    """Integers drawn evenly from [low, high); random_(high) from [0, high), random_() from 0 to the largest integer
+    up to which the dtype holds all of them (torch's random_)."""
+    if high is None:
+      mantissa_bits = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 53}
+      low, high = (0, low) if low else (0, 2 ** mantissa_bits[self.dtype] + 1 if dtypes.is_float(self.dtype) else dtypes.max(self.dtype) + 1)
+    draws = Tensor.uniform(*self.shape, low=low, high=high, dtype=dtypes.int64, device=self.device)
+    return self._in_place(draws.cast(self.dtype))
   def copy_(self, src) -> Tensor:
     """src's values (broadcast to self's shape, cast to its dtype as torch's copy_ casts, floats to ints too) in self."""
     src = self._operand_or_number(src)
     return self.assign(src.cast(self.dtype)._broadcast_to(broadcast_shape(src.shape, self.shape)))
+
+  # torch's and numpy's other names
+  absolute, negative, sgn, fix = abs, neg, sign, trunc
+  arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
+  multiply, subtract, divide, true_divide, floor_divide = mul, sub, div, div, floordiv
+  bitwise_not, bitwise_xor, bitwise_left_shift, bitwise_right_shift = __invert__, xor, lshift, rshift
+  def clamp_min(self, min) -> Tensor: return self.clip(min=min)  # noqa: A002
+  def clamp_max(self, max) -> Tensor: return self.clip(max=max)  # noqa: A002
 
   # ---- reductions
   def _reduce_axes(self, axis) -> tuple[int, ...]:
@@ -2059,6 +2308,66 @@ class Tensor:
     if p == 0: return self._flat((self != 0).cast(self.dtype)).sum(axis, keepdim)   # a count: its gradient is 0
     return _root_of_powers(magnitude.pow(p).sum(axis, keepdim), p)
 
+  def dist(self, other, p=2) -> Tensor: return (self - other).norm(p)
+
+  def renorm(self, p, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along dim scaled down to a p-norm of maxnorm where its norm is above that (torch's renorm)."""
+    dim = resolve_axis(dim, self.ndim)
+    norms = self.norm(p, dim=tuple(d for d in range(self.ndim) if d != dim), keepdim=True)
+    return self * (norms > maxnorm).where(maxnorm / (norms + 1e-7), 1.0)   # torch's 1e-7 too
+
+  @_torch_dim
+  def nansum(self, axis=None, keepdim=False) -> Tensor:
+    """The sum of the elements that are not NaN (numpy's and torch's nansum)."""
+    return self.isnan().where(0, self).sum(axis, keepdim) if dtypes.is_float(self.dtype) else self.sum(axis, keepdim)
+
+  @_torch_dim
+  def nanmean(self, axis=None, keepdim=False) -> Tensor:
+    """The mean of the elements that are not NaN (NaN where all are), as numpy's and torch's nanmean."""
+    if not dtypes.is_float(self.dtype): return self.mean(axis, keepdim)
+    counted = self.isnan().logical_not().sum(axis, keepdim)
+    return self.nansum(axis, keepdim) / counted.cast(self.dtype)
+
+  def aminmax(self, dim: Optional[int] = None, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(min, max) over dim, or over all elements (torch's aminmax)."""
+    return self.min(dim, keepdim), self.max(dim, keepdim)
+
+  def sum_to_size(self, *size) -> Tensor:
+    """The sum over the dims that broadcasting would expand from size to self's shape: the gradient of an expand."""
+    size = shape_arg(*size) if size else ()
+    if len(size) > self.ndim or any(s not in (1, t) for s, t in zip(size, self.shape[self.ndim - len(size):])):
+      raise ShapeMismatch(f"sum_to_size: {size} does not expand to {self.shape}")
+    lead = self.ndim - len(size)
+    summed = self.sum(tuple(range(lead)) + tuple(lead + d for d, s in enumerate(size) if s == 1 and self.shape[lead + d] != 1), keepdim=True)
+    return summed.reshape(size)
+
+  def cov(self, correction: int = 1, fweights=None, aweights=None) -> Tensor:
+    """The covariance matrix of the variables in the rows (observations in the columns), torch's cov: with integer
+    frequency and float importance weights of the observations, and correction subtracted from their count."""
+    if self.ndim > 2: raise ValueError(f"cov needs a 1-D or 2-D tensor (variables x observations), got shape {self.shape}")
+    x = self._float_input().reshape(-1, self.shape[-1] if self.ndim else 1)
+    given = {}
+    for name, w in (("fweights", fweights), ("aweights", aweights)):
+      if w is None: continue
+      w = given[name] = self._operand(w, f"cov {name}").cast(x.dtype)
+      if w.shape != (x.shape[1],): raise ShapeMismatch(f"cov {name} must have one weight per observation ({x.shape[1]}), got shape {w.shape}")
+    weights = math.prod(given.values(), start=x.ones_like()[0])
+    total = weights.sum()
+    mean = (x * weights).sum(1, keepdim=True) / total
+    # correction observations taken off the count; with importance weights, their weighted analogue (torch's)
+    scale = total - correction if aweights is None else total - correction * (weights * given["aweights"]).sum() / total
+    scale = scale.maximum(0)
+    centered = x - mean
+    out = (centered * weights) @ centered.T / scale
+    return out.reshape(()) if self.ndim < 2 else out
+
+  def corrcoef(self) -> Tensor:
+    """Pearson's correlation coefficients of the rows' variables, within [-1, 1] (torch's corrcoef)."""
+    c = self.cov()
+    if c.ndim == 0: return c / c
+    spread = c.diagonal().sqrt()
+    return (c / spread.reshape(-1, 1) / spread.reshape(1, -1)).clip(-1, 1)
+
   def _arg_extreme(self, extreme: Tensor, axis, keepdim) -> Tensor:
     if self.ndim == 0:   # a 0-d tensor's only element, along its axis 0 or -1 as for the other reductions
       if axis is not None: resolve_axis(axis, 1)
@@ -2138,6 +2447,7 @@ class Tensor:
     """(values, indices) of the values along dim in order (torch's sort); the values pass the gradient back."""
     indices = self.argsort(dim, descending)
     return (self.gather(dim, indices) if self.ndim else self * 1), indices
+  def msort(self) -> Tensor: return self.sort(0)[0]
 
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
     """(values, indices) of the k largest (smallest) values along dim, in order (torch's topk)."""
@@ -2214,6 +2524,20 @@ class Tensor:
     if return_counts: out.append(Tensor(found[2].astype(np.int32), device=self.device))
     return out[0] if len(out) == 1 else tuple(out)
 
+  def unique_consecutive(self, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):
+    """torch's unique_consecutive: each run of equal values (or, along dim, equal slices) once, in order, with the int32
+    run of each element (return_inverse) and the runs' lengths (return_counts). Computed here."""
+    axis = None if dim is None else resolve_axis(dim, self.ndim)
+    values = self.numpy().reshape(-1) if axis is None else np.moveaxis(self.numpy(), axis, 0)
+    rows = values.reshape(len(values), math.prod(values.shape[1:]))
+    starts = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]) if len(values) else np.zeros(0, bool)
+    kept = values[starts] if axis is None else np.moveaxis(values[starts], 0, axis)
+    out = [Tensor(np.ascontiguousarray(kept), dtype=self.dtype, device=self.device)]
+    run = np.cumsum(starts) - 1
+    if return_inverse: out.append(Tensor(run.astype(np.int32).reshape(self.shape if axis is None else -1), device=self.device))
+    if return_counts: out.append(Tensor(np.diff(np.flatnonzero(np.append(starts, True))).astype(np.int32), device=self.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
   def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """torch's histc: counts of the values in bins equal parts of [min, max] (the last part closed), NaN and values
     outside left out; min == max (the default) takes the values' own range, widened by 1 each way if they are all
@@ -2222,15 +2546,44 @@ class Tensor:
     x = self._float_input()
     low, high = float(min), float(max)
     if low == high:
-      held = x.numpy().reshape(-1)
-      values = held[~np.isnan(held)]
-      low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+      low, high = x._value_range((0.0, 0.0))
       if low == high: low, high = low - 1, high + 1
     if low > high: raise ValueError(f"histc needs min <= max, got {low} and {high}")
     inside = (x >= low) & (x <= high)   # NaN compares false: left out
     place = ((x - low) * (bins / (high - low))).floor().minimum(bins - 1)
     where = inside.where(place, -1).cast(dtypes.int32).reshape(-1)
     return Tensor.zeros(bins, dtype=x.dtype, device=self.device).scatter_add(0, where, x.ones_like().reshape(-1))
+
+  def _value_range(self, empty: tuple[float, float]) -> tuple[float, float]:
+    """The lowest and highest value that is not NaN, read here (empty when there is none)."""
+    held = self.numpy().reshape(-1)
+    values = held[~np.isnan(held)]
+    return (float(values.min()), float(values.max())) if values.size else empty
+
+  def histogram(self, bins=100, range=None, weight=None, density: bool = False) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """(counts, edges) as torch's and numpy's histogram of a float tensor: bins equal parts of range (the values' own,
+    widened by 0.5 each way if they are all equal) or the given increasing edges; a part holds its left edge, the last
+    its right one too; NaN and values outside are left out. weight adds weights instead of ones; density divides the
+    counts by their total and the parts' widths."""
+    if not dtypes.is_float(self.dtype): raise TypeError(f"histogram needs a float tensor, got {self.dtype}")
+    if isinstance(bins, (Tensor, list, tuple, np.ndarray)):
+      edges = (bins if isinstance(bins, Tensor) else Tensor(np.asarray(bins), device=self.device)).cast(self.dtype)
+      if edges.ndim != 1 or edges.shape[0] < 2: raise ValueError(f"histogram bin edges must be 1-D with at least 2 edges, got shape {edges.shape}")
+    else:
+      _check_int("histogram bins", bins, low=1)
+      low, high = (float(range[0]), float(range[1])) if range is not None else self._value_range((0.0, 1.0))
+      if low > high: raise ValueError(f"histogram range must be increasing, got {range}")
+      if low == high: low, high = low - 0.5, high + 0.5
+      edges = Tensor.linspace(low, high, bins + 1, dtype=self.dtype, device=self.device)
+    count = edges.shape[0] - 1
+    place = edges.searchsorted(self, right=True) - 1
+    place = (self == edges[-1]).where(count - 1, place)   # the last part is closed on the right
+    place = ((place >= 0) & (place < count)).where(place, -1).reshape(-1)   # outside, or NaN (searched past the end): nowhere
+    added = self.ones_like() if weight is None else self._operand(weight, "histogram weight").cast(self.dtype)
+    if added.shape != self.shape: raise ShapeMismatch(f"histogram weight of shape {added.shape} does not match {self.shape}")
+    hist = Tensor.zeros(count, dtype=self.dtype, device=self.device).scatter_add(0, place, added.reshape(-1))
+    if density: hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return hist, edges
 
   def bincount(self, weights=None, minlength: int = 0) -> Tensor:
     """torch's bincount of a 1-D tensor of ints >= 0: how often each value from 0 on appears (int32), or the sum of
@@ -2326,6 +2679,27 @@ class Tensor:
     return self._summed(F.CumProd.apply(x, axis=axis))
 
   @_torch_dim
+  def logcumsumexp(self, axis: int = 0) -> Tensor:
+    """log(cumsum(exp(self))) along axis, a running logaddexp: nothing overflows or underflows (torch's logcumsumexp)."""
+    axis = resolve_axis(axis, self.ndim)
+    x = self._float_input()
+    if self.ndim == 0: return x * 1
+    if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.cast(dtypes.float32).logcumsumexp(axis).cast(x.dtype)
+    return F.custom(lambda v: running(v.in_flat_order(), axis, "logaddexp"), self._logcumsumexp_gradient(axis), x)
+
+  @staticmethod
+  def _logcumsumexp_gradient(axis: int):
+    def gradient(x, out, grad):
+      """sum over i >= j of grad_i exp(x_j - out_i), from the running logaddexp from the end of log(+-grad_i) - out_i: the
+      positive and negative parts apart, each without overflow."""
+      def from_end(t): return t.flip(axis).logcumsumexp(axis).flip(axis)
+      def part(g):
+        positive = g > 0
+        return (x + from_end(positive.where(positive.where(g, 1).log(), -math.inf) - out)).exp()
+      return part(grad) - part(-grad)
+    return gradient
+
+  @_torch_dim
   def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, int32 indices) of the running maximum along axis (torch's cummax: the last of equal values, and
     NaN once one is seen); the values pass the gradient to the elements they come from."""
@@ -2385,6 +2759,47 @@ class Tensor:
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     return scatter.scatter_reduce(self, dim, index, src, reduce, include_self)
   def index_add(self, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor: return scatter.index_add(self, dim, index, source, alpha)
+  def index_reduce(self, dim: int, index: Tensor, source: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    return scatter.index_reduce(self, dim, index, source, reduce, include_self)
+  def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor: return scatter.index_copy(self, dim, index, source)
+  def index_fill(self, dim: int, index: Tensor, value) -> Tensor: return scatter.index_fill(self, dim, index, value)
+  def index_put(self, indices, values, accumulate: bool = False) -> Tensor: return scatter.index_put(self, indices, values, accumulate)
+  def put(self, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor: return scatter.put(self, index, source, accumulate)
+  def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor: return scatter.masked_scatter(self, mask, source)
+  def select_scatter(self, src: Tensor, dim: int, index: int) -> Tensor:
+    return scatter.into_view(self, src, lambda t: t.select(dim, index), "select_scatter")
+  def slice_scatter(self, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor:
+    return scatter.into_view(self, src, lambda t: t[(slice(None),) * resolve_axis(dim, self.ndim) + (slice(start, end, step),)], "slice_scatter")
+  def diagonal_scatter(self, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return scatter.into_view(self, src, lambda t: t.diagonal(offset, dim1, dim2), "diagonal_scatter")
+
+  def take(self, index: Tensor) -> Tensor:
+    """The elements of the flattened tensor at index, in index's shape (torch's take; negative indices count from the end)."""
+    return self.flatten()[self._operand(index, "take index")]
+
+  def take_along_dim(self, indices: Tensor, dim: Optional[int] = None) -> Tensor:
+    """gather with the dims other than dim broadcast between self and indices (torch's take_along_dim, numpy's
+    take_along_axis); without dim, of the flattened tensors."""
+    indices = self._operand(indices, "take_along_dim indices")
+    if dim is None: return self.flatten().gather(0, indices.flatten())
+    dim = resolve_axis(dim, self.ndim)
+    if indices.ndim != self.ndim: raise IndexMismatch(f"take_along_dim needs indices of self's rank, got {indices.shape} for {self.shape}")
+    batch = broadcast_shape(*[tuple(1 if d == dim else s for d, s in enumerate(t.shape)) for t in (self, indices)])
+    spread = lambda t: t.expand(tuple(t.shape[d] if d == dim else s for d, s in enumerate(batch)))
+    return spread(self).gather(dim, spread(indices))
+
+  def as_strided(self, size, stride, storage_offset: int = 0) -> Tensor:
+    """The elements at storage_offset + sum(i_k * stride_k) of the contiguous (flattened) tensor, in shape size
+    (torch's as_strided over a contiguous tensor); a copy, with the gradient adding up where positions repeat."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride) or not all(_is_int(v) and v >= 0 for v in size + stride + (storage_offset,)):
+      raise ValueError(f"as_strided needs sizes and strides of one length, ints >= 0, got {size}, {stride} and offset {storage_offset}")
+    positions = storage_offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - k - 1)) * st
+                                     for k, (n, st) in enumerate(zip(size, stride)))
+    positions = np.broadcast_to(positions, size)
+    if positions.size and positions.max() >= self.numel():
+      raise IndexError(f"as_strided of size {size}, stride {stride} and offset {storage_offset} reads past the {self.numel()} elements of {self.shape}")
+    return self.flatten()[Tensor(positions.astype(np.int64 if self.numel() >= 2**31 else np.int32), device=self.device)]
 
   @staticmethod
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:
@@ -2683,12 +3098,18 @@ class Tensor:
 
   def logaddexp(self, x) -> Tensor:
     """log(exp(self) + exp(x)) without overflow: the larger plus log1p(exp(-|difference|)) (numpy's and torch's)."""
+    return self._log_add(x, base2=False)
+  def logaddexp2(self, x) -> Tensor:
+    """log2(2 ** self + 2 ** x) without overflow (numpy's and torch's)."""
+    return self._log_add(x, base2=True)
+  def _log_add(self, x, base2: bool) -> Tensor:
     a, b = self._broadcasted(x)
     a, b = a._float_input(), b._float_input()
     top = a.maximum(b)
     difference = (a - b).abs()
     finite = difference == difference   # equal infinities: their difference is nan, and the larger is the answer
-    return top + finite.where(-difference, -math.inf).exp().log1p()
+    below = finite.where(-difference, -math.inf)
+    return top + (below.exp2().log1p() * (1 / math.log(2)) if base2 else below.exp().log1p())
 
   def hypot(self, x) -> Tensor:
     """sqrt(self^2 + x^2) without overflow or underflow in the squares: the larger magnitude times sqrt(1 + r^2) for
@@ -2782,9 +3203,23 @@ class Tensor:
     _check_int("diag diagonal", diagonal, low=None)
     if self.ndim == 2: return self.diagonal(diagonal)
     if self.ndim != 1: raise ValueError(f"diag needs a 1-D or 2-D tensor, got shape {self.shape}")
-    n, k = self.shape[0], abs(diagonal)
-    square = self.reshape(n, 1).pad(((0, 0), (0, n))).flatten().shrink(((0, n * n),)).reshape(n, n)
-    return square.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
+    return self.diag_embed(diagonal)
+
+  def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Square matrices of zeros with the last dim's vectors on their offset-th diagonal, the matrices in the new dims
+    dim1 and dim2 (torch's diag_embed)."""
+    _check_int("diag_embed offset", offset, low=None)
+    first, second = resolve_axis(dim1, self.ndim + 1), resolve_axis(dim2, self.ndim + 1)
+    if first == second: raise ValueError(f"diag_embed dims must differ, got {dim1} and {dim2}")
+    x = self
+    lead, n, k = x.shape[:-1], x.shape[-1], abs(offset)
+    # each vector as a column padded with n zeros: read n * n of it flat, the elements fall on the diagonal
+    square = x.reshape(lead + (n, 1)).pad(((0, 0),) * len(lead) + ((0, 0), (0, n))).flatten(-2)
+    square = square.shrink(tuple((0, s) for s in lead) + ((0, n * n),)).reshape(lead + (n, n))
+    matrices = square.pad(((0, 0),) * len(lead) + (((0, k), (k, 0)) if offset >= 0 else ((k, 0), (0, k))))
+    return matrices.movedim((-2, -1), (first, second))
+
+  def diagflat(self, offset: int = 0) -> Tensor: return self.flatten().diag_embed(offset)
 
   def trace(self) -> Tensor:
     if self.ndim != 2: raise ValueError(f"trace needs a matrix, got shape {self.shape}")
@@ -2857,6 +3292,38 @@ class Tensor:
     other = self._operand(other, "outer operand")
     if self.ndim != 1 or other.ndim != 1: raise ValueError(f"outer needs 1-D tensors, got {self.shape} and {other.shape}")
     return self.reshape(-1, 1) * other.reshape(1, -1)
+  ger = outer
+
+  # torch's products of fixed ranks: the same product as matmul, with the ranks checked
+  def _ranked_product(self, other, op: str, ranks: tuple[int, int]) -> Tensor:
+    other = self._operand(other, f"{op} operand")
+    if (self.ndim, other.ndim) != ranks: raise ShapeMismatch(f"{op} needs {ranks[0]}-D and {ranks[1]}-D tensors, got {self.shape} and {other.shape}")
+    if op == "bmm" and self.shape[0] != other.shape[0]: raise ShapeMismatch(f"bmm needs equal batch sizes, got {self.shape} and {other.shape}")
+    return self.matmul(other)
+  def mm(self, mat2) -> Tensor: return self._ranked_product(mat2, "mm", (2, 2))
+  def bmm(self, mat2) -> Tensor: return self._ranked_product(mat2, "bmm", (3, 3))
+  def mv(self, vec) -> Tensor: return self._ranked_product(vec, "mv", (2, 1))
+  def vdot(self, other) -> Tensor: return self._ranked_product(other, "vdot", (1, 1))
+
+  def inner(self, other) -> Tensor:
+    """The sums of products over the last dims (numpy's and torch's inner): shape self.shape[:-1] + other.shape[:-1]."""
+    other = self._operand(other, "inner operand")
+    if self.ndim == 0 or other.ndim == 0: return self * other
+    return self.tensordot(other, ([-1], [-1]))
+
+  def _plus_product(self, product: Tensor, beta, alpha) -> Tensor:
+    """beta * self + alpha * product, self broadcast to the product's shape; with beta 0 self is not read (its NaNs
+    stay out), as in torch."""
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0: return scaled + self._flat(self.zeros_like())._broadcast_to(scaled.shape)   # a gradient of 0, as torch's
+    return scaled + (self if beta == 1 else self * beta)._broadcast_to(scaled.shape)
+  def addmm(self, mat1, mat2, beta=1, alpha=1) -> Tensor: return self._plus_product(self._operand(mat1, "addmm mat1").mm(mat2), beta, alpha)
+  def addmv(self, mat, vec, beta=1, alpha=1) -> Tensor: return self._plus_product(self._operand(mat, "addmv mat").mv(vec), beta, alpha)
+  def addr(self, vec1, vec2, beta=1, alpha=1) -> Tensor: return self._plus_product(self._operand(vec1, "addr vec1").outer(vec2), beta, alpha)
+  def baddbmm(self, batch1, batch2, beta=1, alpha=1) -> Tensor:
+    return self._plus_product(self._operand(batch1, "baddbmm batch1").bmm(batch2), beta, alpha)
+  def addbmm(self, batch1, batch2, beta=1, alpha=1) -> Tensor:
+    return self._plus_product(self._operand(batch1, "addbmm batch1").bmm(batch2).sum(0), beta, alpha)
 
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
@@ -2901,3 +3368,31 @@ class Tensor:
   def matmul(self, x: Tensor, reverse=False, acc_dtype=None) -> Tensor:
     x = self._operand(x, "matmul operand")
     return x.dot(self, acc_dtype=acc_dtype) if reverse else self.dot(x, acc_dtype=acc_dtype)
+
+  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+
+  def detach_(self) -> Tensor:
+    self._ctx, self.requires_grad = None, False
+    return self
+
+
+def _in_place_variant(op: str):
+  def in_place(self, *args, **kwargs) -> Tensor: return self._in_place(getattr(self, op)(*args, **kwargs))
+  in_place.__name__ = in_place.__qualname__ = f"{op}_"
+  in_place.__doc__ = f"{op}, its result stored back in the tensor in the tensor's dtype, and the tensor returned (torch's {op}_)."
+  return in_place
+
+
+# torch's in-place forms of the ops that keep the shape (add_, clamp_ and the random fills are written out above)
+for _op in ("abs absolute neg negative sign sgn sqrt rsqrt square reciprocal exp exp2 expm1 log log2 log10 log1p sin cos tan sinh "
+            "cosh tanh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 sigmoid relu "
+            "erf erfc erfinv lgamma digamma polygamma mvlgamma i0 logit sinc deg2rad rad2deg floor ceil trunc fix frac round "
+            "nan_to_num clip clamp_min clamp_max pow float_power fmod remainder hypot xlogy copysign nextafter ldexp heaviside lerp "
+            "addcmul addcdiv addmm addmv addr baddbmm addbmm multiply subtract divide true_divide floor_divide "
+            "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift logical_and logical_or "
+            "logical_xor logical_not eq ne lt le gt ge greater greater_equal less less_equal not_equal cumsum cumprod renorm "
+            "tril triu masked_fill masked_scatter index_add index_copy index_fill index_put put scatter scatter_add "
+            "scatter_reduce").split():
+  if hasattr(Tensor, _op) and not hasattr(Tensor, f"{_op}_"): setattr(Tensor, f"{_op}_", _in_place_variant(_op))

@@ -33,6 +33,7 @@ def cumsum(x: LazyBuffer, axis: int) -> LazyBuffer:
 @dataclass(frozen=True)
 class RunningScan:
   """Along the middle axis of a flat buffer seen as (outer, length, inner): op "prod" gives the running product,
+  "logaddexp" the running log(exp(a) + exp(b)),
   "argmax" and "argmin" the int32 position of the running maximum or minimum (the last of equal ones; a NaN
   wins, and so does any later NaN, as in torch), and "recurrence" out[i] = x[i] + factors[i] * out[i - 1] (a
   second source, the factors)."""

@@ -97,7 +97,16 @@ def cumulative_sum(out: np.ndarray, x: np.ndarray, outer: int, length: int, inne
 
 # The generic scans (graph/scan.py's RunningScan): a work item is one outer index and a block of up to SCAN_BLOCK
 # inner columns, walked row by row as above; op is a number, so one compiled loop serves all of them.
-SCAN_OPS = {"prod": 0, "recurrence": 1, "argmax": 2, "argmin": 3}
+SCAN_OPS = {"prod": 0, "recurrence": 1, "argmax": 2, "argmin": 3, "logaddexp": 4}
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_add_exp(a, b):
+  """log(exp(a) + exp(b)) without overflow; equal infinities (whose difference is NaN) give themselves."""
+  if a != a or b != b: return a + b
+  top, bottom = (a, b) if a >= b else (b, a)
+  if bottom == -np.inf or top == np.inf: return top
+  return top + np.log1p(np.exp(bottom - top))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -112,10 +121,11 @@ def _running_item(out, x, factors, op, length, inner, item, state, best):
     row = start + i * inner
     for j in range(width):
       value = x[row + j]
-      if op <= 1:
+      if op <= 1 or op == 4:
         if i == 0: state[j] = value
         elif op == 0: state[j] = state[j] * value
-        else: state[j] = value + factors[row + j] * state[j]
+        elif op == 1: state[j] = value + factors[row + j] * state[j]
+        else: state[j] = _log_add_exp(state[j], value)
       elif i == 0 or value != value or (value >= best[j] if op == 2 else value <= best[j]):
         best[j] = value
         state[j] = i
