@@ -227,7 +227,7 @@ _UFUNC_OPS = {
   np.cos: "cos", np.tan: "tan", np.tanh: "tanh", np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
   np.trunc: "trunc", np.square: "square", np.reciprocal: "reciprocal", np.sinh: "sinh", np.cosh: "cosh", np.arcsinh: "asinh",
   np.arccosh: "acosh", np.arctanh: "atanh", np.arctan: "atan", np.arcsin: "asin", np.arccos: "acos", np.rint: "round", np.logical_not: "logical_not", np.invert: "__invert__",
-  np.positive: "__pos__", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.log1p: "log1p", np.expm1: "expm1",
+  np.positive: "__pos__", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.log1p: "log1p", np.expm1: "expm1", np.log10: "log10",
   np.signbit: "signbit", np.deg2rad: "deg2rad", np.radians: "deg2rad", np.rad2deg: "rad2deg", np.degrees: "rad2deg", np.fabs: "abs",
   np.fmax: ("fmax", "fmax"), np.fmin: ("fmin", "fmin"), np.hypot: ("hypot", "hypot"), np.logaddexp: ("logaddexp", "logaddexp"),
   np.logaddexp2: ("logaddexp2", "logaddexp2"),
@@ -1456,6 +1456,11 @@ class Tensor:
   def log(self) -> Tensor: return F.Log.apply(self._float_input())
   @_in_float32
   def log2(self) -> Tensor: return F.Log2.apply(self)
+  @_in_float32
+  def log10(self) -> Tensor:
+    """The base-10 logarithm, exact at powers of 10 (numpy's and torch's); its gradient is 1 / (x ln 10)."""
+    x = self.detach()
+    return _with_derivatives((self,), x._nondiff(UnaryOps.LOG10), (lambda: 1 / (x * math.log(10)),))
   def exp(self) -> Tensor: return F.Exp.apply(self._float_input())
   @_in_float32
   def exp2(self) -> Tensor: return F.Exp2.apply(self)
@@ -2448,6 +2453,28 @@ class Tensor:
     indices = self.argsort(dim, descending)
     return (self.gather(dim, indices) if self.ndim else self * 1), indices
   def msort(self) -> Tensor: return self.sort(0)[0]
+
+  def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) of the most frequent value along dim, as torch's mode: the smallest of equally frequent
+    ones, at its last position (NaNs each count once). The counts are found here; the values pass the gradient back."""
+    dim = resolve_axis(dim, self.ndim)
+    x = self if self.ndim else self.reshape(1)
+    if x.shape[dim] == 0: raise ValueError(f"mode of an empty dim {dim} of shape {self.shape}")
+    rows = np.moveaxis(x.numpy(), dim, -1)
+    order = np.argsort(rows, axis=-1, kind="stable")   # equal values keep their order: a run ends at its last position
+    ordered = np.take_along_axis(rows, order, -1)
+    n = rows.shape[-1]
+    position = np.arange(n)
+    starts = np.concatenate([np.ones(rows.shape[:-1] + (1,), bool), ordered[..., 1:] != ordered[..., :-1]], -1)
+    ends = np.concatenate([starts[..., 1:], np.ones(rows.shape[:-1] + (1,), bool)], -1)
+    run_start = np.maximum.accumulate(np.where(starts, position, 0), -1)
+    run_end = np.flip(np.minimum.accumulate(np.flip(np.where(ends, position, n), -1), -1), -1)
+    most = np.argmax(run_end - run_start, -1)[..., None]   # the first longest run: the smallest value
+    picked = np.take_along_axis(order, np.take_along_axis(run_end, most, -1), -1)
+    indices = Tensor(np.moveaxis(picked, -1, dim).astype(np.int32), device=self.device)
+    values = x.gather(dim, indices)
+    if not self.ndim: return values.reshape(()), indices.reshape(())
+    return (values, indices) if keepdim else (values.squeeze(dim), indices.squeeze(dim))
 
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
     """(values, indices) of the k largest (smallest) values along dim, in order (torch's topk)."""

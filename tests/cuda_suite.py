@@ -70,7 +70,7 @@ FLOAT_OPS = {
   "where_cmp": lambda a, b: (a < b).where(a, b) + (a == b) + (a != b), "floor_ceil_round": lambda a, b: (a * 3).floor() + (b * 3).ceil() + (a * 3).round(),
   "pow_clip": lambda a, b: a.abs().pow(b) + a.clip(-0.5, 0.5), "neg_recip": lambda a, b: -a + (b.abs() + 0.5).reciprocal(),
   "erf_atan2": lambda a, b: a.erf() + a.atan2(b) + (a * 0.3).asin() + (b * 0.3).acos() + b.atan(),
-  "erfc_lgamma": lambda a, b: a.erfc() + (b.abs() + 0.5).lgamma() + (b * 3).lgamma(),
+  "erfc_lgamma_log10": lambda a, b: a.erfc() + (b.abs() + 0.5).lgamma() + (b * 3).lgamma() + (a.abs() + 0.5).log10(),
   "special": lambda a, b: a.digamma() + (b * 0.3).erfinv() + a.i0() + b.polygamma(1) + (a * 3).i1e(),
 }
 
@@ -437,6 +437,7 @@ def test_scatter_add_and_its_gradient():
 def test_cumprod_and_cummax(axis):
   assert_same(*on_both(lambda x: (x * 0.1 + 1).cumprod(axis) * 2, rng.standard_normal((5, 6))))
   assert_same(*on_both(lambda x: x.cummax(axis)[0] + x.cummin(axis)[1], rng.integers(-3, 3, (5, 6)).astype(np.float32)))
+  assert_same(*on_both(lambda x: x.logcumsumexp(axis), rng.standard_normal((5, 6)) * 30))
 
 
 @pytest.mark.parametrize("axis", [0, 1])

@@ -429,3 +429,29 @@ def test_logaddexp2_and_unsafe_names_as_torch():
   assert [p.shape for p in Tensor(CUBE).unsafe_chunk(2, 2)] == [(2, 3, 2), (2, 3, 2)]
   assert [p.shape for p in Tensor(CUBE).unsafe_split(2, 1)] == [(2, 2, 4), (2, 1, 4)]
   with pytest.raises(ValueError, match="reduce must be one of"): Tensor(X).index_reduce(0, Tensor([0]), Tensor(X[:1]), "sum")
+
+
+@pytest.mark.parametrize("values,dim", [([1, 2, 2, 1, 3], -1), ([3.0, 1, 2, 2, 1, NAN, NAN, NAN], 0), ([[5, 5, 1], [2, 3, 3]], 1),
+                                        ([[5, 5, 1], [2, 3, 3]], 0), ([7, 1, 7, 1, 1, 7], 0), (4.0, 0)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_mode_as_torch(values, dim, keepdim):
+  ours, theirs = Tensor(values).mode(dim, keepdim), torch.tensor(values).mode(dim, keepdim)
+  np.testing.assert_array_equal(ours[0].numpy(), theirs.values.numpy())
+  np.testing.assert_array_equal(ours[1].numpy(), theirs.indices.numpy())
+
+
+def test_mode_gradient_and_empty_dim():
+  grads_match(lambda t: t.mode(1)[0], lambda t: t.mode(1).values, np.array([[1.5, 2.0, 1.5], [0.0, -1.0, -1.0]]))
+  with pytest.raises(ValueError, match="mode of an empty dim"): Tensor.zeros(2, 0).mode(1)
+
+
+@pytest.mark.parametrize("name", ["float64", "float32", "float16", "int32"])
+def test_log10_exact_at_powers_of_ten_as_torch(name):
+  values = np.array([1000.0, 1e-5, 0.0, -1.0, INF, NAN, 2.0, 1e30, 100.0, 0.001]) if name != "int32" else np.array([1, 10, 1000, 7, 0])
+  with np.errstate(over="ignore"): values = values.astype(name)
+  got, expected = Tensor(values).log10(), torch.tensor(values).log10()
+  assert got.dtype == getattr(dtypes, str(expected.dtype).split(".")[1])
+  np.testing.assert_array_equal(got.numpy(), expected.numpy())
+  if name == "float64":
+    assert isinstance(np.log10(Tensor(values)), Tensor)
+    grads_match(lambda t: t.log10(), torch.log10, POSITIVE)

@@ -323,14 +323,22 @@ def log_f32(x):
   return _log_special(x, np.float32(e * 0.6931471805599453 + series))
 
 
-# erf, erfc, lgamma and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize; they
-# are rare in models), and float32 rounds that result once
+# erf, erfc, lgamma, log10 and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize;
+# they are rare in models), and float32 rounds that result once. log10 is exact at powers of 10, as numpy's.
 @njit(**JIT)
 def erf_f32(x): return np.float32(math.erf(np.float64(x)))
 
 
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
+
+
+@njit(**JIT)
+def log10_f32(x): return np.float32(math.log10(np.float64(x)))
+
+
+@njit(**JIT)
+def log10_f64(x): return math.log10(x)
 
 
 @njit(**JIT)
