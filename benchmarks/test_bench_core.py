@@ -67,6 +67,13 @@ WORKLOADS = {
         torch=lambda x, y, z: F.gelu(x, approximate="tanh"),
         nbgrad=lambda x, y, z: x.gelu(),
         rtol=1e-4, atol=1e-5),
+    # torch's default GELU; numpy has no erf, so its row is left out and math.erf gives the reference once
+    "gelu_erf": Workload(
+        "vectors",
+        numpy=lambda x, y, z: 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0))),
+        torch=lambda x, y, z: F.gelu(x),
+        nbgrad=lambda x, y, z: x.gelu(approximate="none"),
+        rtol=1e-5, atol=1e-6),
     "sin_cos": Workload(
         "vectors",
         numpy=lambda x, y, z: np.sin(x) * np.cos(y),
@@ -386,6 +393,12 @@ def test_elementwise_fma_relu(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_gelu_tanh(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "gelu_tanh")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_elementwise_gelu_erf(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "gelu_erf")
 
 
 @pytest.mark.benchmark(group="elementwise")

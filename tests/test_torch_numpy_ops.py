@@ -68,6 +68,18 @@ def test_erf_and_inverse_trigonometry_as_torch(op, name):
     with np.errstate(invalid="ignore"): np.testing.assert_allclose(ufunc(Tensor(stored)).numpy(), ufunc(stored), rtol=2 * ULP[name])
 
 
+@pytest.mark.parametrize("op", ["erf", "erfc"])
+def test_float32_erf_and_erfc_within_an_ulp_everywhere(op):
+  """float32's erf and erfc are polynomials fitted to float64's (nbgrad/jit/runtime.py): checked on a dense grid across
+  both of their pieces, the tails where erfc underflows, and the signed zeros."""
+  grid = np.concatenate([np.linspace(-11, 11, 400_001), [0.0, -0.0, 1e-30, -1e-30, 2.0, -2.0, 10.05, 10.06]]).astype(np.float32)
+  got = getattr(Tensor(grid), op)().numpy().astype(np.float64)
+  expected = getattr(torch, op)(torch.tensor(grid.astype(np.float64))).numpy()
+  ulp = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
+  assert np.max(np.abs(got - expected) / ulp) <= 1.0
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 @pytest.mark.parametrize("op", list(ANGLE_INPUTS))
 def test_erf_and_inverse_trigonometry_gradients_as_torch(op):
   values = ANGLE_INPUTS[op][np.isfinite(ANGLE_INPUTS[op])]   # at +-1 asin's and acos's are inf, past them nan

@@ -8,6 +8,7 @@ numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2."""
 import math
 import platform
 import numpy as np
+from numpy.polynomial import chebyshev
 from llvmlite import ir
 from llvmlite.binding import get_host_cpu_features
 from numba import njit, types
@@ -323,10 +324,61 @@ def log_f32(x):
   return _log_special(x, np.float32(e * 0.6931471805599453 + series))
 
 
-# erf, erfc, lgamma, log10 and atan2 call the C library in float64 (scalar calls, which LLVM does not vectorize;
-# they are rare in models), and float32 rounds that result once. log10 is exact at powers of 10, as numpy's.
 @njit(**JIT)
-def erf_f32(x): return np.float32(math.erf(np.float64(x)))
+def log10_f32(x):
+  """Vectorizable as log_f32; its float64 value is within far less than half a float32 ulp, so powers of 10 come
+  out exact."""
+  e, series = _log_parts(x)
+  return _log_special(x, np.float32(e * 0.30102999566398120 + series * 0.4342944819032518))   # log10 2, 1 / ln 10
+
+
+# float32's erf and erfc (exact GELU's) in float64 arithmetic LLVM vectorizes: below |x| = 2, erf(x) = x P(x^2);
+# from 2 on, erfc(x) = exp(-x^2) Q(1/x), Q = exp(x^2) erfc(x) (slowly varying, 1 / (x sqrt(pi)) at large x). P and Q
+# are polynomials of degree 13 in a variable t on [-1, 1], interpolated at Chebyshev points from the C library's
+# values here (coefficients below 1, highest power first): within 3e-13 and 3e-12 of them, where float32's half ulp
+# is 3e-8. (With 19 coefficients LLVM no longer unrolled _horner's loop, and the kernel ran 10x slower.)
+ERF_NEAR_END, ERFC_FIT_END = 2.0, 10.5   # past 10.5 float32's erfc is 0 and its erf +-1
+
+
+def _fitted(fn, degree: int) -> tuple:
+  """The coefficients, highest power first, of the degree-n polynomial through fn at Chebyshev points of [-1, 1]."""
+  return tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.chebinterpolate(lambda t: np.array([fn(v) for v in t]), degree))[::-1])
+
+
+_ERF_NEAR = _fitted(lambda t: math.erf(math.sqrt(2 * t + 2)) / math.sqrt(2 * t + 2), 13)   # t = x^2 / 2 - 1
+_ERFC_FAR = _fitted(lambda t: (lambda x: math.erfc(x) * math.exp(x * x))(1 / (1 / ERFC_FIT_END + (t + 1) / 2 * (0.5 - 1 / ERFC_FIT_END))), 13)
+
+
+@njit(**JIT, inline="always")
+def _erf_near(x):   # |x| <= ERF_NEAR_END
+  return x * _horner(x * x * 0.5 - 1.0, _ERF_NEAR)
+
+
+@njit(**JIT, inline="always")
+def _erfc_far(a):   # a >= ERF_NEAR_END; t = 1/a mapped onto [-1, 1]
+  u = 1.0 / min(a, ERFC_FIT_END)
+  return exp_f64(-a * a) * _horner((u - 1.0 / ERFC_FIT_END) / (0.5 - 1.0 / ERFC_FIT_END) * 2.0 - 1.0, _ERFC_FAR)
+
+
+# both sides are computed and one selected, no branches, and the body inlined into the kernel (LLVM left the call
+# in place), so that loops over them vectorize: 16M float32 erf took 218 ms with the C library's, 146 ms as a call
+# and 61 ms inlined
+@njit(**JIT, inline="always")
+def erf_f32(x):
+  v = np.float64(x)
+  near, far = _erf_near(v), 1.0 - _erfc_far(abs(v))
+  return np.float32(near if abs(v) <= ERF_NEAR_END else (far if v > 0 else -far))   # -0.0 and nan stay
+
+
+@njit(**JIT, inline="always")
+def erfc_f32(x):
+  v = np.float64(x)
+  near, far = 1.0 - _erf_near(v), _erfc_far(abs(v))
+  return np.float32(near if abs(v) <= ERF_NEAR_END else (far if v > 0 else 2.0 - far))
+
+
+# erf, erfc and lgamma of float64, lgamma of float32, atan2 and float64's log10 (exact at powers of 10, as numpy's)
+# call the C library in float64 (scalar calls, which LLVM does not vectorize), and float32 rounds that result once
 
 
 @njit(**JIT)
@@ -334,15 +386,7 @@ def erf_f64(x): return math.erf(x)
 
 
 @njit(**JIT)
-def log10_f32(x): return np.float32(math.log10(np.float64(x)))
-
-
-@njit(**JIT)
 def log10_f64(x): return math.log10(x)
-
-
-@njit(**JIT)
-def erfc_f32(x): return np.float32(math.erfc(np.float64(x)))
 
 
 @njit(**JIT)
