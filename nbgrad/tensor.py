@@ -16,8 +16,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
-from nbgrad.graph.sort import argsort
-from nbgrad import dense, dense_solve, scatter
+from nbgrad import dense, dense_solve, functional, ordering, scatter
 from nbgrad import special
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
@@ -1861,6 +1860,41 @@ class Tensor:
     out = (a == 0).where((b < 0).where(-tiny, tiny), moved)
     return (a == b).where(b, (a.isnan() | b.isnan()).where(math.nan, out))
 
+  def logaddexp(self, x) -> Tensor:
+    """log(exp(self) + exp(x)) without overflow: the larger plus log1p(exp(-|difference|)) (numpy's and torch's)."""
+    return self._log_add(x, base2=False)
+  def logaddexp2(self, x) -> Tensor:
+    """log2(2 ** self + 2 ** x) without overflow (numpy's and torch's)."""
+    return self._log_add(x, base2=True)
+  def _log_add(self, x, base2: bool) -> Tensor:
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    top = a.maximum(b)
+    difference = (a - b).abs()
+    finite = difference == difference   # equal infinities: their difference is nan, and the larger is the answer
+    below = finite.where(-difference, -math.inf)
+    return top + (below.exp2().log1p() * (1 / math.log(2)) if base2 else below.exp().log1p())
+
+  def hypot(self, x) -> Tensor:
+    """sqrt(self^2 + x^2) without overflow or underflow in the squares: the larger magnitude times sqrt(1 + r^2) for
+    the ratio r of the two (inf where either is, NaN or not, as C's hypot); torch's gradients self / h and x / h."""
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    p, q = a.detach().abs(), b.detach().abs()
+    big, small = p.maximum(q), p.minimum(q)
+    ratio = (big == 0).where(0.0, small / big)
+    h = ((p == math.inf) | (q == math.inf)).where(math.inf, big * (1 + ratio * ratio).sqrt())
+    return _with_derivatives((a, b), h, (lambda: a.detach() / h, lambda: b.detach() / h))
+
+  def xlogy(self, x) -> Tensor:
+    """self * log(x), 0 where self is 0 (unless x is NaN), with torch's gradients: log(x) (0 where self is 0 and x is
+    not positive) and self / x."""
+    a, b = self._broadcasted(x)
+    a, b = a._float_input(), b._float_input()
+    p, q = a.detach(), b.detach()
+    value = ((p == 0) & (q == q)).where(0.0, p * q.log())
+    return _with_derivatives((a, b), value, (lambda: ((p == 0) & (q <= 0)).where(0.0, q.log()), lambda: p / q))
+
   def pow(self, x, reverse=False) -> Tensor:
     """self ** x (x ** self when reverse). An integer exponent multiplies: exact for ints (wrapping like repeated
     products), a few roundings for floats, and finite gradients at 0. Other float powers are |b| ** e (the POW
@@ -1986,6 +2020,8 @@ class Tensor:
   def rshift(self, x) -> Tensor: return self._shift(BinaryOps.SHR, x)
 
   def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
+  def addcmul(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) * tensor2
+  def addcdiv(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) / tensor2
   def clip(self, min_=None, max_=None, out=None, *, min=None, max=None) -> Tensor:   # noqa: A002
     """Values below min_ raised to it, above max_ lowered to it; torch's keywords min= and max= name the bounds
     too, and numpy's np.clip(t, lo, hi) calls this (out= is refused)."""
@@ -2429,6 +2465,19 @@ class Tensor:
     axes = self._reduce_axes(axis)
     return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
+  def trapezoid(self, x=None, dx: float = 1.0, dim: int = -1) -> Tensor:
+    """The integral of samples self along dim by the trapezoidal rule (numpy's and torch's trapezoid): at points x (a
+    1-D tensor along dim, or of self's shape) or dx apart."""
+    dim = resolve_axis(dim, self.ndim)
+    n = self.shape[dim]
+    def part(t, start, end): return t.shrink(tuple((start, end) if d == dim else None for d in range(t.ndim)))
+    pairs = (part(self, 1, n) + part(self, 0, max(n - 1, 0))) * 0.5
+    if x is None: return (pairs * dx).sum(dim)
+    x = self._operand(x, "trapezoid x")
+    if x.ndim == 1: x = x.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
+    if x.shape[dim] != n: raise ShapeMismatch(f"trapezoid x of shape {x.shape} does not give one point per sample along dim {dim} of {self.shape}")
+    return (pairs * (part(x, 1, n) - part(x, 0, max(n - 1, 0)))).sum(dim)
+
   # ---- scans and masks
   @_torch_dim
   def cumsum(self, axis: int = 0) -> Tensor:
@@ -2436,265 +2485,6 @@ class Tensor:
     axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
     return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
-
-  # ---- sorting
-  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
-    """The int32 positions along dim that put the values in ascending (descending) order, as torch's argsort. The sort
-    is stable whatever stable says (equal values keep their order), and NaN sorts above inf, as in torch."""
-    return self._first_in_order(dim, descending, None)
-
-  def _first_in_order(self, dim: int, descending: bool, k: Optional[int]) -> Tensor:
-    dim = resolve_axis(dim, self.ndim)   # a 0-d tensor has axes 0 and -1
-    if self.ndim == 0: return self.reshape(1)._first_in_order(0, descending, k).reshape(())
-    return Tensor(argsort(self.lazydata, dim, descending, k), device=self.device)._cut_from(self)._after_op()
-
-  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
-    """(values, indices) of the values along dim in order (torch's sort); the values pass the gradient back."""
-    indices = self.argsort(dim, descending)
-    return (self.gather(dim, indices) if self.ndim else self * 1), indices
-  def msort(self) -> Tensor: return self.sort(0)[0]
-
-  def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-    """(values, int32 indices) of the most frequent value along dim, as torch's mode: the smallest of equally frequent
-    ones, at its last position (NaNs each count once). The counts are found here; the values pass the gradient back."""
-    dim = resolve_axis(dim, self.ndim)
-    x = self if self.ndim else self.reshape(1)
-    if x.shape[dim] == 0: raise ValueError(f"mode of an empty dim {dim} of shape {self.shape}")
-    rows = np.moveaxis(x.numpy(), dim, -1)
-    order = np.argsort(rows, axis=-1, kind="stable")   # equal values keep their order: a run ends at its last position
-    ordered = np.take_along_axis(rows, order, -1)
-    n = rows.shape[-1]
-    position = np.arange(n)
-    starts = np.concatenate([np.ones(rows.shape[:-1] + (1,), bool), ordered[..., 1:] != ordered[..., :-1]], -1)
-    ends = np.concatenate([starts[..., 1:], np.ones(rows.shape[:-1] + (1,), bool)], -1)
-    run_start = np.maximum.accumulate(np.where(starts, position, 0), -1)
-    run_end = np.flip(np.minimum.accumulate(np.flip(np.where(ends, position, n), -1), -1), -1)
-    most = np.argmax(run_end - run_start, -1)[..., None]   # the first longest run: the smallest value
-    picked = np.take_along_axis(order, np.take_along_axis(run_end, most, -1), -1)
-    indices = Tensor(np.moveaxis(picked, -1, dim).astype(np.int32), device=self.device)
-    values = x.gather(dim, indices)
-    if not self.ndim: return values.reshape(()), indices.reshape(())
-    return (values, indices) if keepdim else (values.squeeze(dim), indices.squeeze(dim))
-
-  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
-    """(values, indices) of the k largest (smallest) values along dim, in order (torch's topk)."""
-    _check_int("topk k", k)
-    dim = resolve_axis(dim, self.ndim)
-    size = self.shape[dim] if self.ndim else 1
-    if k > size: raise ValueError(f"topk k={k} is more than the {size} elements along dim {dim} of {self.shape}")
-    if self.ndim == 0: return self * 1, self.argsort()   # k is 0 or 1; torch gives the value either way
-    indices = self._first_in_order(dim, largest, k)
-    return self.gather(dim, indices), indices
-
-  def diff(self, n: int = 1, dim: int = -1) -> Tensor:
-    """The differences of neighbours along dim, taken n times (torch's and numpy's diff; bools: not equal)."""
-    _check_int("diff n", n)
-    if self.ndim == 0: raise ValueError("diff needs at least one dim, got a 0-d tensor")
-    axis = resolve_axis(dim, self.ndim)
-    out = self
-    for _ in range(min(n, self.shape[axis])):
-      size = out.shape[axis]
-      later = out.shrink(tuple((1, size) if d == axis else None for d in range(self.ndim)))
-      earlier = out.shrink(tuple((0, size - 1) if d == axis else None for d in range(self.ndim)))
-      out = later != earlier if self.dtype == dtypes.bool else later - earlier
-    if n > self.shape[axis]: out = out.shrink(tuple((0, 0) if d == axis else None for d in range(self.ndim)))
-    return out if n else self.clone()
-
-  @_torch_dim
-  def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
-
-  def searchsorted(self, values, right: bool = False, side: Optional[str] = None) -> Tensor:
-    """For sorted rows self (..., M), the int32 positions where values (..., K) would go to keep each row sorted:
-    before equal elements (right, side="right": after them), NaN sorting last, as torch's and numpy's searchsorted.
-    A 1-D self serves values of any shape. Each position counts the elements before it (O(M) per value)."""
-    if side is not None:
-      if side not in ("left", "right"): raise ValueError(f"searchsorted side must be 'left' or 'right', got {side!r}")
-      right = side == "right"
-    values = self._operand_or_number(values)
-    if self.ndim == 0: raise ValueError("searchsorted needs a sorted sequence of at least 1 dim, got a 0-d tensor")
-    if self.ndim > 1 and (values.ndim != self.ndim or values.shape[:-1] != self.shape[:-1]):
-      raise ShapeMismatch(f"searchsorted of {values.shape} values in rows {self.shape}: the leading dims must match")
-    rows = self.unsqueeze(-2) if self.ndim > 1 else self
-    point = values.unsqueeze(-1)
-    sequence_nan, point_nan = rows != rows, point != point   # NaN above every number
-    before = sequence_nan.logical_not() & (point_nan | (rows < point))
-    if right: before = before | (rows == point) | (sequence_nan & point_nan)
-    return before.sum(-1)
-
-  def bucketize(self, boundaries, right: bool = False) -> Tensor:
-    """torch's bucketize: the index of the bucket each value falls in, boundaries[i - 1] < v <= boundaries[i]
-    (right: boundaries[i - 1] <= v < boundaries[i]), for sorted 1-D boundaries."""
-    boundaries = self._operand(boundaries, "bucketize boundaries")
-    if boundaries.ndim != 1: raise ShapeMismatch(f"bucketize needs 1-D boundaries, got shape {boundaries.shape}")
-    return boundaries.searchsorted(self, right=right)
-
-  def nonzero(self, as_tuple: bool = False):
-    """torch's nonzero: the int32 indices of the nonzero elements, as rows (n, ndim), or with as_tuple one 1-D tensor
-    per dim. Its size depends on the values: they are computed here."""
-    values = self.numpy()   # bfloat16 comes out as float32: the same zeros
-    if self.ndim == 0:   # as torch: one row of no index if the value is nonzero, else none (as a tuple: position 0)
-      count = int(values != 0)
-      return (Tensor(np.zeros(count, np.int32), device=self.device),) if as_tuple else Tensor(np.zeros((count, 0), np.int32), device=self.device)
-    found = np.nonzero(values)
-    if as_tuple: return tuple(Tensor(i.astype(np.int32), device=self.device) for i in found)
-    return Tensor(np.stack(found, axis=-1).astype(np.int32), device=self.device)
-
-  def argwhere(self) -> Tensor: return self.nonzero()
-
-  def unique(self, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):  # noqa: A002
-    """torch's unique: the distinct values (or, along dim, distinct slices) in ascending order, with the int32 index
-    of each element's value (return_inverse) and how often each appears (return_counts). Computed here."""
-    axis = None if dim is None else resolve_axis(dim, self.ndim)
-    found = np.unique(self.numpy(), return_inverse=True, return_counts=True, axis=axis)
-    out = [Tensor(found[0], dtype=self.dtype, device=self.device)]
-    if return_inverse: out.append(Tensor(found[1].astype(np.int32).reshape(self.shape if axis is None else -1), device=self.device))
-    if return_counts: out.append(Tensor(found[2].astype(np.int32), device=self.device))
-    return out[0] if len(out) == 1 else tuple(out)
-
-  def unique_consecutive(self, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):
-    """torch's unique_consecutive: each run of equal values (or, along dim, equal slices) once, in order, with the int32
-    run of each element (return_inverse) and the runs' lengths (return_counts). Computed here."""
-    axis = None if dim is None else resolve_axis(dim, self.ndim)
-    values = self.numpy().reshape(-1) if axis is None else np.moveaxis(self.numpy(), axis, 0)
-    rows = values.reshape(len(values), math.prod(values.shape[1:]))
-    starts = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]) if len(values) else np.zeros(0, bool)
-    kept = values[starts] if axis is None else np.moveaxis(values[starts], 0, axis)
-    out = [Tensor(np.ascontiguousarray(kept), dtype=self.dtype, device=self.device)]
-    run = np.cumsum(starts) - 1
-    if return_inverse: out.append(Tensor(run.astype(np.int32).reshape(self.shape if axis is None else -1), device=self.device))
-    if return_counts: out.append(Tensor(np.diff(np.flatnonzero(np.append(starts, True))).astype(np.int32), device=self.device))
-    return out[0] if len(out) == 1 else tuple(out)
-
-  def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
-    """torch's histc: counts of the values in bins equal parts of [min, max] (the last part closed), NaN and values
-    outside left out; min == max (the default) takes the values' own range, widened by 1 each way if they are all
-    equal (computed here)."""
-    _check_int("histc bins", bins, low=1)
-    x = self._float_input()
-    low, high = float(min), float(max)
-    if low == high:
-      low, high = x._value_range((0.0, 0.0))
-      if low == high: low, high = low - 1, high + 1
-    if low > high: raise ValueError(f"histc needs min <= max, got {low} and {high}")
-    inside = (x >= low) & (x <= high)   # NaN compares false: left out
-    place = ((x - low) * (bins / (high - low))).floor().minimum(bins - 1)
-    where = inside.where(place, -1).cast(dtypes.int32).reshape(-1)
-    return Tensor.zeros(bins, dtype=x.dtype, device=self.device).scatter_add(0, where, x.ones_like().reshape(-1))
-
-  def _value_range(self, empty: tuple[float, float]) -> tuple[float, float]:
-    """The lowest and highest value that is not NaN, read here (empty when there is none)."""
-    held = self.numpy().reshape(-1)
-    values = held[~np.isnan(held)]
-    return (float(values.min()), float(values.max())) if values.size else empty
-
-  def histogram(self, bins=100, range=None, weight=None, density: bool = False) -> tuple[Tensor, Tensor]:  # noqa: A002
-    """(counts, edges) as torch's and numpy's histogram of a float tensor: bins equal parts of range (the values' own,
-    widened by 0.5 each way if they are all equal) or the given increasing edges; a part holds its left edge, the last
-    its right one too; NaN and values outside are left out. weight adds weights instead of ones; density divides the
-    counts by their total and the parts' widths."""
-    if not dtypes.is_float(self.dtype): raise TypeError(f"histogram needs a float tensor, got {self.dtype}")
-    if isinstance(bins, (Tensor, list, tuple, np.ndarray)):
-      edges = (bins if isinstance(bins, Tensor) else Tensor(np.asarray(bins), device=self.device)).cast(self.dtype)
-      if edges.ndim != 1 or edges.shape[0] < 2: raise ValueError(f"histogram bin edges must be 1-D with at least 2 edges, got shape {edges.shape}")
-    else:
-      _check_int("histogram bins", bins, low=1)
-      low, high = (float(range[0]), float(range[1])) if range is not None else self._value_range((0.0, 1.0))
-      if low > high: raise ValueError(f"histogram range must be increasing, got {range}")
-      if low == high: low, high = low - 0.5, high + 0.5
-      edges = Tensor.linspace(low, high, bins + 1, dtype=self.dtype, device=self.device)
-    count = edges.shape[0] - 1
-    place = edges.searchsorted(self, right=True) - 1
-    place = (self == edges[-1]).where(count - 1, place)   # the last part is closed on the right
-    place = ((place >= 0) & (place < count)).where(place, -1).reshape(-1)   # outside, or NaN (searched past the end): nowhere
-    added = self.ones_like() if weight is None else self._operand(weight, "histogram weight").cast(self.dtype)
-    if added.shape != self.shape: raise ShapeMismatch(f"histogram weight of shape {added.shape} does not match {self.shape}")
-    hist = Tensor.zeros(count, dtype=self.dtype, device=self.device).scatter_add(0, place, added.reshape(-1))
-    if density: hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
-    return hist, edges
-
-  def bincount(self, weights=None, minlength: int = 0) -> Tensor:
-    """torch's bincount of a 1-D tensor of ints >= 0: how often each value from 0 on appears (int32), or the sum of
-    the weights at its positions (with the weights' gradient). The length is max + 1 at least: computed here."""
-    _check_int("bincount minlength", minlength)
-    if self.ndim != 1 or not dtypes.is_int(self.dtype): raise ValueError(f"bincount needs a 1-D int tensor, got shape {self.shape} of {self.dtype}")
-    values = self.numpy()
-    if values.size and values.min() < 0: raise ValueError(f"bincount needs values >= 0, got {values.min()}")
-    length = max(minlength, int(values.max()) + 1 if values.size else 0)
-    if weights is None: return Tensor.zeros(length, dtype=dtypes.int32, device=self.device).scatter_add(0, self, self.ones_like(dtype=dtypes.int32))
-    weights = self._operand(weights, "bincount weights")
-    if weights.shape != self.shape: raise ShapeMismatch(f"bincount weights of shape {weights.shape} do not match {self.shape}")
-    weights = weights._float_input()
-    return Tensor.zeros(length, dtype=weights.dtype, device=self.device).scatter_add(0, self, weights)
-
-  def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-    """(values, int32 indices) of the k-th smallest values along dim (torch's kthvalue; k counts from 1)."""
-    _check_int("kthvalue k", k, low=1)
-    dim = resolve_axis(dim, self.ndim)
-    x = self if self.ndim else self.reshape(1)
-    if k > x.shape[dim]: raise ValueError(f"kthvalue k={k} is more than the {x.shape[dim]} elements along dim {dim} of {self.shape}")
-    values, order = x.sort(dim)
-    picked = tuple(t.shrink(tuple((k - 1, k) if d == dim else None for d in range(x.ndim))) for t in (values, order))
-    if not self.ndim: return tuple(t.reshape(()) for t in picked)
-    return picked if keepdim else tuple(t.squeeze(dim) for t in picked)
-
-  def median(self, dim: Optional[int] = None, keepdim: bool = False):
-    """torch's median: the lower of the two middle values, NaN where the values hold one. Over all elements (no
-    dim) the value; along dim (values, int32 indices), whose values pass the gradient back."""
-    return self._middle(dim, keepdim, skip_nan=False)
-
-  def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False):
-    """median of the values that are not NaN (NaN where all are)."""
-    return self._middle(dim, keepdim, skip_nan=True)
-
-  def _middle(self, dim, keepdim: bool, skip_nan: bool):
-    if dim is None:
-      value = self.flatten()._middle(0, False, skip_nan)[0]
-      return value.reshape((1,) * self.ndim) if keepdim else value
-    dim = resolve_axis(dim, self.ndim)
-    if self.ndim == 0: return tuple(t.reshape(()) for t in self.reshape(1)._middle(0, keepdim, skip_nan))
-    n = self.shape[dim]
-    if n == 0: raise ValueError(f"median of an empty dim: dim {dim} of shape {self.shape}")
-    values, order = self.sort(dim)
-    counted = n - self.isnan().sum(dim, keepdim=True)   # NaNs sort last: the first of them is at position counted
-    position = ((counted - 1) // 2).maximum(0) if skip_nan else (counted < n).where(counted, (n - 1) // 2)
-    picked = values.gather(dim, position), order.gather(dim, position)
-    return picked if keepdim else tuple(t.squeeze(dim) for t in picked)
-
-  def quantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
-    """torch's quantile: the q-th quantiles (q a number or a 1-D list or tensor of them, in [0, 1]) of the values along
-    dim (of all of them without one), between the sorted values at rank q * (n - 1) as interpolation says ("linear",
-    "lower", "higher", "midpoint" or "nearest"); NaN where the values hold one. Several q give a first dim of them."""
-    return self._quantile(q, dim, keepdim, interpolation, skip_nan=False)
-
-  def nanquantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
-    """quantile of the values that are not NaN (NaN where all are)."""
-    return self._quantile(q, dim, keepdim, interpolation, skip_nan=True)
-
-  def _quantile(self, q, dim, keepdim: bool, interpolation: str, skip_nan: bool) -> Tensor:
-    if not dtypes.is_float(self.dtype): raise TypeError(f"quantile needs a float tensor, got {self.dtype}")
-    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
-      raise ValueError(f"quantile interpolation must be linear, lower, higher, midpoint or nearest, got {interpolation!r}")
-    qs = np.asarray(q.numpy() if isinstance(q, Tensor) else q, dtype=np.float64)
-    if qs.ndim > 1 or not ((qs >= 0) & (qs <= 1)).all(): raise ValueError(f"quantile q must be in [0, 1], one number or a 1-D list, got {q!r}")
-    x, axis = (self.reshape(-1), 0) if dim is None else (self if self.ndim else self.reshape(1), resolve_axis(dim, self.ndim))
-    n = x.shape[axis]
-    if n == 0: raise ValueError(f"quantile of no values: shape {self.shape}")
-    values = x.sort(axis)[0]
-    nans = x.isnan().sum(axis, keepdim=True)
-    counted = n - nans if skip_nan else Tensor.full(nans.shape, n, dtype=dtypes.int32, device=self.device)
-    results = []
-    for fraction in qs.reshape(-1).tolist():
-      rank = (counted - 1).maximum(0).cast(dtypes.float64) * fraction
-      low, high = rank.floor(), rank.ceil()
-      lower, upper = values.gather(axis, low.cast(dtypes.int32)), values.gather(axis, high.cast(dtypes.int32))
-      out = {"linear": lambda: lower + (upper - lower) * (rank - low).cast(self.dtype), "lower": lambda: lower,
-             "higher": lambda: upper, "midpoint": lambda: (lower + upper) * 0.5,
-             "nearest": lambda: values.gather(axis, rank.round().cast(dtypes.int32))}[interpolation]()
-      out = (counted == 0).where(math.nan, out) if skip_nan else (nans > 0).where(math.nan, out)
-      if dim is None: out = out.reshape((1,) * self.ndim if keepdim else ())
-      elif not keepdim: out = out.squeeze(axis) if self.ndim else out.reshape(())
-      results.append(out)
-    return results[0] if qs.ndim == 0 else Tensor.stack(*results) if results else Tensor.zeros((0,) + self.shape, dtype=self.dtype)
 
   @_torch_dim
   def cumprod(self, axis: int = 0) -> Tensor:
@@ -2742,6 +2532,20 @@ class Tensor:
     indices = Tensor(running(keys.lazydata, axis, op), device=self.device)._cut_from(self)._after_op()
     return self.gather(axis, indices), indices
 
+  def diff(self, n: int = 1, dim: int = -1) -> Tensor:
+    """The differences of neighbours along dim, taken n times (torch's and numpy's diff; bools: not equal)."""
+    _check_int("diff n", n)
+    if self.ndim == 0: raise ValueError("diff needs at least one dim, got a 0-d tensor")
+    axis = resolve_axis(dim, self.ndim)
+    out = self
+    for _ in range(min(n, self.shape[axis])):
+      size = out.shape[axis]
+      later = out.shrink(tuple((1, size) if d == axis else None for d in range(self.ndim)))
+      earlier = out.shrink(tuple((0, size - 1) if d == axis else None for d in range(self.ndim)))
+      out = later != earlier if self.dtype == dtypes.bool else later - earlier
+    if n > self.shape[axis]: out = out.shrink(tuple((0, 0) if d == axis else None for d in range(self.ndim)))
+    return out if n else self.clone()
+
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
@@ -2756,6 +2560,38 @@ class Tensor:
     rows, cols = self.shape[-2], self.shape[-1]
     row, col = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k, Tensor.arange(cols, device=self.device).reshape(1, cols)
     return (row <= col if upper else row >= col).where(self, False if self.dtype == dtypes.bool else 0)
+
+  # ---- sorting, ranking, counting and binning (nbgrad/ordering.py)
+  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    return ordering.argsort(self, dim, descending, stable)
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    return ordering.sort(self, dim, descending, stable)
+  def msort(self) -> Tensor: return self.sort(0)[0]
+  def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.mode(self, dim, keepdim)
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
+    return ordering.topk(self, k, dim, largest, sorted)
+  def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.kthvalue(self, k, dim, keepdim)
+  def median(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.median(self, dim, keepdim)
+  def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.nanmedian(self, dim, keepdim)
+  def quantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
+    return ordering.quantile(self, q, dim, keepdim, interpolation)
+  def nanquantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
+    return ordering.nanquantile(self, q, dim, keepdim, interpolation)
+  def searchsorted(self, values, right: bool = False, side: Optional[str] = None) -> Tensor: return ordering.searchsorted(self, values, right, side)
+  def bucketize(self, boundaries, right: bool = False) -> Tensor: return ordering.bucketize(self, boundaries, right)
+  def nonzero(self, as_tuple: bool = False): return ordering.nonzero(self, as_tuple)
+  def argwhere(self) -> Tensor: return self.nonzero()
+  def unique(self, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):  # noqa: A002
+    return ordering.unique(self, sorted, return_inverse, return_counts, dim)
+  def unique_consecutive(self, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None):
+    return ordering.unique_consecutive(self, return_inverse, return_counts, dim)
+  def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor: return ordering.histc(self, bins, min, max)  # noqa: A002
+  def histogram(self, bins=100, range=None, weight=None, density: bool = False) -> tuple[Tensor, Tensor]:  # noqa: A002
+    return ordering.histogram(self, bins, range, weight, density)
+  def bincount(self, weights=None, minlength: int = 0) -> Tensor: return ordering.bincount(self, weights, minlength)
+
+  @_torch_dim
+  def count_nonzero(self, axis=None) -> Tensor: return (self != 0).sum(axis)
 
   # ---- gather, einsum
   def gather(self, dim: int, index: Tensor) -> Tensor:
@@ -3012,7 +2848,7 @@ class Tensor:
       pad2d += [d * (k - 1) - p, d * (k - 1) - p + e]
     return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=pad2d)
 
-  # ---- neural-network functionals
+  # ---- neural-network functionals (the longer ones in nbgrad/functional.py)
   def linear(self, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
     out = self * weight if weight.ndim == 1 else self.dot(weight)
@@ -3029,161 +2865,31 @@ class Tensor:
     return centered * (centered * centered).mean(axis, keepdim=True).add(eps).rsqrt()
 
   def batchnorm(self, weight: Optional[Tensor], bias: Optional[Tensor], mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
-    weight, bias = self._operand(weight, "weight", optional=True), self._operand(bias, "bias", optional=True)
-    mean, invstd = self._operand(mean, "mean"), self._operand(invstd, "invstd")
-    axes = tuple(resolve_axis(a, self.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
-    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
-    out = self - mean.reshape(shape)
-    if weight is not None: out = out * weight.reshape(shape)
-    out = out * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
-    return out if bias is None else out + bias.reshape(shape)
+    return functional.batchnorm(self, weight, bias, mean, invstd, axis)
 
   def one_hot(self, num_classes: int) -> Tensor:
     """1 where the last axis's position equals the value (float labels too, as in tinygrad: 2.0 is class 2, 2.5 none)."""
     _check_int("one_hot num_classes", num_classes)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
-  def binary_crossentropy(self, y: Tensor) -> Tensor:
-    """Mean of -(y log p + (1 - y) log(1 - p)), each log no lower than -100 (torch's clamp: no nan at 0 or 1), with
-    torch's gradients: (p - y) / max(p (1 - p), 1e-12) by p, log(1 - p) - log(p) (not clamped) by y."""
-    p, target = self._broadcasted(self._operand(y, "target"))
-    probability, label = p.detach(), target.detach()
-    log_p, log_q = probability._log_at_least(-100), (1 - probability)._log_at_least(-100)
-    losses = -label * log_p - (1 - label) * log_q
-    return _with_derivatives((p, target), losses, (lambda: (probability - label) / ((1 - probability) * probability).maximum(1e-12),
-                                                   lambda: (1 - probability).log() - probability.log())).mean()
-
-  def _log_at_least(self, floor: float) -> Tensor:
-    """log, no lower than floor: the floor at 0 and below."""
-    positive = self > 0
-    return positive.where(positive.where(self, 1).log().maximum(floor), floor)
-
+  def binary_crossentropy(self, y: Tensor) -> Tensor: return functional.binary_crossentropy(self, y)
   def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
     y = self._operand(y, "target")
     return (self.maximum(0) - y * self + self.abs().neg().exp().log1p()).mean()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
-    """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
-    Y = self._operand(Y, "labels")
-    if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {self.shape}")
-    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
-    log_probs, counted = self.log_softmax(), (Y != ignore_index)
-    classes = Tensor.arange(self.shape[-1], device=self.device).reshape((1,) * Y.ndim + (self.shape[-1],))
-    target = (Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)
-    total = target.where(log_probs, 0).sum()   # selected, not multiplied: a -inf logit elsewhere adds no nan
-    if label_smoothing:   # skipped, not multiplied by 0, without smoothing; ignored rows selected out, not multiplied
-      total = (1 - label_smoothing) * total + label_smoothing * counted.where(log_probs.mean(-1), 0).sum()
-    return -total / counted.sum()
-
+    return functional.sparse_categorical_crossentropy(self, Y, ignore_index, label_smoothing)
   def nll_loss(self, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    """torch's nll_loss: -weight[c] * self[n, c] for log-probabilities (N, C, ...) (or (C,)) and class indices c =
-    target[n, ...]; targets equal to ignore_index count for nothing, and the mean divides by the weights counted."""
-    scores, target = self._classes_last(target, reduction, "nll_loss")
-    return scores._class_loss(target, weight, ignore_index, reduction, 0.0)
-
+    return functional.nll_loss(self, target, weight, ignore_index, reduction)
   def cross_entropy(self, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100, reduction: str = "mean",
                     label_smoothing: float = 0.0) -> Tensor:
-    """torch's cross_entropy of logits (N, C, ...) (or (C,)): target is class indices (N, ...) or class probabilities
-    of the logits' shape; label_smoothing mixes in the uniform distribution over the C classes."""
-    scores, target = self._classes_last(target, reduction, "cross_entropy")
-    _check_number("cross_entropy label_smoothing", label_smoothing)
-    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
-    log_probs = scores.log_softmax(-1)
-    if not dtypes.is_float(target.dtype): return log_probs._class_loss(target, weight, ignore_index, reduction, label_smoothing)
-    if target.shape != self.shape: raise ShapeMismatch(f"cross_entropy class probabilities of shape {target.shape} do not match logits of shape {self.shape}")
-    probabilities = (target if target.ndim == 1 else target.movedim(1, -1)) * (1 - label_smoothing) + label_smoothing / scores.shape[-1]
-    losses = -(log_probs * probabilities * log_probs._class_weights(weight)).sum(-1)
-    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
-
-  def _classes_last(self, target, reduction: str, name: str) -> tuple[Tensor, Tensor]:
-    """The scores with torch's class dim (1, or 0 for one sample) moved last, and the target as a tensor."""
-    if reduction not in ("mean", "sum", "none"): raise ValueError(f"{name} reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if self.ndim == 0: raise ShapeMismatch(f"{name} needs scores with a class dim, got shape ()")
-    return (self if self.ndim == 1 else self.movedim(1, -1)), self._operand(target, f"{name} target")
-
-  def _class_weights(self, weight) -> Tensor:
-    if weight is None: return Tensor.ones(self.shape[-1], dtype=self.dtype, device=self.device)
-    weight = self._operand(weight, "class weight")
-    if weight.shape != (self.shape[-1],): raise ShapeMismatch(f"class weight of shape {weight.shape} does not match {self.shape[-1]} classes")
-    return weight
-
-  def _class_loss(self, target: Tensor, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
-    """The loss of log-probabilities (..., C) at class indices target (...). An index outside [0, C) other than
-    ignore_index picks no class (its loss is 0, as tinygrad's gather reads 0 out of range)."""
-    if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
-    if target.shape != self.shape[:-1]:
-      raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {self.shape} (classes in dim 1)")
-    weights, counted = self._class_weights(weight), target != ignore_index
-    chosen = target.unsqueeze(-1) == Tensor.arange(self.shape[-1], device=self.device)
-    sample_weight = counted.where(chosen.where(weights, 0).sum(-1), 0)
-    losses = -chosen.where(self, 0).sum(-1) * sample_weight   # selected, not multiplied: -inf elsewhere adds no nan
-    if label_smoothing:   # torch's: the mean over classes of the weighted log-probabilities, of counted samples
-      uniform = counted.where(-(self * weights).sum(-1) / self.shape[-1], 0)
-      losses = (1 - label_smoothing) * losses + label_smoothing * uniform
-    if reduction == "mean": return losses.sum() / sample_weight.sum()
-    return losses.sum() if reduction == "sum" else losses
-
-  def logaddexp(self, x) -> Tensor:
-    """log(exp(self) + exp(x)) without overflow: the larger plus log1p(exp(-|difference|)) (numpy's and torch's)."""
-    return self._log_add(x, base2=False)
-  def logaddexp2(self, x) -> Tensor:
-    """log2(2 ** self + 2 ** x) without overflow (numpy's and torch's)."""
-    return self._log_add(x, base2=True)
-  def _log_add(self, x, base2: bool) -> Tensor:
-    a, b = self._broadcasted(x)
-    a, b = a._float_input(), b._float_input()
-    top = a.maximum(b)
-    difference = (a - b).abs()
-    finite = difference == difference   # equal infinities: their difference is nan, and the larger is the answer
-    below = finite.where(-difference, -math.inf)
-    return top + (below.exp2().log1p() * (1 / math.log(2)) if base2 else below.exp().log1p())
-
-  def hypot(self, x) -> Tensor:
-    """sqrt(self^2 + x^2) without overflow or underflow in the squares: the larger magnitude times sqrt(1 + r^2) for
-    the ratio r of the two (inf where either is, NaN or not, as C's hypot); torch's gradients self / h and x / h."""
-    a, b = self._broadcasted(x)
-    a, b = a._float_input(), b._float_input()
-    p, q = a.detach().abs(), b.detach().abs()
-    big, small = p.maximum(q), p.minimum(q)
-    ratio = (big == 0).where(0.0, small / big)
-    h = ((p == math.inf) | (q == math.inf)).where(math.inf, big * (1 + ratio * ratio).sqrt())
-    return _with_derivatives((a, b), h, (lambda: a.detach() / h, lambda: b.detach() / h))
-
-  def xlogy(self, x) -> Tensor:
-    """self * log(x), 0 where self is 0 (unless x is NaN), with torch's gradients: log(x) (0 where self is 0 and x is
-    not positive) and self / x."""
-    a, b = self._broadcasted(x)
-    a, b = a._float_input(), b._float_input()
-    p, q = a.detach(), b.detach()
-    value = ((p == 0) & (q == q)).where(0.0, p * q.log())
-    return _with_derivatives((a, b), value, (lambda: ((p == 0) & (q <= 0)).where(0.0, q.log()), lambda: p / q))
-
-  def addcmul(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) * tensor2
-  def addcdiv(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) / tensor2
+    return functional.cross_entropy(self, target, weight, ignore_index, reduction, label_smoothing)
 
   def normalize(self, p=2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """torch's F.normalize: self over its p-norm along dim, that norm no smaller than eps."""
     return self / self.norm(p, dim=dim, keepdim=True).maximum(eps)
 
-  def cosine_similarity(self, other, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """torch's F.cosine_similarity: the dot product along dim over the product of the norms, each norm no smaller than
-    eps."""
-    a, b = self._broadcasted(other)
-    a, b = a._float_input(), b._float_input()
-    return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
-
-  def trapezoid(self, x=None, dx: float = 1.0, dim: int = -1) -> Tensor:
-    """The integral of samples self along dim by the trapezoidal rule (numpy's and torch's trapezoid): at points x (a
-    1-D tensor along dim, or of self's shape) or dx apart."""
-    dim = resolve_axis(dim, self.ndim)
-    n = self.shape[dim]
-    def part(t, start, end): return t.shrink(tuple((start, end) if d == dim else None for d in range(t.ndim)))
-    pairs = (part(self, 1, n) + part(self, 0, max(n - 1, 0))) * 0.5
-    if x is None: return (pairs * dx).sum(dim)
-    x = self._operand(x, "trapezoid x")
-    if x.ndim == 1: x = x.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
-    if x.shape[dim] != n: raise ShapeMismatch(f"trapezoid x of shape {x.shape} does not give one point per sample along dim {dim} of {self.shape}")
-    return (pairs * (part(x, 1, n) - part(x, 0, max(n - 1, 0)))).sum(dim)
+  def cosine_similarity(self, other, dim: int = 1, eps: float = 1e-8) -> Tensor: return functional.cosine_similarity(self, other, dim, eps)
 
   def bernoulli(self) -> Tensor:
     """1 with probability self (each element in [0, 1]), else 0, drawn from the generator, in self's float dtype."""
@@ -3194,19 +2900,7 @@ class Tensor:
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                    dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
-    key, value = self._operand(key, "key"), self._operand(value, "value")
-    attn_mask = self._operand(attn_mask, "attn_mask", optional=True)
-    if is_causal:
-      attn_mask = Tensor.ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril(0).cast(dtypes.bool)
-    scores = self @ key.transpose(-2, -1)
-    scores = scores / math.sqrt(self.shape[-1]) if scale is None else scores * scale   # torch's scale=
-    if attn_mask is not None:
-      scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
-    # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores
-    # are replaced before the softmax too, so that no nan reaches the gradients
-    sees_nothing = scores._max(-1, keepdim=True) == -float("inf")
-    weights = sees_nothing.where(0.0, sees_nothing.where(0.0, scores).softmax(-1))
-    return weights.dropout(dropout_p) @ value
+    return functional.scaled_dot_product_attention(self, key, value, attn_mask, dropout_p, is_causal, scale)
 
   # ---- linear algebra
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

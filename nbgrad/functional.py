@@ -1,0 +1,129 @@
+"""Neural-network functionals at the Tensor level: batch normalization, the classification losses (tinygrad's binary
+and sparse categorical cross-entropy, torch's nll_loss and cross_entropy), cosine similarity and scaled dot-product
+attention."""
+from __future__ import annotations
+import math
+from nbgrad.dtype import dtypes
+from nbgrad.helpers import ShapeMismatch
+
+
+def batchnorm(x, weight, bias, mean, invstd, axis=1):
+  from nbgrad.tensor import resolve_axis
+  weight, bias = x._operand(weight, "weight", optional=True), x._operand(bias, "bias", optional=True)
+  mean, invstd = x._operand(mean, "mean"), x._operand(invstd, "invstd")
+  axes = tuple(resolve_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+  shape = tuple(s if i in axes else 1 for i, s in enumerate(x.shape))
+  out = x - mean.reshape(shape)
+  if weight is not None: out = out * weight.reshape(shape)
+  out = out * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+  return out if bias is None else out + bias.reshape(shape)
+
+
+def binary_crossentropy(x, y):
+  """Mean of -(y log p + (1 - y) log(1 - p)), each log no lower than -100 (torch's clamp: no nan at 0 or 1), with
+  torch's gradients: (p - y) / max(p (1 - p), 1e-12) by p, log(1 - p) - log(p) (not clamped) by y."""
+  from nbgrad.tensor import _with_derivatives
+  p, target = x._broadcasted(x._operand(y, "target"))
+  probability, label = p.detach(), target.detach()
+  log_p, log_q = _log_at_least(probability, -100), _log_at_least(1 - probability, -100)
+  losses = -label * log_p - (1 - label) * log_q
+  return _with_derivatives((p, target), losses, (lambda: (probability - label) / ((1 - probability) * probability).maximum(1e-12),
+                                                 lambda: (1 - probability).log() - probability.log())).mean()
+
+
+def _log_at_least(x, floor: float):
+  """log, no lower than floor: the floor at 0 and below."""
+  positive = x > 0
+  return positive.where(positive.where(x, 1).log().maximum(floor), floor)
+
+
+def sparse_categorical_crossentropy(x, Y, ignore_index: int = -1, label_smoothing: float = 0.0):
+  """Mean cross-entropy of logits (..., classes) against integer labels Y, skipping ignore_index."""
+  from nbgrad.tensor import Tensor
+  Y = x._operand(Y, "labels")
+  if Y.shape != x.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {x.shape}")
+  if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
+  log_probs, counted = x.log_softmax(), (Y != ignore_index)
+  classes = Tensor.arange(x.shape[-1], device=x.device).reshape((1,) * Y.ndim + (x.shape[-1],))
+  target = (Y.unsqueeze(-1) == classes) & counted.unsqueeze(-1)
+  total = target.where(log_probs, 0).sum()   # selected, not multiplied: a -inf logit elsewhere adds no nan
+  if label_smoothing:   # skipped, not multiplied by 0, without smoothing; ignored rows selected out, not multiplied
+    total = (1 - label_smoothing) * total + label_smoothing * counted.where(log_probs.mean(-1), 0).sum()
+  return -total / counted.sum()
+
+
+def nll_loss(x, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+  """torch's nll_loss: -weight[c] * x[n, c] for log-probabilities (N, C, ...) (or (C,)) and class indices c =
+  target[n, ...]; targets equal to ignore_index count for nothing, and the mean divides by the weights counted."""
+  scores, target = _classes_last(x, target, reduction, "nll_loss")
+  return _class_loss(scores, target, weight, ignore_index, reduction, 0.0)
+
+
+def cross_entropy(x, target, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0):
+  """torch's cross_entropy of logits (N, C, ...) (or (C,)): target is class indices (N, ...) or class probabilities
+  of the logits' shape; label_smoothing mixes in the uniform distribution over the C classes."""
+  from nbgrad.tensor import _check_number
+  scores, target = _classes_last(x, target, reduction, "cross_entropy")
+  _check_number("cross_entropy label_smoothing", label_smoothing)
+  if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
+  log_probs = scores.log_softmax(-1)
+  if not dtypes.is_float(target.dtype): return _class_loss(log_probs, target, weight, ignore_index, reduction, label_smoothing)
+  if target.shape != x.shape: raise ShapeMismatch(f"cross_entropy class probabilities of shape {target.shape} do not match logits of shape {x.shape}")
+  probabilities = (target if target.ndim == 1 else target.movedim(1, -1)) * (1 - label_smoothing) + label_smoothing / scores.shape[-1]
+  losses = -(log_probs * probabilities * _class_weights(log_probs, weight)).sum(-1)
+  return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+
+
+def _classes_last(x, target, reduction: str, name: str):
+  """The scores with torch's class dim (1, or 0 for one sample) moved last, and the target as a tensor."""
+  if reduction not in ("mean", "sum", "none"): raise ValueError(f"{name} reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+  if x.ndim == 0: raise ShapeMismatch(f"{name} needs scores with a class dim, got shape ()")
+  return (x if x.ndim == 1 else x.movedim(1, -1)), x._operand(target, f"{name} target")
+
+
+def _class_weights(x, weight):
+  if weight is None: return type(x).ones(x.shape[-1], dtype=x.dtype, device=x.device)
+  weight = x._operand(weight, "class weight")
+  if weight.shape != (x.shape[-1],): raise ShapeMismatch(f"class weight of shape {weight.shape} does not match {x.shape[-1]} classes")
+  return weight
+
+
+def _class_loss(x, target, weight, ignore_index: int, reduction: str, label_smoothing: float):
+  """The loss of log-probabilities (..., C) at class indices target (...). An index outside [0, C) other than
+  ignore_index picks no class (its loss is 0, as tinygrad's gather reads 0 out of range)."""
+  if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+  if target.shape != x.shape[:-1]:
+    raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {x.shape} (classes in dim 1)")
+  weights, counted = _class_weights(x, weight), target != ignore_index
+  chosen = target.unsqueeze(-1) == type(x).arange(x.shape[-1], device=x.device)
+  sample_weight = counted.where(chosen.where(weights, 0).sum(-1), 0)
+  losses = -chosen.where(x, 0).sum(-1) * sample_weight   # selected, not multiplied: -inf elsewhere adds no nan
+  if label_smoothing:   # torch's: the mean over classes of the weighted log-probabilities, of counted samples
+    uniform = counted.where(-(x * weights).sum(-1) / x.shape[-1], 0)
+    losses = (1 - label_smoothing) * losses + label_smoothing * uniform
+  if reduction == "mean": return losses.sum() / sample_weight.sum()
+  return losses.sum() if reduction == "sum" else losses
+
+
+def cosine_similarity(x, other, dim: int = 1, eps: float = 1e-8):
+  """torch's F.cosine_similarity: the dot product along dim over the product of the norms, each norm no smaller than
+  eps."""
+  a, b = x._broadcasted(other)
+  a, b = a._float_input(), b._float_input()
+  return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None):
+  key, value = query._operand(key, "key"), query._operand(value, "value")
+  attn_mask = query._operand(attn_mask, "attn_mask", optional=True)
+  if is_causal:
+    attn_mask = type(query).ones(query.shape[-2], key.shape[-2], dtype=dtypes.bool, device=query.device).tril(0).cast(dtypes.bool)
+  scores = query @ key.transpose(-2, -1)
+  scores = scores / math.sqrt(query.shape[-1]) if scale is None else scores * scale   # torch's scale=
+  if attn_mask is not None:
+    scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
+  # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores
+  # are replaced before the softmax too, so that no nan reaches the gradients
+  sees_nothing = scores._max(-1, keepdim=True) == -float("inf")
+  weights = sees_nothing.where(0.0, sees_nothing.where(0.0, scores).softmax(-1))
+  return weights.dropout(dropout_p) @ value
