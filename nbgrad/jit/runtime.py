@@ -8,11 +8,11 @@ numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2."""
 import math
 import platform
 import numpy as np
-from numpy.polynomial import chebyshev
 from llvmlite import ir
 from llvmlite.binding import get_host_cpu_features
 from numba import njit, types
 from numba.extending import intrinsic
+from nbgrad import erf_fits
 
 JIT = dict(cache=True, error_model="numpy")   # no contraction: see compiler.FLAGS
 # Reassociation is allowed only inside the accumulate helpers below, so LLVM can vectorize a reduction
@@ -332,23 +332,10 @@ def log10_f32(x):
   return _log_special(x, np.float32(e * 0.30102999566398120 + series * 0.4342944819032518))   # log10 2, 1 / ln 10
 
 
-# float32's erf and erfc (exact GELU's) in float64 arithmetic LLVM vectorizes: below |x| = 2, erf(x) = x P(x^2);
-# from 2 on, erfc(x) = exp(-x^2) Q(1/x), Q = exp(x^2) erfc(x) (slowly varying, 1 / (x sqrt(pi)) at large x), and
-# erf(x) = 1 - M(x) up to 4, past which float32's erf is 1. P, Q and M are polynomials of degree 13 in a variable t
-# on [-1, 1], interpolated at Chebyshev points from the C library's values here (coefficients below 1, highest power
-# first): within 3e-13 and 3e-12 of them relatively, M within 7e-11 (against erf's float32 half ulp of 3e-8 near
-# 1). (With 19 coefficients LLVM no longer unrolled _horner's loop, and the kernel ran 10x slower.)
-ERF_NEAR_END, ERF_MID_END, ERFC_FIT_END = 2.0, 4.0, 10.5   # past 10.5 float32's erfc is 0
-
-
-def _fitted(fn, degree: int) -> tuple:
-  """The coefficients, highest power first, of the degree-n polynomial through fn at Chebyshev points of [-1, 1]."""
-  return tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.chebinterpolate(lambda t: np.array([fn(v) for v in t]), degree))[::-1])
-
-
-_ERF_NEAR = _fitted(lambda t: math.erf(math.sqrt(2 * t + 2)) / math.sqrt(2 * t + 2), 13)   # t = x^2 / 2 - 1
-_ERFC_MID = _fitted(lambda t: math.erfc(t + 3), 13)   # t = x - 3
-_ERFC_FAR = _fitted(lambda t: (lambda x: math.erfc(x) * math.exp(x * x))(1 / (1 / ERFC_FIT_END + (t + 1) / 2 * (0.5 - 1 / ERFC_FIT_END))), 13)
+# float32's erf and erfc (exact GELU's) in float64 arithmetic LLVM vectorizes, from the polynomials of
+# nbgrad/erf_fits.py (highest power first here, for _horner)
+_ERF_NEAR, _ERFC_MID, _ERFC_FAR = (tuple(reversed(c)) for c in (erf_fits.NEAR, erf_fits.MID, erf_fits.FAR))
+ERF_NEAR_END, ERF_MID_END, ERFC_FIT_END = erf_fits.NEAR_END, erf_fits.MID_END, erf_fits.FAR_END
 
 
 @njit(**JIT, inline="always")
@@ -357,14 +344,14 @@ def _erf_near(x):   # |x| <= ERF_NEAR_END
 
 
 @njit(**JIT, inline="always")
-def _erfc_far(a):   # a >= ERF_NEAR_END; t = 1/a mapped onto [-1, 1]
+def _erfc_far(a):   # a >= ERF_NEAR_END; t = 1/a mapped onto [-1, 1] (erf_fits.far_variable)
   u = 1.0 / min(a, ERFC_FIT_END)
   return exp_f64(-a * a) * _horner((u - 1.0 / ERFC_FIT_END) / (0.5 - 1.0 / ERFC_FIT_END) * 2.0 - 1.0, _ERFC_FAR)
 
 
 # every piece is computed and one selected, no branches, and the body inlined into the kernel (LLVM left the call in
 # place), so that loops over them vectorize: 16M float32 erf took 218 ms with the C library's, 146 ms as a call,
-# 61 ms inlined and 30 ms with M in place of 1 - erfc
+# 61 ms inlined and 21 ms with MID in place of 1 - erfc's exp form
 @njit(**JIT, inline="always")
 def erf_f32(x):
   v = np.float64(x)
@@ -382,8 +369,6 @@ def erfc_f32(x):
 
 # erf, erfc and lgamma of float64, lgamma of float32, atan2 and float64's log10 (exact at powers of 10, as numpy's)
 # call the C library in float64 (scalar calls, which LLVM does not vectorize), and float32 rounds that result once
-
-
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
 
