@@ -167,6 +167,11 @@ def int_dtype_holding(low: int, high: int) -> DType:
   raise ValueError(f"ints from {low} to {high} do not fit in int64 or uint64; give a float dtype to store them as floats")
 
 
+def signed_int_of_size(dt: DType) -> DType:
+  """The signed int dtype as wide as dt: a float's bits read as an int (its sign bit the int's)."""
+  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]
+
+
 _LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's largest finite values
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, int_dtype_holding, check_storable, largest_finite
+  float32_to_bfloat16_bits, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
@@ -1495,7 +1495,7 @@ class Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
     if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
     # the sign bit cleared: one AND, where relu(x) + relu(-x) took two NaN-aware maxima, a negation and an addition
-    bits = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]
+    bits = signed_int_of_size(self.dtype)
     magnitude = (self.detach().bitcast(bits) & ((1 << (8 * self.dtype.itemsize - 1)) - 1)).bitcast(self.dtype)
     return _with_derivatives((self,), magnitude, (lambda: self.detach().sign(),))
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
@@ -1518,7 +1518,7 @@ class Tensor:
   def signbit(self) -> Tensor:
     """Whether the sign bit is set (numpy's and torch's): True for -0.0 and negative NaNs too."""
     if not dtypes.is_float(self.dtype): return self < 0 if self.is_signed() else self.zeros_like(dtype=dtypes.bool)
-    return self.detach().bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]) < 0
+    return self.detach().bitcast(signed_int_of_size(self.dtype)) < 0
   def positive(self) -> Tensor:
     if self.dtype == dtypes.bool: raise TypeError("positive needs a number tensor, got bool (as torch)")
     return self
@@ -1853,7 +1853,7 @@ class Tensor:
     a, b = self._broadcasted(x)
     if not dtypes.is_float(a.dtype): raise TypeError(f"nextafter needs float tensors, got {a.dtype}")
     a, b = a.detach(), b.detach()
-    bits = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[a.dtype.itemsize]
+    bits = signed_int_of_size(a.dtype)
     away_from_zero = (b > a) == (a > 0)   # one up in the magnitude's bits, else one down
     moved = (a.bitcast(bits) + away_from_zero.where(1, -1).cast(bits)).bitcast(a.dtype)
     tiny = Tensor(LazyBuffer.full(1, (), bits, a.device)).bitcast(a.dtype)   # the smallest subnormal

@@ -336,6 +336,7 @@ def log10_f32(x):
 # nbgrad/erf_fits.py (highest power first here, for _horner)
 _ERF_NEAR, _ERFC_MID, _ERFC_FAR = (tuple(reversed(c)) for c in (erf_fits.NEAR, erf_fits.MID, erf_fits.FAR))
 ERF_NEAR_END, ERF_MID_END, ERFC_FIT_END = erf_fits.NEAR_END, erf_fits.MID_END, erf_fits.FAR_END
+_far_variable = njit(**JIT, inline="always")(erf_fits.far_variable)   # the same arithmetic on a float here
 
 
 @njit(**JIT, inline="always")
@@ -344,9 +345,8 @@ def _erf_near(x):   # |x| <= ERF_NEAR_END
 
 
 @njit(**JIT, inline="always")
-def _erfc_far(a):   # a >= ERF_NEAR_END; t = 1/a mapped onto [-1, 1] (erf_fits.far_variable)
-  u = 1.0 / min(a, ERFC_FIT_END)
-  return exp_f64(-a * a) * _horner((u - 1.0 / ERFC_FIT_END) / (0.5 - 1.0 / ERFC_FIT_END) * 2.0 - 1.0, _ERFC_FAR)
+def _erfc_far(a):   # a >= ERF_NEAR_END
+  return exp_f64(-a * a) * _horner(_far_variable(min(a, ERFC_FIT_END)), _ERFC_FAR)
 
 
 # every piece is computed and one selected, no branches, and the body inlined into the kernel (LLVM left the call in
