@@ -1082,7 +1082,9 @@ class Tensor:
   def pad(self, arg, value: Scalar = 0.0, mode: str = "constant") -> Tensor:
     """(before, after) elements added along each dim (None: none), value in them; negative counts crop. torch's other
     modes fill them from the tensor itself: "reflect" (mirrored, the edge not repeated), "replicate" (the edge
-    repeated) and "circular" (wrapped around)."""
+    repeated) and "circular" (wrapped around). A flat sequence of ints pads as torch's F.pad: (before, after) pairs
+    from the last dim backwards, t.pad((1, 1)) widening the last dim by 2."""
+    if len(arg) and all(_is_int(a) for a in arg): return self.pad2d(arg, value, mode)
     if len(arg) != self.ndim: raise ShapeMismatch(f"pad {arg} needs one entry per dim of {self.shape}")
     for a in arg:
       if a is not None and (not isinstance(a, (tuple, list)) or len(a) != 2 or

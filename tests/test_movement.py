@@ -92,6 +92,8 @@ MOVE_ROWS = [
   ("pad_none", (2, 3), lambda t: t.pad((None, (2, 0))), lambda a: np.pad(a, ((0, 0), (2, 0))), True),
   ("pad_3d", (2, 2, 2), lambda t: t.pad(((0, 1), (1, 1), (2, 0))), lambda a: np.pad(a, ((0, 1), (1, 1), (2, 0))), True),
   ("pad_0size", (0, 3), lambda t: t.pad(((1, 1), None)), lambda a: np.pad(a, ((1, 1), (0, 0))), True),
+  ("pad_flat_torch_order", (2, 3), lambda t: t.pad((1, 0, 2, 1)), lambda a: np.pad(a, ((2, 1), (1, 0))), True),
+  ("pad_flat_last_dim", (2, 3), lambda t: t.pad((0, 2), value=-1.0), lambda a: np.pad(a, ((0, 0), (0, 2)), constant_values=-1), False),
   ("pad_nothing", (2, 3), lambda t: t.pad(((0, 0), None)), lambda a: a, True),
   ("pad_value", (2, 3), lambda t: t.pad(((1, 0), (1, 2)), value=1.5), lambda a: np.pad(a, ((1, 0), (1, 2)), constant_values=1.5), False),
   ("pad_value_neg_inf", (2, 3), lambda t: t.pad((None, (1, 1)), value=float("-inf")),
