@@ -1,6 +1,5 @@
-"""Polynomial fits of erf and erfc that the CPU kernels (float32's erf and erfc, nbgrad/jit/runtime.py) and the
-special functions (erfinv's refinement, nbgrad/special.py) share: each a polynomial of degree 13 in a variable t on
-[-1, 1], interpolated at Chebyshev points from the C library's float64 values when nbgrad loads.
+"""Polynomial fits of erf and erfc for the CPU kernels' float32 erf and erfc (nbgrad/jit/runtime.py): each a
+polynomial of degree 13 in a variable t on [-1, 1], interpolated at Chebyshev points from the C library's float64 values when nbgrad loads.
 
 - below |x| = 2, erf(x) = x NEAR(t) with t = x^2 / 2 - 1: within 3e-13 relatively;
 - from 2 to 4, erfc(x) = MID(t) with t = x - 3: within 7e-11 absolutely (erfc is below 5e-3 there);
@@ -22,7 +21,7 @@ def _fitted(fn, degree: int = 13) -> tuple:
 
 
 def far_variable(x: float) -> float:
-  """1/x for x in [2, 10.5], mapped onto [-1, 1] (works on Python numbers and tensors alike)."""
+  """1/x for x in [2, 10.5], mapped onto [-1, 1]."""
   return (1 / x - 1 / FAR_END) / (0.5 - 1 / FAR_END) * 2 - 1
 
 
