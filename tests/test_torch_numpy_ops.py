@@ -2,6 +2,7 @@
 isfinite, nan_to_num, isclose), logical and fmod ops, clamp's keywords, amax and amin, var_mean and std_mean, norm,
 roll, diagonal, diag, trace, outer, repeat_interleave and masked_select. Values and gradients against torch (CPU)."""
 import math
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -100,6 +101,23 @@ def test_atan2_as_numpy_at_every_special_case(name):
   got = got.cast(dtypes.float64).numpy()
   np.testing.assert_allclose(got, expected, rtol=2 * ULP[name], atol=0)
   np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))   # the signed zeros too
+
+
+def test_atan2_within_an_ulp_in_every_octant_and_magnitude():
+  """float64 against mpmath within 2 ulp, float32 (computed in float64) as the float64 result rounded once: points in
+  every octant, from 1e-300 to 1e300 (up to overflow's edge, where n + d is halved), and either side of tan(pi/8)."""
+  rng = np.random.default_rng(7)
+  y = rng.standard_normal(600) * 10.0 ** rng.uniform(-300, 300, 600)
+  x = rng.standard_normal(600) * 10.0 ** rng.uniform(-300, 300, 600)
+  tan_eighth = math.sqrt(2) - 1
+  y = np.concatenate([y, [tan_eighth, np.nextafter(tan_eighth, 1), 1.7e308, -1e308, 3.0, 1e-320]])
+  x = np.concatenate([x, [1.0, 1.0, 1.7e308, 1.5e308, -3.0, 2e-320]])
+  exact = np.array([float(mpmath.atan2(mpmath.mpf(a), mpmath.mpf(b))) for a, b in zip(y, x)])
+  np.testing.assert_allclose(Tensor(y).atan2(Tensor(x)).numpy(), exact, rtol=2 ** -51, atol=0)
+  with np.errstate(over="ignore"): y32, x32 = y.astype(np.float32), x.astype(np.float32)   # the largest become inf
+  finite = np.isfinite(y32) & np.isfinite(x32)
+  got = Tensor(y32[finite]).atan2(Tensor(x32[finite])).numpy()
+  np.testing.assert_array_equal(got, np.arctan2(y32[finite].astype(np.float64), x32[finite].astype(np.float64)).astype(np.float32))
 
 
 def test_atan2_gradients_broadcasting_ints_and_numpy():

@@ -4,7 +4,8 @@ them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that sto
 Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
 and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp over the whole float32 range (their range
 reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers). float64 (against
-numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2."""
+numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2. atan2 (against mpmath, 60000 random points):
+float64 within 2 ulp (1 but for 0.025%, 95% correctly rounded; numpy's C library within 1), float32 correctly rounded."""
 import math
 import platform
 import numpy as np
@@ -12,6 +13,7 @@ from llvmlite import ir
 from llvmlite.binding import get_host_cpu_features
 from numba import njit, types
 from numba.extending import intrinsic
+from numpy.polynomial import chebyshev
 from nbgrad import erf_fits
 
 JIT = dict(cache=True, error_model="numpy")   # no contraction: see compiler.FLAGS
@@ -367,7 +369,7 @@ def erfc_f32(x):
   return np.float32(near if abs(v) <= ERF_NEAR_END else (far if v > 0 else 2.0 - far))
 
 
-# erf, erfc and lgamma of float64, lgamma of float32, atan2 and float64's log10 (exact at powers of 10, as numpy's)
+# erf, erfc and lgamma of float64, lgamma of float32 and float64's log10 (exact at powers of 10, as numpy's)
 # call the C library in float64 (scalar calls, which LLVM does not vectorize), and float32 rounds that result once
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
@@ -389,12 +391,72 @@ def lgamma_f32(x): return np.float32(math.lgamma(np.float64(x)))
 def lgamma_f64(x): return math.lgamma(x)
 
 
-@njit(**JIT)
-def atan2_f32(y, x): return np.float32(math.atan2(np.float64(y), np.float64(x)))
 
 
-@njit(**JIT)
-def atan2_f64(y, x): return math.atan2(y, x)
+# ---- atan2 (and through it atan, asin and acos) in float64 arithmetic LLVM vectorizes; float32 rounds it once.
+# 4M asin (2 busy cores) took 60 ms (float32) and 68 ms (float64) with the C library's atan2, a scalar call; 11 and 23 ms so.
+ATAN_REDUCED_END = math.sqrt(2.0) - 1.0   # tan(pi/8): atan(t) for t in [0, 1] is taken from atan(u), |u| up to it
+_ATAN_SQUARE_END = ATAN_REDUCED_END ** 2
+
+
+def _atan_fit(degree: int = 10) -> tuple:
+  """(atan(u) / u - 1) / u^2 for u^2 in [0, tan(pi/8)^2], as a polynomial in v = u^2 mapped onto [-1, 1]: interpolated
+  at Chebyshev points from its power series, highest power first. atan(u) = u + u^3 p(v) is then within an ulp (the
+  fit within 0.6 ulp against mpmath), its leading term exact."""
+  def correction(v):
+    s = (v + 1.0) * (_ATAN_SQUARE_END / 2)
+    return sum((-1.0) ** k * s ** (k - 1) / (2 * k + 1) for k in range(60, 0, -1))   # smallest terms first
+  return tuple(reversed(chebyshev.cheb2poly(chebyshev.chebinterpolate(correction, degree)).tolist()))
+
+
+_ATAN_FIT = _atan_fit()
+# pi/4, pi/2 and pi in two parts, the second the first's rounding error, so a sum with them rounds once
+_QUARTER_PI, _QUARTER_PI_LOW = 0.7853981633974483, 3.061616997868383e-17
+_HALF_PI, _HALF_PI_LOW = 1.5707963267948966, 6.123233995736766e-17
+_PI, _PI_LOW = 3.141592653589793, 1.2246467991473532e-16
+
+
+@njit(**JIT, inline="always")
+def _two_sum(a, b):
+  """a + b as the rounded sum and its exact rounding error (Knuth's TwoSum)."""
+  s = a + b
+  b_part = s - a
+  return s, (a - (s - b_part)) + (b - b_part)
+
+
+@njit(**JIT, inline="always")
+def _minus(c_high, c_low, high, low):
+  """(c_high + c_low) - (high + low) as a high part and a low part, the high one's rounding error kept."""
+  s, e = _two_sum(c_high, -high)
+  return s, e + (c_low - low)
+
+
+@njit(**JIT, inline="always")
+def atan2_f64(y, x):
+  """The angle of the point (x, y), C's atan2 at every zero, infinity and NaN: atan(n / d) for n, d the smaller and the
+  larger of |x| and |y|, as pi/4 + atan((n - d) / (n + d)) past tan(pi/8), moved to the point's octant. The angle is
+  carried as a high and a low part (u and u^3 p(u^2), then each sum with a multiple of pi/4 exact), so it rounds once
+  at the end."""
+  a, b = abs(y), abs(x)
+  steep = a > b
+  n, d = b if steep else a, a if steep else b
+  huge = d > 1e307   # n + d would overflow
+  n, d = n * 0.5 if huge else n, d * 0.5 if huge else d
+  both_infinite = a == np.inf and b == np.inf
+  folded = n > ATAN_REDUCED_END * d or both_infinite
+  u = (n - d) / (n + d) if folded else n / d
+  u = 0.0 if (d == 0.0 or both_infinite) else u
+  s = u * u
+  high, low = u, u * s * _horner(s * (2.0 / _ATAN_SQUARE_END) - 1.0, _ATAN_FIT)
+  if folded: high, low = _minus(_QUARTER_PI, _QUARTER_PI_LOW, -high, -low)
+  if steep: high, low = _minus(_HALF_PI, _HALF_PI_LOW, high, low)
+  if math.copysign(1.0, x) < 0.0: high, low = _minus(_PI, _PI_LOW, high, low)
+  r = math.copysign(high + low, y)
+  return x + y if (x != x or y != y) else r
+
+
+@njit(**JIT, inline="always")
+def atan2_f32(y, x): return np.float32(atan2_f64(np.float64(y), np.float64(x)))
 
 
 def _two_over_pi_words(words: int) -> np.ndarray:
