@@ -18,6 +18,7 @@ from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad import dense, dense_solve, functional, ordering, scatter
 from nbgrad import special
+from nbgrad import pooling
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
@@ -1551,6 +1552,28 @@ class Tensor:
     positive = self > 0   # as elu: expm1 only of the non-positive part
     return positive.where(self, alpha * (positive.where(0, self) / alpha).expm1())
   @_in_float32
+  def selu(self) -> Tensor:
+    """scale * elu(x, alpha) with torch's constants, those of self-normalizing networks."""
+    return 1.0507009873554804934193349852946 * self.elu(1.6732632423543772848170429916717)
+  @_in_float32
+  def hardsigmoid(self) -> Tensor:
+    """relu6(x + 3) / 6 with torch's gradient, 1/6 only strictly between -3 and 3."""
+    return (self <= -3).where(0, (self >= 3).where(1, (self + 3) / 6))
+  def threshold(self, threshold, value) -> Tensor:
+    """x where x > threshold, else value (torch's threshold), in x's dtype."""
+    return (self > threshold).where(self, dtypes.as_const(value, self.dtype))
+  def rrelu(self, lower: float = 1 / 8, upper: float = 1 / 3, training: bool = False) -> Tensor:
+    """torch's rrelu in evaluation: leakyrelu with the slope (lower + upper) / 2. The training form's random slopes are
+    not provided."""
+    if training: raise NotImplementedError("rrelu with training=True (a random slope per element) is not supported")
+    return self.leakyrelu((lower + upper) / 2)
+  def glu(self, dim: int = -1) -> Tensor:
+    """The first half of dim gated by the sigmoid of the second half (torch's glu)."""
+    axis = resolve_axis(dim, self.ndim)
+    if self.ndim == 0 or self.shape[axis] % 2: raise ValueError(f"glu halves dim {dim}: it needs an even size there, got {self.shape}")
+    first, second = self.chunk(2, axis)
+    return first * second.sigmoid()
+  @_in_float32
   def swish(self) -> Tensor: return self * self.sigmoid()
   def silu(self) -> Tensor: return self.swish()
   def relu6(self) -> Tensor: return (self > 6).where(6, self.relu())   # slope 1 at 6, as tinygrad's relu(x) - relu(x-6)
@@ -2732,13 +2755,60 @@ class Tensor:
         raise ValueError(f"{name} {values} must be {len(kernel)} positive int(s)")
     return tuple(map(int, kernel)), tuple(map(int, stride)), tuple(map(int, dilation))   # numpy ints would reach shapes
 
-  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
-    kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
-    return self._windows(kernel, stride, dilation).mean(tuple(range(-len(kernel), 0)))
+  # torch's pools (nbgrad/pooling.py) over the last len(kernel_size) dims, 2 for an int kernel_size. Past tinygrad's
+  # (kernel_size, stride, dilation) the arguments are keywords: torch's positional order puts padding before dilation.
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, *, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None) -> Tensor:
+    """Window means, as torch's avg_pool2d (and with dilation): the zero padding counted unless count_include_pad is
+    False, divisor_override in place of the count. Int inputs give float32, as mean."""
+    return pooling.avg_pool(self, None, kernel_size, stride, dilation, padding, ceil_mode, count_include_pad, divisor_override)
+  def avg_pool1d(self, kernel_size, stride=None, **options) -> Tensor: return pooling.avg_pool(self, 1, kernel_size, stride, **options)
+  def avg_pool3d(self, kernel_size, stride=None, **options) -> Tensor: return pooling.avg_pool(self, 3, kernel_size, stride, **options)
 
-  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1) -> Tensor:
-    kernel, stride, dilation = self._pool_args(kernel_size, stride, dilation)
-    return self._windows(kernel, stride, dilation).max(tuple(range(-len(kernel), 0)))
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, *, padding=0, ceil_mode=False, return_indices=False):
+    """Window maxima, as torch's max_pool2d, the padding never winning. The gradient is shared evenly among a window's
+    maxima; return_indices adds torch's int64 indices (flat in each plane) of each window's first maximum."""
+    return pooling.max_pool(self, None, kernel_size, stride, dilation, padding, ceil_mode, return_indices)
+  def max_pool1d(self, kernel_size, stride=None, **options): return pooling.max_pool(self, 1, kernel_size, stride, **options)
+  def max_pool3d(self, kernel_size, stride=None, **options): return pooling.max_pool(self, 3, kernel_size, stride, **options)
+
+  def max_unpool2d(self, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """max_pool2d's values (self) back at their indices in a zero plane, as torch's max_unpool2d."""
+    return pooling.max_unpool(self, indices, None, kernel_size, stride, padding, output_size)
+  def max_unpool1d(self, indices: Tensor, kernel_size, stride=None, **options) -> Tensor:
+    return pooling.max_unpool(self, indices, 1, kernel_size, stride, **options)
+  def max_unpool3d(self, indices: Tensor, kernel_size, stride=None, **options) -> Tensor:
+    return pooling.max_unpool(self, indices, 3, kernel_size, stride, **options)
+
+  def adaptive_avg_pool2d(self, output_size) -> Tensor:
+    """Means over output_size windows spread over the input as torch's are (None keeps a dim's size)."""
+    return pooling.adaptive_avg_pool(self, output_size, None)
+  def adaptive_avg_pool1d(self, output_size) -> Tensor: return pooling.adaptive_avg_pool(self, output_size, 1)
+  def adaptive_max_pool2d(self, output_size, return_indices=False):
+    """Maxima over output_size windows spread over the input as torch's are, and their indices as max_pool2d's."""
+    return pooling.adaptive_max_pool(self, output_size, None, return_indices)
+  def adaptive_max_pool1d(self, output_size, return_indices=False): return pooling.adaptive_max_pool(self, output_size, 1, return_indices)
+
+  def pixel_shuffle(self, upscale_factor: int) -> Tensor:
+    """(..., C r^2, H, W) -> (..., C, H r, W r): each r^2 channels become r x r neighbours (torch's pixel_shuffle)."""
+    _check_int("pixel_shuffle upscale_factor", upscale_factor, 1)
+    r, lead = int(upscale_factor), self.ndim - 3
+    if self.ndim < 3 or self.shape[-3] % (r * r): raise ValueError(f"pixel_shuffle by {r} needs (..., C * {r * r}, H, W), got {self.shape}")
+    channels, height, width = self.shape[-3:]
+    x = self.reshape(*self.shape[:-3], channels // (r * r), r, r, height, width)
+    x = x.permute(*range(lead), lead, lead + 3, lead + 1, lead + 4, lead + 2)
+    return x.reshape(*self.shape[:-3], channels // (r * r), height * r, width * r)
+
+  def pixel_unshuffle(self, downscale_factor: int) -> Tensor:
+    """(..., C, H r, W r) -> (..., C r^2, H, W), pixel_shuffle's inverse (torch's pixel_unshuffle)."""
+    _check_int("pixel_unshuffle downscale_factor", downscale_factor, 1)
+    r, lead = int(downscale_factor), self.ndim - 3
+    if self.ndim < 3 or self.shape[-2] % r or self.shape[-1] % r:
+      raise ValueError(f"pixel_unshuffle by {r} needs (..., C, H * {r}, W * {r}), got {self.shape}")
+    channels, height, width = self.shape[-3:]
+    x = self.reshape(*self.shape[:-3], channels, height // r, r, width // r, r)
+    x = x.permute(*range(lead), lead, lead + 2, lead + 4, lead + 1, lead + 3)
+    return x.reshape(*self.shape[:-3], channels * r * r, height // r, width // r)
 
   @staticmethod
   def _conv_padding(padding, kernel: tuple, stride: tuple, dilation: tuple) -> list:
