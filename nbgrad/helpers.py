@@ -171,6 +171,10 @@ class MissingStateKeys(KeyError, RuntimeError):
   def __str__(self): return str(self.args[0])   # KeyError's own would quote the message
 
 
+class UnsupportedDType(TypeError, RuntimeError):
+  """An op given a dtype it does not take (gcd of floats, frexp of ints): TypeError, and RuntimeError as torch raises."""
+
+
 class ValueOutOfRange(OverflowError, ValueError):
   """A number that the dtype it is stored in cannot hold (300 as uint8, nan as int32), as numpy raises."""
 

@@ -17,11 +17,12 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.graph.concat import CAT_FUSED_MAX
 from nbgrad import dense, dense_solve, functional, ordering, scatter
-from nbgrad import special
+from nbgrad import hooks, special
 from nbgrad import pooling
 from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
+  UnsupportedDType, \
   NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
 from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
@@ -775,12 +776,14 @@ class Tensor:
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
-    self.grad = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
+    self.grad = hooks.hooked_gradient(self, Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False))
+    hooks.gradient_accumulated(self)
     contributions: dict[int, list] = {}   # each node's gradient parts, summed when its turn comes (after all its users)
     for node in reversed(nodes):
       if (parts := contributions.pop(id(node), None)) is not None:
-        total = Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False)
+        total = hooks.hooked_gradient(node, Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False))
         node.grad = total if node.grad is None else node.grad + total
+        hooks.gradient_accumulated(node)
       if node._ctx is None or node.grad is None: continue
       node._ctx.check_inputs_unwritten()
       grads = node._ctx.backward(node.grad.lazydata)
@@ -3170,6 +3173,175 @@ class Tensor:
     self._ctx, self.requires_grad = None, False
     return self
 
+  # ---- torch's remaining methods: gcd and lcm, frexp, in-place shape changes, type names, gradient hooks, small ones
+  def _int_operands(self, other, op: str) -> tuple[Tensor, Tensor]:
+    a, b = self._broadcasted(other)
+    if not dtypes.is_int(a.dtype): raise UnsupportedDType(f"{op} takes integer tensors; {self.dtype} and the other operand promote to {a.dtype}")
+    return a, b
+  def gcd(self, other) -> Tensor:
+    """The greatest common divisor of the magnitudes, elementwise (torch's gcd): never negative, gcd(0, 0) = 0."""
+    a, b = self._int_operands(other, "gcd")
+    return a._nondiff(BinaryOps.GCD, b)
+  def lcm(self, other) -> Tensor:
+    """The least common multiple of the magnitudes, elementwise (torch's lcm): |a / gcd(a, b) * b|, 0 where gcd is 0."""
+    a, b = self._int_operands(other, "lcm")
+    divisor = a._nondiff(BinaryOps.GCD, b)
+    wide = a.dtype if a.dtype.itemsize >= 4 else dtypes.int32   # as torch's C++: 8- and 16-bit products wrap after the abs
+    multiple = (a._nondiff(BinaryOps.IDIV, divisor).cast(wide) * b.cast(wide)).abs().cast(a.dtype)
+    return (divisor == 0).where(0, multiple)
+
+  def frexp(self) -> tuple[Tensor, Tensor]:
+    """(mantissa, int32 exponent) with self = mantissa * 2 ** exponent and 0.5 <= |mantissa| < 1 (torch's frexp); 0, inf
+    and nan are their own mantissa, with exponent 0. The mantissa's gradient is 2 ** -exponent."""
+    if not dtypes.is_float(self.dtype): raise UnsupportedDType(f"frexp needs a float tensor, got {self.dtype}")
+    x, fraction_bits = self.detach(), _FRACTION_BITS[self.dtype]
+    exponent_bits = 8 * self.dtype.itemsize - 1 - fraction_bits
+    bias = (1 << (exponent_bits - 1)) - 1
+    subnormal = x.abs() < 2.0 ** (1 - bias)   # scaled up by 2 ** (fraction_bits + 1) into the normal range first
+    bits = subnormal.where(x * 2.0 ** (fraction_bits + 1), x).bitcast(signed_int_of_size(self.dtype))
+    field = (bits >> fraction_bits) & ((1 << exponent_bits) - 1)
+    exponent = field.cast(dtypes.int32) - (bias - 1) - subnormal.where(fraction_bits + 1, 0)
+    mantissa = ((bits & ~(((1 << exponent_bits) - 1) << fraction_bits)) | ((bias - 1) << fraction_bits)).bitcast(self.dtype)
+    special = (x == 0) | ~x.isfinite()
+    exponent = special.where(0, exponent)
+    return _with_derivatives((self,), special.where(x, mantissa), (lambda: (-exponent).cast(self.dtype).exp2(),)), exponent
+
+  def angle(self) -> Tensor:
+    """The angle of each value as a complex number (torch's angle of a real tensor): pi where negative, else 0, nan where
+    nan; ints and bools give floats. Its gradient is 0."""
+    x = self._float_input()
+    return x._flat(x.isnan().where(x, (x < 0).where(math.pi, x.zeros_like())))
+
+  def prelu(self, weight) -> Tensor:
+    """self where it is positive, else weight * self, with one weight or one per channel (dim 1) (torch's prelu)."""
+    weight = self._operand(weight, "prelu weight")
+    if not dtypes.is_float(self.dtype): raise UnsupportedDType(f"prelu needs a float tensor, got {self.dtype}")
+    channels = self.shape[1] if self.ndim >= 2 else 1
+    if weight.ndim > 1 or weight.numel() not in (1, channels):
+      raise ShapeMismatch(f"prelu needs one weight or one per channel ({channels} for shape {self.shape}) in a 1-D tensor, got shape {weight.shape}")
+    weight = weight.reshape((channels,) + (1,) * (self.ndim - 2)) if weight.numel() > 1 else weight.reshape(())
+    return (self > 0).where(self, weight * self)
+
+  # in-place shape changes: the tensor object itself takes the new shape (see _view_in_place)
+  def unsqueeze_(self, dim: int) -> Tensor: return self._view_in_place("unsqueeze_", lambda t: t.unsqueeze(dim))
+  def squeeze_(self, dim=None) -> Tensor: return self._view_in_place("squeeze_", lambda t: t.squeeze(dim))
+  def t_(self) -> Tensor: return self._view_in_place("t_", lambda t: t.t())
+  def transpose_(self, dim0: int, dim1: int) -> Tensor: return self._view_in_place("transpose_", lambda t: t.transpose(dim0, dim1))
+  swapaxes_ = swapdims_ = transpose_
+  def as_strided_(self, size, stride, storage_offset: int = 0) -> Tensor:
+    """self becomes self.as_strided(...), which counts positions in self's flattened elements (torch's in its storage)."""
+    return self._view_in_place("as_strided_", lambda t: t.as_strided(size, stride, storage_offset))
+  def resize_(self, *sizes) -> Tensor:
+    """self in shape sizes, its elements read in order from where it starts in the buffer it is stored in (torch's
+    resize_; the same shape changes nothing). Grown past that buffer's end, the new elements are 0 (torch's are unset)."""
+    shape = shape_arg(*sizes)
+    if self.requires_grad: raise RuntimeError(f"cannot resize a tensor that requires grad (shape {self.shape}), as in torch")
+    return self if shape == self.shape else self._view_in_place("resize_", lambda t: t._stored_prefix(shape))
+  def resize_as_(self, other) -> Tensor: return self.resize_(self._operand(other, "resize_as_ operand").shape)
+
+  def _stored_prefix(self, shape: tuple[int, ...]) -> Tensor:
+    """The prod(shape) elements from storage_offset() on of the buffer stride() counts in (self's own elements when it is
+    stored apart), zeros past its end, in shape."""
+    lazy = self.lazydata
+    window = self._buffer_window()
+    reads_base = lazy is not lazy.base and lazy.base.op is not LoadOps.CONST and lazy.view.strided() == window
+    storage, offset = (Tensor(lazy.base).flatten(), window[1]) if reads_base else (self.flatten(), 0)
+    count = math.prod(shape)
+    taken = storage[offset:offset + count]
+    return taken.pad(((0, count - taken.numel()),)).reshape(shape)
+
+  def _view_in_place(self, op: str, make) -> Tensor:
+    """self becomes make(self), its elements in another shape or order, and is returned. Its history stays behind a
+    stand-in that make reads, so the gradient flows back through make; tensors that shared self's elements (views of it,
+    or the one it is a view of) share them with it still, and a .grad is changed as self is."""
+    if self.requires_grad and self._ctx is None and not Tensor.no_grad:
+      raise RuntimeError(f"{op}: a leaf tensor that requires grad (shape {self.shape}) cannot be changed in place, as in torch; "
+                         "detach() it, or change it under Tensor.inference_mode()")
+    before = Tensor(self.lazydata, requires_grad=self.requires_grad)
+    before._ctx = self._ctx
+    after = make(before)
+    if after is before: return self
+    before._view_of, before._views = self._view_of, self._views
+    if before._view_of is not None: add_weak_reference(before._view_of[0]._views, before)
+    for ref in before._views or ():
+      view = ref()
+      if view is not None and view._view_of is not None and view._view_of[0] is self: view._view_of = (before,) + view._view_of[1:]
+    self.lazydata, self._ctx, self.requires_grad, self._view_of, self._views = after.lazydata, after._ctx, after.requires_grad, None, None
+    if before._view_of is not None or before._views: self._record_view(before, _ViewMadeInPlace, {"make": make})
+    if self._grad is not None: self._grad = make(self._grad.detach())
+    return self
+
+  def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+    """Without dtype, torch's name of the tensor's type ('torch.FloatTensor', 'torch.cuda.LongTensor'); with a dtype (a
+    DType, a numpy dtype, a name such as 'float16' or 'torch.HalfTensor'), the tensor cast to it (itself if it has it)."""
+    if dtype is None: return f"torch.{'cuda.' if self.is_cuda else ''}{_TORCH_TYPE_NAMES[self.dtype]}Tensor"
+    name = str(dtype) if type(dtype).__module__ == "torch" else dtype   # a torch.dtype, torch.float64
+    if not (isinstance(name, str) and name.startswith("torch.")): return self.cast(dtype)
+    on_gpu, name = name.startswith("torch.cuda."), name.rpartition(".")[2]
+    if not name.endswith("Tensor"): return self.cast(name)   # torch.float16's name
+    kind = name[:-len("Tensor")]
+    if kind not in _TORCH_TYPE_DTYPES: raise TypeError(f"unknown tensor type {dtype!r}; known: {', '.join(_TORCH_TYPE_DTYPES)}")
+    return (self if on_gpu == self.is_cuda else self.to("CUDA" if on_gpu else "CPU")).cast(_TORCH_TYPE_DTYPES[kind])
+
+  # gradient hooks (nbgrad/hooks.py): backward() passes each tensor's gradient through them
+  def register_hook(self, hook) -> hooks.RemovableHandle:
+    """hook(grad) is called with the gradient that reaches this tensor in each backward; a Tensor it returns takes the
+    gradient's place (torch's register_hook). The handle's remove() takes the hook off."""
+    if not self.requires_grad: raise RuntimeError(f"cannot register a hook on a tensor that doesn't require grad (shape {self.shape})")
+    return hooks.add_hook(self, "gradient", hook)
+  def register_post_accumulate_grad_hook(self, hook) -> hooks.RemovableHandle:
+    """hook(tensor) is called after each backward has added to this leaf's .grad (torch's)."""
+    if not self.requires_grad: raise RuntimeError(f"cannot register a hook on a tensor that doesn't require grad (shape {self.shape})")
+    if not self.is_leaf: raise RuntimeError(f"post accumulate grad hooks cannot be registered on non-leaf tensors (shape {self.shape})")
+    return hooks.add_hook(self, "accumulated", hook)
+  @property
+  def retains_grad(self) -> bool:
+    """Whether backward keeps this non-leaf's gradient in .grad: nbgrad keeps every one's (see retain_grad)."""
+    return bool(self.requires_grad) and self._ctx is not None
+  def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
+    """fill_value on the main diagonal, in place (torch's): of a matrix, or of a tensor whose dims are all one length;
+    with wrap, a tall matrix's diagonal starts again below a row left out."""
+    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) > 1):
+      raise ShapeMismatch(f"fill_diagonal_ needs a matrix or a tensor whose dims are all one length, got shape {self.shape}")
+    step = sum(contiguous_strides(self.shape))   # from one diagonal element to the next, in flat positions
+    end = self.numel() if wrap and self.ndim == 2 else min(self.shape) * step
+    flat = Tensor.arange(self.numel(), dtype=int_dtype_holding(0, self.numel()), device=self.device).reshape(self.shape)
+    return self._in_place(((flat % step == 0) & (flat < end)).where(self.full_like(fill_value), self))
+
+  def narrow_copy(self, dim: int, start: int, length: int) -> Tensor:
+    """narrow's elements in a tensor of their own (torch's narrow_copy)."""
+    return self.narrow(dim, start, length).clone()
+  def new_empty_strided(self, size, stride, **kwargs) -> Tensor:
+    """new_empty(size) (torch's new_empty_strided: nbgrad lays out every new tensor contiguously, whatever the strides)."""
+    if len(tuple(size)) != len(tuple(stride)): raise ValueError(f"new_empty_strided needs as many strides as sizes, got {size} and {stride}")
+    return self.new_empty(tuple(size), **kwargs)
+  def nonzero_static(self, *, size: int, fill_value: int = -1) -> Tensor:
+    """nonzero's first size rows, padded with rows of fill_value up to size (torch's nonzero_static)."""
+    _check_int("nonzero_static size", size)
+    found = self.nonzero()
+    if found.shape[0] >= size: return found[:size]
+    return found.cat(Tensor.full((size - found.shape[0], self.ndim), fill_value, dtype=found.dtype, device=self.device))
+  def as_strided_scatter(self, src, size, stride, storage_offset: int = 0) -> Tensor:
+    """self with src written where as_strided(size, stride, storage_offset) reads (torch's as_strided_scatter)."""
+    return scatter.into_view(self, src, lambda t: t.as_strided(size, stride, storage_offset), "as_strided_scatter")
+  def pin_memory(self) -> Tensor: return self   # CPU buffers need no pinning here
+  def is_inference(self) -> bool: return False   # inference_mode stops recording the graph; it makes no other tensors
+  def is_neg(self) -> bool: return False   # nbgrad keeps no lazy negation bit
+  def is_conj(self) -> bool: return False   # nor a conjugation bit: it has no complex dtype
+
+
+_FRACTION_BITS = {dtypes.float16: 10, dtypes.bfloat16: 7, dtypes.float32: 23, dtypes.float64: 52}   # stored mantissa bits
+_TORCH_TYPE_NAMES = {dtypes.bool: "Bool", dtypes.int8: "Char", dtypes.uint8: "Byte", dtypes.int16: "Short", dtypes.uint16: "UInt16",
+                     dtypes.int32: "Int", dtypes.uint32: "UInt32", dtypes.int64: "Long", dtypes.uint64: "UInt64",
+                     dtypes.float16: "Half", dtypes.bfloat16: "BFloat16", dtypes.float32: "Float", dtypes.float64: "Double"}
+_TORCH_TYPE_DTYPES = {name: dtype for dtype, name in _TORCH_TYPE_NAMES.items()}
+
+
+class _ViewMadeInPlace:
+  """The view step Tensor._view_of records for a tensor given another shape in place (Tensor._view_in_place)."""
+  @staticmethod
+  def apply(tensor, make): return make(tensor)
+
 
 def _in_place_variant(op: str):
   def in_place(self, *args, **kwargs) -> Tensor: return self._in_place(getattr(self, op)(*args, **kwargs))
@@ -3181,11 +3353,11 @@ def _in_place_variant(op: str):
 # torch's in-place forms of the ops that keep the shape (add_, clamp_ and the random fills are written out above)
 for _op in ("abs absolute neg negative sign sgn sqrt rsqrt square reciprocal exp exp2 expm1 log log2 log10 log1p sin cos tan sinh "
             "cosh tanh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 sigmoid relu "
-            "erf erfc erfinv lgamma digamma polygamma mvlgamma i0 logit sinc deg2rad rad2deg floor ceil trunc fix frac round "
+            "erf erfc erfinv lgamma digamma polygamma mvlgamma igamma igammac i0 logit sinc deg2rad rad2deg floor ceil trunc fix frac round "
             "nan_to_num clip clamp_min clamp_max pow float_power fmod remainder hypot xlogy copysign nextafter ldexp heaviside lerp "
             "addcmul addcdiv addmm addmv addr baddbmm addbmm multiply subtract divide true_divide floor_divide "
             "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift logical_and logical_or "
             "logical_xor logical_not eq ne lt le gt ge greater greater_equal less less_equal not_equal cumsum cumprod renorm "
             "tril triu masked_fill masked_scatter index_add index_copy index_fill index_put put scatter scatter_add "
-            "scatter_reduce").split():
+            "scatter_reduce gcd lcm index_reduce").split():
   if hasattr(Tensor, _op) and not hasattr(Tensor, f"{_op}_"): setattr(Tensor, f"{_op}_", _in_place_variant(_op))

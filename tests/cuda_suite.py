@@ -85,6 +85,7 @@ def test_float_elementwise(name, dt):
 INT_OPS = {
   "arith": lambda a, b: a * b + a - b, "idiv_mod": lambda a, b: a // b + a % b, "bits": lambda a, b: (a & b) | (a ^ 3) + (a << 2) + (a >> 1),
   "cmp_where": lambda a, b: (a < b).where(a, -b) + (a == b).cast(a.dtype), "max_min": lambda a, b: a.maximum(b) - a.minimum(b),
+  "gcd_lcm": lambda a, b: a.gcd(b) + a.lcm(-b),
 }
 
 

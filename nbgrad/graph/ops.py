@@ -22,6 +22,7 @@ class BinaryOps(Op):
   ATAN2 = auto() # floats only: the angle of the point (b, a), a = y and b = x as in C's atan2(y, x)
   MAX = auto(); MIN = auto(); CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()  # noqa: E702
   AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
+  GCD = auto()   # ints only: the greatest common divisor of the magnitudes (0 for two zeros)
 
 
 class TernaryOps(Op):

@@ -108,6 +108,7 @@ BINARY = {
   BinaryOps.SHL: lambda dt, a, b: in_dtype(dt, f"(({a} << {b}) if 0 <= {b} < 64 else ({a} ^ {a}))"),
   BinaryOps.SHR: lambda dt, a, b: in_dtype(dt, f"(({a} >> {b}) if {b} < 64 else ({a} ^ {a}))" if dt.kind == "u"
                                            else f"({a} >> ({b} if 0 <= {b} < 63 else 63))"),
+  BinaryOps.GCD: lambda dt, a, b: in_dtype(dt, f"gcd_magnitude({a}, {b})"),
 }
 REDUCE_COMBINE = {ReduceOps.SUM: BinaryOps.ADD, ReduceOps.PROD: BinaryOps.MUL, ReduceOps.MAX: BinaryOps.MAX, ReduceOps.MIN: BinaryOps.MIN}
 

@@ -639,6 +639,17 @@ def idiv32(a, b): return np.int64(np.float64(a) / np.float64(b if b != 0 else 1)
 def imod32(a, b): return np.int64(a) - idiv32(a, b) * np.int64(b) if b != 0 else np.int64(0)
 
 
+@njit(**JIT)
+def gcd_magnitude(a, b):
+  """The greatest common divisor of |a| and |b| by Euclid's algorithm (0 for two zeros), in uint64: exact for every
+  int, the magnitude of a signed type's minimum too, which the caller's cast wraps back to that minimum (as torch's)."""
+  x, y = np.uint64(a), np.uint64(b)
+  if a < 0: x = ~x + np.uint64(1)   # the magnitude, negated in two's complement
+  if b < 0: y = ~y + np.uint64(1)
+  while y != 0: x, y = y, x % y
+  return x
+
+
 # `|` rather than `or`: no branch, so LLVM turns it into a vector select
 @njit(**JIT)
 def fmax(a, b): return a if ((a > b) | (a != a)) else b
