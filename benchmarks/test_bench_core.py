@@ -122,6 +122,22 @@ WORKLOADS = {
         torch=lambda x, y: x.float(),
         nbgrad=lambda x, y: x.float(),
         rtol=0.0, atol=0.0),
+    # atan2 and the inverse sines: vectorized series in nbgrad, the C library in numpy and torch
+    "asin_atan2": Workload(
+        "vectors",
+        numpy=lambda x, y, z: np.arcsin(np.clip(x * 0.25, -1, 1)) + np.arctan2(y, z),
+        torch=lambda x, y, z: torch.asin((x * 0.25).clamp(-1, 1)) + torch.atan2(y, z),
+        nbgrad=lambda x, y, z: (x * 0.25).clip(-1, 1).asin() + y.atan2(z),
+        rtol=1e-5, atol=1e-6),
+    # special functions: erfinv of values in [-0.999, 0.999], digamma of values past 0.5. numpy has none, so its row is left
+    # out and torch in float64 gives the reference
+    "erfinv_digamma": Workload(
+        "vectors",
+        numpy=lambda x, y, z: (torch.erfinv((torch.from_numpy(x) * 0.25).clamp(-0.999, 0.999).double())
+                               + torch.digamma(torch.from_numpy(y).double().abs() + 0.5)).numpy(),
+        torch=lambda x, y, z: torch.erfinv((x * 0.25).clamp(-0.999, 0.999)) + torch.digamma(y.abs() + 0.5),
+        nbgrad=lambda x, y, z: (x * 0.25).clip(-0.999, 0.999).erfinv() + (y.abs() + 0.5).digamma(),
+        rtol=1e-5, atol=1e-5),
     "cat_axis0": Workload(
         "pieces",
         numpy=lambda *p: np.concatenate(p, axis=0),
@@ -447,6 +463,18 @@ def test_elementwise_small_fma_relu(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_double_log_exp(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "double_log_exp")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_asin_atan2(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "asin_atan2")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_elementwise_erfinv_digamma(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "erfinv_digamma")
 
 
 @pytest.mark.benchmark(group="movement")

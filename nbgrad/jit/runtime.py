@@ -444,7 +444,7 @@ def atan2_f64(y, x):
   n, d = n * 0.5 if huge else n, d * 0.5 if huge else d
   both_infinite = a == np.inf and b == np.inf
   folded = n > ATAN_REDUCED_END * d or both_infinite
-  u = (n - d) / (n + d) if folded else n / d
+  u = (n - d if folded else n) / (n + d if folded else d)   # one division, the slowest step
   u = 0.0 if (d == 0.0 or both_infinite) else u
   s = u * u
   high, low = u, u * s * _horner(s * (2.0 / _ATAN_SQUARE_END) - 1.0, _ATAN_FIT)
