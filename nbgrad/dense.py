@@ -188,8 +188,9 @@ def _qr_gradient_of_tall(q, r, grad_q, grad_r):
 
 def qr(x, mode: str = "reduced"):
   """(Q, R) with x = Q R, Q's columns orthonormal and R upper triangular: the reduced decomposition, or with mode
-  "complete" Q square (rows x rows), which has no gradient for matrices of more rows than columns (as torch's)."""
-  if mode not in ("reduced", "complete"): raise NotImplementedError(f"qr mode {mode!r}: only 'reduced' and 'complete' are computed")
+  "complete" Q square (rows x rows), which has no gradient for matrices of more rows than columns (as torch's), or
+  with mode "r" R alone, Q empty (shape (0,)), and no gradient (it would need Q, as torch says)."""
+  if mode not in ("reduced", "complete", "r"): raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
   a = _matrices(x, "qr", square=False)
   rows, cols = a.shape[-2:]
   if mode == "complete" and rows > cols:
@@ -197,6 +198,11 @@ def qr(x, mode: str = "reduced"):
       raise NotImplementedError(f"the complete QR decomposition of {rows}x{cols} matrices (more rows than columns) has no gradient, as torch's")
     packed = _factorized("qr_complete", no_gradient, a)
     return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows:])
+  if mode == "r":
+    def r_alone_gradient(a, packed, g):
+      raise RuntimeError("qr with mode='r' has no gradient: it depends on Q, which that mode does not keep (as torch's); use mode='reduced'")
+    r = _as_input(x, _factorized("qr", r_alone_gradient, a)[..., rows:])
+    return r.new_zeros(0), r
 
   def gradient(a, packed, g):
     q, r = _transposed(packed[..., :rows]), packed[..., rows:]

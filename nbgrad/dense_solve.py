@@ -102,15 +102,23 @@ def lu(x):
   return PLU(*(_as_input(x, part) for part in _lu_parts(F.custom(lapack.lu, _lu_gradient, a), *a.shape[-2:])))
 
 
-def lu_solve(b, factors, pivots):
-  """torch.lu_solve: X with A X = b, for A's LU factorization (factors, pivots) from lu_factor, batch dims broadcast."""
+def lu_solve(b, factors, pivots, *, left: bool = True, adjoint: bool = False):
+  """torch.lu_solve and torch.linalg.lu_solve: X with A X = b (A^T X = b with adjoint; X A = b or X A^T = b where
+  not left, b then (..., k, n)), for A's LU factorization (factors, pivots) from lu_factor, batch dims broadcast."""
   factors, pivots = b._operand_or_number(factors), b._operand_or_number(pivots)
   n = factors.shape[-1]
   if pivots.shape != factors.shape[:-1]:
     raise ShapeMismatch(f"lu_solve needs pivots of shape {factors.shape[:-1]} for factors {factors.shape}, got {pivots.shape}")
-  a, columns, result = _paired(factors, b, "lu_solve")
-  permuted = _transposed(_permutation_matrix(_row_order(pivots, n), columns.dtype)) @ columns
-  return _triangular(a, _triangular(a, permuted, upper=False, unit=True), upper=True, unit=False).cast(result)
+  a, columns, result = _paired(factors, b, "lu_solve", -2 if left else -1)
+  # X A = b is A^T X^T = b^T, and X A^T = b is A X^T = b^T: each is a solve with A or with A^T
+  columns = columns if left else _transposed(columns)
+  permutation = _permutation_matrix(_row_order(pivots, n), columns.dtype)
+  if adjoint == left:   # A^T = U^T L^T P^T: X = P L^-T U^-T b
+    transposed = _transposed(a)
+    solved = permutation @ _triangular(transposed, _triangular(transposed, columns, upper=False, unit=False), upper=True, unit=True)
+  else:   # A = P L U: X = U^-1 L^-1 P^T b
+    solved = _triangular(a, _triangular(a, _transposed(permutation) @ columns, upper=False, unit=True), upper=True, unit=False)
+  return (solved if left else _transposed(solved)).cast(result)
 
 
 def _cholesky_solved(factor, columns, upper: bool):

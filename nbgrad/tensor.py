@@ -1672,6 +1672,8 @@ class Tensor:
   def digamma(self) -> Tensor:
     """The derivative of lgamma, psi(x): -inf at +0, inf at -0 and nan at the negative integers, as torch's."""
     return self.polygamma(0)
+  def igamma(self, other) -> Tensor: return special.igamma(self, other, upper=False)
+  def igammac(self, other) -> Tensor: return special.igamma(self, other, upper=True)
   @_in_float32
   def polygamma(self, n: int) -> Tensor:
     """The n-th derivative of digamma, torch.polygamma(n, x); the poles are in nbgrad.special.polygamma."""
@@ -2590,14 +2592,14 @@ class Tensor:
     return (row <= col if upper else row >= col).where(self, False if self.dtype == dtypes.bool else 0)
 
   # ---- sorting, ranking, counting and binning (nbgrad/ordering.py)
-  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
-    return ordering.argsort(self, dim, descending, stable)
-  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
-    return ordering.sort(self, dim, descending, stable)
+  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True, *, axis: Optional[int] = None) -> Tensor:
+    return ordering.argsort(self, dim, descending, stable, axis=axis)
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True, *, axis: Optional[int] = None) -> tuple[Tensor, Tensor]:
+    return ordering.sort(self, dim, descending, stable, axis=axis)
   def msort(self) -> Tensor: return self.sort(0)[0]
   def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.mode(self, dim, keepdim)
-  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
-    return ordering.topk(self, k, dim, largest, sorted)
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis: Optional[int] = None) -> tuple[Tensor, Tensor]:  # noqa: A002
+    return ordering.topk(self, k, dim, largest, sorted, axis=axis)
   def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.kthvalue(self, k, dim, keepdim)
   def median(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.median(self, dim, keepdim)
   def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.nanmedian(self, dim, keepdim)
@@ -3044,7 +3046,8 @@ class Tensor:
   def vector_norm(self, ord=2, dim=None, keepdim: bool = False) -> Tensor: return dense.vector_norm(self, ord, dim, keepdim)
   def lu(self) -> tuple[Tensor, Tensor, Tensor]: return dense_solve.lu(self)
   def lu_factor(self) -> tuple[Tensor, Tensor]: return dense_solve.lu_factor(self)
-  def lu_solve(self, LU_data, LU_pivots) -> Tensor: return dense_solve.lu_solve(self, LU_data, LU_pivots)
+  def lu_solve(self, LU_data, LU_pivots, *, left: bool = True, adjoint: bool = False) -> Tensor:
+    return dense_solve.lu_solve(self, LU_data, LU_pivots, left=left, adjoint=adjoint)
   def solve_triangular(self, B, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
     return dense_solve.solve_triangular(self, B, upper, left, unitriangular)
   def triangular_solve(self, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> tuple[Tensor, Tensor]:

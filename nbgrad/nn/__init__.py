@@ -3,14 +3,15 @@ whose attributes are layers and tensors; nbgrad.nn.state finds its parameters, n
 
 Weights start as tinygrad's do: Linear and the convolutions draw kaiming_uniform(a=sqrt(5)) weights and
 uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) biases (what torch draws, from nbgrad's generator), Embedding draws
-glorot_uniform, the norms start at weight 1 and bias 0."""
+glorot_uniform, the norms start at weight 1 and bias 0, LSTMCell draws every weight and bias from
+uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch's."""
 from __future__ import annotations
 import math
 from typing import Optional, Union
 import numpy as np
 from nbgrad.dtype import dtypes, least_upper_dtype, int_dtype_holding
 from nbgrad.indexing import whole_float_indices
-from nbgrad.tensor import Tensor, shape_arg
+from nbgrad.tensor import Tensor, _in_float32, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
 
@@ -123,6 +124,14 @@ class BatchNorm:
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
 
 
+def _normalized_input(layer, x) -> Tensor:
+  """x for a norm over its last dims, which must be the layer's normalized_shape."""
+  x, shape = _input(layer, x, layer.weight), layer.normalized_shape
+  if x.shape[x.ndim - len(shape):] != shape:
+    raise ValueError(f"{type(layer).__name__} over {shape} got an input of shape {x.shape}: its last dims must be {shape}")
+  return x
+
+
 class LayerNorm:
   """Normalizes over the last len(normalized_shape) axes, then scales and shifts by weight and bias of that shape."""
   def __init__(self, normalized_shape: Union[int, tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True):
@@ -132,11 +141,27 @@ class LayerNorm:
     self.weight, self.bias = (Tensor.ones(*self.normalized_shape), Tensor.zeros(*self.normalized_shape)) if elementwise_affine else (None, None)
 
   def __call__(self, x: Tensor) -> Tensor:
-    x = _input(self, x, self.weight)
-    if x.shape[x.ndim - len(self.normalized_shape):] != self.normalized_shape:
-      raise ValueError(f"LayerNorm over {self.normalized_shape} got an input of shape {x.shape}: its last dims must be {self.normalized_shape}")
-    x = x.layernorm(axis=self.axis, eps=self.eps)
+    x = _normalized_input(self, x).layernorm(axis=self.axis, eps=self.eps)
     return x * self.weight + self.bias if self.elementwise_affine else x
+
+
+@_in_float32
+def _rms_normalized(x: Tensor, axis: tuple[int, ...], eps: float) -> Tensor:
+  return x * (x * x).mean(axis, keepdim=True).add(eps).rsqrt()
+
+
+class RMSNorm:
+  """x / sqrt(mean(x^2) + eps) over the last len(dim) axes (the last one for an int), times weight (ones) of that
+  shape: no centering and no bias. The 16-bit types compute in float32, as torch's."""
+  def __init__(self, dim: Union[int, tuple[int, ...]], eps: float = 1e-6, elementwise_affine: bool = True):
+    self.normalized_shape = shape_arg(dim)
+    self.axis = tuple(-1 - i for i in range(len(self.normalized_shape)))
+    self.eps, self.elementwise_affine = eps, elementwise_affine
+    self.weight = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
+
+  def __call__(self, x: Tensor) -> Tensor:
+    x = _rms_normalized(_normalized_input(self, x), self.axis, self.eps)
+    return x * self.weight if self.elementwise_affine else x
 
 
 class LayerNorm2d(LayerNorm):
@@ -186,3 +211,35 @@ class Embedding:
     if not dtypes.is_unsigned(idx.dtype):   # as tinygrad: -1 reads zeros, not the last row (vocab_size past the row: wider ints)
       idx = (idx < 0).where(self.vocab_sz, idx.cast(least_upper_dtype(idx.dtype, int_dtype_holding(0, self.vocab_sz))))
     return self.weight[idx]
+
+
+class LSTMCell:
+  """One step of an LSTM: (h, c) = cell(x, (h, c)) for x (batch, input_size) or a single (input_size,) and the state
+  of the last step (zeros where hc is None). The gates are torch's, in its order i, f, g, o down weight_ih
+  (4 hidden_size, input_size) and weight_hh (4 hidden_size, hidden_size): c = sigmoid(f) c + sigmoid(i) tanh(g),
+  h = sigmoid(o) tanh(c)."""
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
+      if not isinstance(size, int) or size < 1: raise ValueError(f"LSTMCell {name} must be a positive int, got {size!r}")
+    self.input_size, self.hidden_size = input_size, hidden_size
+    bound = 1 / math.sqrt(hidden_size)
+    self.weight_ih = Tensor.uniform(4 * hidden_size, input_size, low=-bound, high=bound)
+    self.weight_hh = Tensor.uniform(4 * hidden_size, hidden_size, low=-bound, high=bound)
+    self.bias_ih, self.bias_hh = (Tensor.uniform(4 * hidden_size, low=-bound, high=bound),
+                                  Tensor.uniform(4 * hidden_size, low=-bound, high=bound)) if bias else (None, None)
+
+  def __call__(self, x: Tensor, hc: Optional[tuple[Tensor, Tensor]] = None) -> tuple[Tensor, Tensor]:
+    x = _input(self, x, self.weight_ih)
+    if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+      raise ValueError(f"LSTMCell of input_size {self.input_size} takes x of shape (batch, {self.input_size}) or ({self.input_size},), got {x.shape}")
+    state_shape = x.shape[:-1] + (self.hidden_size,)
+    if hc is None: h = c = Tensor.zeros(*state_shape, dtype=x.dtype, device=x.device)
+    else:
+      if not isinstance(hc, (tuple, list)) or len(hc) != 2: raise TypeError(f"LSTMCell hc must be a pair (h, c) or None, got {type(hc).__name__}")
+      h, c = (_input(self, t, self.weight_hh) for t in hc)
+      if h.shape != state_shape or c.shape != state_shape:
+        raise ValueError(f"LSTMCell state for x of shape {x.shape} must be two tensors of shape {state_shape}, got {h.shape} and {c.shape}")
+    gates = x.linear(self.weight_ih.transpose(), self.bias_ih) + h.linear(self.weight_hh.transpose(), self.bias_hh)
+    i, f, g, o = gates.chunk(4, dim=-1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c

@@ -1,0 +1,48 @@
+"""sort, argsort and topk take numpy's axis= for dim=, as torch's do: the same results as torch given either name,
+and an error given both."""
+import numpy as np
+import pytest
+import torch
+
+from nbgrad import Tensor
+
+values = np.random.default_rng(0).standard_normal((3, 4, 2)).astype(np.float32)
+
+# (op, ours, torch's), each given the dim by name: dim= or axis=
+CALLS = [
+  ("sort", lambda t, **dim: t.sort(**dim)[0], lambda t, **dim: torch.sort(t, **dim)[0]),
+  ("sort_descending", lambda t, **dim: t.sort(descending=True, **dim)[1], lambda t, **dim: torch.sort(t, descending=True, **dim)[1]),
+  ("argsort", lambda t, **dim: t.argsort(**dim), lambda t, **dim: torch.argsort(t, **dim)),
+  ("topk", lambda t, **dim: t.topk(1, **dim)[0], lambda t, **dim: torch.topk(t, 1, **dim)[0]),
+  ("topk_smallest", lambda t, **dim: t.topk(1, largest=False, **dim)[1], lambda t, **dim: torch.topk(t, 1, largest=False, **dim)[1]),
+]
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1], ids=str)
+@pytest.mark.parametrize("ours, theirs", [row[1:] for row in CALLS], ids=[row[0] for row in CALLS])
+def test_axis_is_dim_as_torch(ours, theirs, axis):
+  expected = theirs(torch.tensor(values), axis=axis).numpy()
+  np.testing.assert_array_equal(expected, theirs(torch.tensor(values), dim=axis).numpy())
+  np.testing.assert_array_equal(ours(Tensor(values), axis=axis).numpy(), expected)
+  np.testing.assert_array_equal(ours(Tensor(values), dim=axis).numpy(), expected)
+
+
+def test_axis_of_0d_and_empty_tensors_and_the_gradient():
+  assert Tensor(2.0).sort(axis=0)[0].item() == 2.0 and Tensor(2.0).argsort(axis=-1).item() == 0
+  assert Tensor(np.zeros((2, 0))).sort(axis=1)[0].shape == (2, 0)
+  leaf = Tensor(values, requires_grad=True)
+  (leaf.sort(axis=1)[0] * Tensor(np.arange(24.0).reshape(3, 4, 2))).sum().backward()
+  reference = torch.tensor(values, requires_grad=True)
+  (torch.sort(reference, axis=1)[0] * torch.arange(24.0).reshape(3, 4, 2)).sum().backward()
+  np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
+
+
+@pytest.mark.parametrize("call", [lambda t: t.sort(0, axis=1), lambda t: t.argsort(1, axis=0), lambda t: t.topk(1, 0, axis=1)],
+                         ids=["sort", "argsort", "topk"])
+def test_dim_and_axis_together_raise(call):
+  with pytest.raises(TypeError, match="got both dim=.* and axis="): call(Tensor(values))
+
+
+def test_axis_out_of_range_raises():
+  with pytest.raises(IndexError): Tensor(values).sort(axis=3)
+  with pytest.raises(IndexError): Tensor(values).topk(1, axis=-4)
