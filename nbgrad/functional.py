@@ -20,15 +20,27 @@ def batchnorm(x, weight, bias, mean, invstd, axis=1):
 
 
 def binary_crossentropy(x, y):
-  """Mean of -(y log p + (1 - y) log(1 - p)), each log no lower than -100 (torch's clamp: no nan at 0 or 1), with
-  torch's gradients: (p - y) / max(p (1 - p), 1e-12) by p, log(1 - p) - log(p) (not clamped) by y."""
+  """Mean of -(y log p + (1 - y) log(1 - p)) (see binary_cross_entropy_terms)."""
+  return binary_cross_entropy_terms(*x._broadcasted(x._operand(y, "target"))).mean()
+
+
+def binary_cross_entropy_terms(p, target):
+  """-(y log p + (1 - y) log(1 - p)) of each element of probabilities p and targets y (of one shape and dtype), each
+  log no lower than -100 (torch's clamp: no nan at 0 or 1), with torch's gradients: (p - y) / max(p (1 - p), 1e-12)
+  by p, log(1 - p) - log(p) (not clamped) by y."""
   from nbgrad.tensor import _with_derivatives
-  p, target = x._broadcasted(x._operand(y, "target"))
   probability, label = p.detach(), target.detach()
   log_p, log_q = _log_at_least(probability, -100), _log_at_least(1 - probability, -100)
   losses = -label * log_p - (1 - label) * log_q
   return _with_derivatives((p, target), losses, (lambda: (probability - label) / ((1 - probability) * probability).maximum(1e-12),
-                                                 lambda: (1 - probability).log() - probability.log())).mean()
+                                                 lambda: (1 - probability).log() - probability.log()))
+
+
+def logit_cross_entropy_terms(x, target, pos_weight=None):
+  """The binary cross-entropy of each logit x against its target y, without overflow: (1 - y) x + l softplus(-x),
+  l = 1 + (pos_weight - 1) y (1 without pos_weight)."""
+  positive_scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
+  return (1 - target) * x - positive_scale * x.logsigmoid()
 
 
 def _log_at_least(x, floor: float):
@@ -71,12 +83,24 @@ def cross_entropy(x, target, weight=None, ignore_index: int = -100, reduction: s
   if target.shape != x.shape: raise ShapeMismatch(f"cross_entropy class probabilities of shape {target.shape} do not match logits of shape {x.shape}")
   probabilities = (target if target.ndim == 1 else target.movedim(1, -1)) * (1 - label_smoothing) + label_smoothing / scores.shape[-1]
   losses = -(log_probs * probabilities * _class_weights(log_probs, weight)).sum(-1)
+  return reduced(losses, reduction)
+
+
+def check_reduction(name: str, reduction: str, allowed: tuple = ("mean", "sum", "none")):
+  """ValueError naming the op and the value unless reduction is one of allowed (torch's 'mean', 'sum' and 'none')."""
+  if reduction not in allowed:
+    choices = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+    raise ValueError(f"{name} reduction must be {choices}, got {reduction!r}")
+
+
+def reduced(losses, reduction: str):
+  """Per-element losses reduced as torch's reduction= says: their mean, their sum, or themselves ('none')."""
   return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
 
 
 def _classes_last(x, target, reduction: str, name: str):
   """The scores with torch's class dim (1, or 0 for one sample) moved last, and the target as a tensor."""
-  if reduction not in ("mean", "sum", "none"): raise ValueError(f"{name} reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+  check_reduction(name, reduction)
   if x.ndim == 0: raise ShapeMismatch(f"{name} needs scores with a class dim, got shape ()")
   return (x if x.ndim == 1 else x.movedim(1, -1)), x._operand(target, f"{name} target")
 
@@ -88,10 +112,14 @@ def _class_weights(x, weight):
   return weight
 
 
+def check_class_indices(target):
+  if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+
+
 def _class_loss(x, target, weight, ignore_index: int, reduction: str, label_smoothing: float):
   """The loss of log-probabilities (..., C) at class indices target (...). An index outside [0, C) other than
   ignore_index picks no class (its loss is 0, as tinygrad's gather reads 0 out of range)."""
-  if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+  check_class_indices(target)
   if target.shape != x.shape[:-1]:
     raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {x.shape} (classes in dim 1)")
   weights, counted = _class_weights(x, weight), target != ignore_index

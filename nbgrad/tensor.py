@@ -2979,6 +2979,13 @@ class Tensor:
                                    dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
     return functional.scaled_dot_product_attention(self, key, value, attn_mask, dropout_p, is_causal, scale)
 
+  # ---- torch.nn.functional's losses and distances (nbgrad/losses.py): each function there takes the tensor first, so
+  # it is the method itself
+  from nbgrad.losses import mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, gaussian_nll_loss, poisson_nll_loss, \
+    binary_cross_entropy, binary_cross_entropy_with_logits, soft_margin_loss, multilabel_soft_margin_loss, \
+    margin_ranking_loss, hinge_embedding_loss, cosine_embedding_loss, triplet_margin_loss, pairwise_distance, pdist, \
+    multi_margin_loss, multilabel_margin_loss, softmin
+
   # ---- linear algebra
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The elements (i, i + offset) of the matrices that dims dim1 and dim2 hold, along a new last dim (numpy's and
