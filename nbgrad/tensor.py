@@ -2591,6 +2591,141 @@ class Tensor:
     row, col = Tensor.arange(rows, device=self.device).reshape(rows, 1) + k, Tensor.arange(cols, device=self.device).reshape(1, cols)
     return (row <= col if upper else row >= col).where(self, False if self.dtype == dtypes.bool else 0)
 
+  # ---- torch.nn.functional's norms (nbgrad/normalization.py), convolutions by rank, channel dropout, embedding
+  def group_norm(self, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Each of num_groups groups of channels (dim 1) normalized over its channels and spatial dims (torch's group_norm)."""
+    return normalization.group_norm(self, num_groups, weight, bias, eps)
+  def layer_norm(self, normalized_shape, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Normalized over the last dims, which have normalized_shape (torch's layer_norm)."""
+    return normalization.layer_norm(self, normalized_shape, weight, bias, eps)
+  def batch_norm(self, running_mean: Optional[Tensor], running_var: Optional[Tensor], weight: Optional[Tensor] = None,
+                 bias: Optional[Tensor] = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Each channel normalized by the batch's statistics (training, moving the running ones in place) or the running
+    ones (torch's batch_norm)."""
+    return normalization.batch_norm(self, running_mean, running_var, weight, bias, training, momentum, eps)
+  def instance_norm(self, running_mean: Optional[Tensor] = None, running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+                    bias: Optional[Tensor] = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Each channel of each sample normalized over its spatial dims (torch's instance_norm)."""
+    return normalization.instance_norm(self, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+  def rms_norm(self, normalized_shape, weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last dims, which have normalized_shape (torch's rms_norm)."""
+    return normalization.rms_norm(self, normalized_shape, weight, eps)
+  def local_response_norm(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x over (k + alpha * the mean square of size neighbouring channels)^beta (torch's local_response_norm)."""
+    return normalization.local_response_norm(self, size, alpha, beta, k)
+
+  def _conv_of_rank(self, dims: int, transposed: bool, weight: Tensor, **options) -> Tensor:
+    """conv2d (or conv_transpose2d) as torch's conv{dims}d: a weight of dims + 2 dims, an input (N, C, *spatial) or
+    one sample (C, *spatial)."""
+    weight, name = self._operand(weight, "weight"), f"conv{'_transpose' if transposed else ''}{dims}d"
+    if weight.ndim != dims + 2: raise ValueError(f"{name} needs a weight of {dims + 2} dims, got shape {weight.shape}")
+    if self.ndim not in (dims + 1, dims + 2):
+      raise ValueError(f"{name} needs an input of {dims + 2} dims (or {dims + 1} for one sample), got shape {self.shape}")
+    convolve = Tensor.conv_transpose2d if transposed else Tensor.conv2d
+    if self.ndim == dims + 1: return convolve(self.unsqueeze(0), weight, **options).squeeze(0)
+    return convolve(self, weight, **options)
+  # tinygrad's argument order (weight, bias, groups, stride, dilation, padding), as conv2d's
+  def conv1d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0, acc_dtype=None) -> Tensor:
+    """conv2d over one spatial dim: x (N, Cin, L) or (Cin, L), weight (Cout, Cin/groups, K)."""
+    return self._conv_of_rank(1, False, weight, bias=bias, groups=groups, stride=stride, dilation=dilation, padding=padding, acc_dtype=acc_dtype)
+  def conv3d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0, acc_dtype=None) -> Tensor:
+    """conv2d over three spatial dims: x (N, Cin, D, H, W) or (Cin, D, H, W), weight (Cout, Cin/groups, *K)."""
+    return self._conv_of_rank(3, False, weight, bias=bias, groups=groups, stride=stride, dilation=dilation, padding=padding, acc_dtype=acc_dtype)
+  def conv_transpose1d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0,
+                       output_padding=0) -> Tensor:
+    """conv_transpose2d over one spatial dim: x (N, Cin, L) or (Cin, L), weight (Cin, Cout/groups, K)."""
+    return self._conv_of_rank(1, True, weight, bias=bias, groups=groups, stride=stride, dilation=dilation, padding=padding,
+                              output_padding=output_padding)
+  def conv_transpose3d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0,
+                       output_padding=0) -> Tensor:
+    """conv_transpose2d over three spatial dims: x (N, Cin, D, H, W) or (Cin, D, H, W), weight (Cin, Cout/groups, *K)."""
+    return self._conv_of_rank(3, True, weight, bias=bias, groups=groups, stride=stride, dilation=dilation, padding=padding,
+                              output_padding=output_padding)
+
+  def channel_shuffle(self, groups: int) -> Tensor:
+    """(N, C, ...) with its channels dealt out group by group: channel g * (C / groups) + i goes to i * groups + g."""
+    _check_int("channel_shuffle groups", groups, 1)
+    if self.ndim < 3 or self.shape[1] % groups:
+      raise ValueError(f"channel_shuffle into {groups} groups needs (N, C, ...) with C a multiple of {groups}, got shape {self.shape}")
+    return self.reshape(self.shape[0], groups, self.shape[1] // groups, *self.shape[2:]).transpose(1, 2).reshape(self.shape)
+
+  def embedding(self, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
+    """The rows of weight (num_embeddings, embedding_dim) at these int indices: shape self.shape + (embedding_dim,).
+    The row at padding_idx gets no gradient. An index outside [0, num_embeddings) reads zeros, as tinygrad's Embedding."""
+    weight = self._operand(weight, "embedding weight")
+    if weight.ndim != 2: raise ValueError(f"embedding needs a weight (num_embeddings, embedding_dim), got shape {weight.shape}")
+    if not dtypes.is_int(self.dtype): raise TypeError(f"embedding indices must be an int tensor, got {self.dtype}")
+    rows, indices = weight.shape[0], self
+    if not dtypes.is_unsigned(self.dtype):   # -1 reads zeros, not the last row; rows past the dtype's range: wider ints
+      indices = (self < 0).where(rows, self.cast(least_upper_dtype(self.dtype, int_dtype_holding(0, rows))))
+    if padding_idx is not None:
+      _check_int("embedding padding_idx", padding_idx, None)
+      if not -rows <= padding_idx < rows: raise ValueError(f"embedding padding_idx {padding_idx} is out of range for {rows} rows")
+      is_padding = Tensor.arange(rows, device=weight.device).reshape(rows, 1) == padding_idx % rows
+      weight = is_padding.where(weight.detach(), weight)
+    return weight[indices]
+
+  def _dropped_features(self, p: float, feature_dims: int, alpha: bool = False, op: str = "dropout") -> Tensor:
+    """torch's feature dropout when Tensor.training: one draw per index of the first feature_dims dims (each element
+    for feature_dims = ndim), each kept with probability 1 - p. Plain: the dropped are 0, the kept scaled by 1/(1-p).
+    alpha (for selu networks): the dropped go to selu's negative limit, then all are scaled and shifted to keep a zero
+    mean and unit variance. A multiply by the mask, as torch's: a dropped nan stays nan."""
+    _check_number(f"{op} probability", p)
+    if not 0 <= p <= 1: raise ValueError(f"{op} probability must be in [0, 1], got {p}")
+    if not Tensor.training or p == 0 or self.numel() == 0: return self
+    if p == 1: return self * 0
+    kept = Tensor.rand(*self.shape[:feature_dims], *(1,) * (self.ndim - feature_dims), device=self.device) >= p
+    kept = kept.cast(least_upper_float(self.dtype))   # the shift below in self's float type, not in a bool's float32
+    if not alpha: return self * kept * (1 / (1 - p))
+    limit = 1.7580993408473766   # -selu(-inf): selu's scale times its alpha
+    scale = 1 / math.sqrt((limit * limit * p + 1) * (1 - p))
+    return self * kept * scale + (kept * (limit * scale) + limit * scale * (p - 1))
+
+  def _with_dims(self, op: str, low: int, high: Optional[int] = None) -> Tensor:
+    """self, if it has low to high dims (high None: no limit)."""
+    if self.ndim < low or (high is not None and self.ndim > high):
+      raise ValueError(f"{op} needs an input of {low} {'or more' if high is None else f'or {high}'} dims, got shape {self.shape}")
+    return self
+  def dropout1d(self, p: float = 0.5) -> Tensor:
+    """Whole channels of (N, C, L) (or (C, L)) zeroed with probability p, the rest scaled by 1/(1-p), when Tensor.training."""
+    return self._with_dims("dropout1d", 2, 3)._dropped_features(p, self.ndim - 1, op="dropout1d")
+  def dropout2d(self, p: float = 0.5) -> Tensor:
+    """Whole channels of (N, C, H, W) zeroed with probability p, the rest scaled by 1/(1-p), when Tensor.training. As
+    torch's, a 3-D input is (N, C, L)."""
+    return self._with_dims("dropout2d", 2)._dropped_features(p, 2, op="dropout2d")
+  def dropout3d(self, p: float = 0.5) -> Tensor:
+    """Whole channels of (N, C, D, H, W) (or (C, D, H, W)) zeroed with probability p, the rest scaled by 1/(1-p), when
+    Tensor.training."""
+    return self._with_dims("dropout3d", 4, 5)._dropped_features(p, self.ndim - 3, op="dropout3d")
+  def alpha_dropout(self, p: float = 0.5) -> Tensor:
+    """Dropout for selu networks, when Tensor.training: each element dropped with probability p to selu's negative
+    limit, then scaled and shifted to keep a zero mean and unit variance (torch's alpha_dropout)."""
+    return self._dropped_features(p, self.ndim, alpha=True, op="alpha_dropout")
+  def feature_alpha_dropout(self, p: float = 0.5) -> Tensor:
+    """alpha_dropout of whole channels of (N, C, ...), when Tensor.training (torch's feature_alpha_dropout)."""
+    return self._with_dims("feature_alpha_dropout", 2)._dropped_features(p, 2, alpha=True, op="feature_alpha_dropout")
+
+  def _lp_pool(self, dims: int, norm_type, kernel_size, stride, ceil_mode: bool) -> Tensor:
+    """(sum of x^p over each window)^(1/p), the sum taken as the window mean times the kernel's size, as torch's;
+    p = inf is the largest |x|. The gradient is 0 where a window's sum is 0, as torch's."""
+    _check_number("lp_pool norm_type", norm_type)
+    if norm_type == 0: raise ValueError("lp_pool norm_type must not be 0")
+    if math.isinf(norm_type):
+      largest = pooling.max_pool(self.abs() if norm_type > 0 else -self.abs(), dims, kernel_size, stride, ceil_mode=ceil_mode)
+      return largest if norm_type > 0 else -largest
+    kernel = self._pool_args(kernel_size, stride, 1, dims)[0]
+    window_sums = pooling.avg_pool(self.pow(norm_type), dims, kernel_size, stride, ceil_mode=ceil_mode) * math.prod(kernel)
+    return _root_of_powers(window_sums, norm_type)
+  def lp_pool1d(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm (p = norm_type) of each window over the last dim (torch's lp_pool1d)."""
+    return self._lp_pool(1, norm_type, kernel_size, stride, ceil_mode)
+  def lp_pool2d(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm (p = norm_type) of each window over the last two dims (torch's lp_pool2d)."""
+    return self._lp_pool(2, norm_type, kernel_size, stride, ceil_mode)
+  def lp_pool3d(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm (p = norm_type) of each window over the last three dims (torch's lp_pool3d)."""
+    return self._lp_pool(3, norm_type, kernel_size, stride, ceil_mode)
+
   # ---- sorting, ranking, counting and binning (nbgrad/ordering.py)
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True, *, axis: Optional[int] = None) -> Tensor:
     return ordering.argsort(self, dim, descending, stable, axis=axis)
@@ -3351,6 +3486,9 @@ class _ViewMadeInPlace:
   """The view step Tensor._view_of records for a tensor given another shape in place (Tensor._view_in_place)."""
   @staticmethod
   def apply(tensor, make): return make(tensor)
+
+
+from nbgrad import normalization   # noqa: E402  (it builds on Tensor, so it loads once the class exists)
 
 
 def _in_place_variant(op: str):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Optional, Union
 import numpy as np
-from nbgrad.dtype import dtypes, least_upper_dtype, int_dtype_holding
+from nbgrad import normalization
+from nbgrad.dtype import dtypes
 from nbgrad.indexing import whole_float_indices
-from nbgrad.tensor import Tensor, _in_float32, shape_arg
+from nbgrad.tensor import Tensor, shape_arg
 from nbgrad.nn import optim, state  # noqa: F401  (nbgrad.nn.optim and nbgrad.nn.state, as in tinygrad)
 
 
@@ -105,20 +106,11 @@ class BatchNorm:
     x, channels = _input(self, x, self.running_mean), self.running_mean.shape[0]
     if x.ndim < 2 or x.shape[1] != channels:
       raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
-    if not Tensor.training:
-      return x.batchnorm(self.weight, self.bias, self.running_mean, self.running_var.add(self.eps).rsqrt())
-    axes = tuple(i for i in range(x.ndim) if i != 1)
-    mean = x.mean(axis=axes)
-    centered = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # the variance's gradient through the mean is 0
-    var = (centered * centered).mean(axis=axes)
-    if self.track_running_stats:
-      if (count := x.numel() // channels):   # an empty batch has no statistics: torch leaves the running ones
-        # in the statistics' own dtype (float32), whatever the input's (float64 batches move float32 statistics)
-        self.running_mean.assign(((1 - self.momentum) * self.running_mean + self.momentum * mean.detach()).cast(self.running_mean.dtype))
-        self.running_var.assign(((1 - self.momentum) * self.running_var +
-                                 self.momentum * count / max(count - 1, 1) * var.detach()).cast(self.running_var.dtype))
-      self.num_batches_tracked.assign(self.num_batches_tracked + 1)
-    return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt())
+    if not Tensor.training: return x.batch_norm(self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps)
+    running = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
+    out = normalization.normalized_by_batch(x, *running, self.weight, self.bias, self.momentum, self.eps)
+    if self.track_running_stats: self.num_batches_tracked.assign(self.num_batches_tracked + 1)
+    return out
 
 
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
@@ -141,13 +133,7 @@ class LayerNorm:
     self.weight, self.bias = (Tensor.ones(*self.normalized_shape), Tensor.zeros(*self.normalized_shape)) if elementwise_affine else (None, None)
 
   def __call__(self, x: Tensor) -> Tensor:
-    x = _normalized_input(self, x).layernorm(axis=self.axis, eps=self.eps)
-    return x * self.weight + self.bias if self.elementwise_affine else x
-
-
-@_in_float32
-def _rms_normalized(x: Tensor, axis: tuple[int, ...], eps: float) -> Tensor:
-  return x * (x * x).mean(axis, keepdim=True).add(eps).rsqrt()
+    return _normalized_input(self, x).layer_norm(self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm:
@@ -160,19 +146,12 @@ class RMSNorm:
     self.weight = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
 
   def __call__(self, x: Tensor) -> Tensor:
-    x = _rms_normalized(_normalized_input(self, x), self.axis, self.eps)
-    return x * self.weight if self.elementwise_affine else x
+    return _normalized_input(self, x).rms_norm(self.normalized_shape, self.weight, self.eps)
 
 
 class LayerNorm2d(LayerNorm):
   """LayerNorm over the channels (axis 1) of an (N, C, H, W) input."""
   def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-
-
-def _channel_affine(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
-  if weight is None: return x
-  shape = (1, -1) + (1,) * (x.ndim - 2)
-  return x * weight.reshape(shape) + bias.reshape(shape)
 
 
 class GroupNorm:
@@ -186,8 +165,7 @@ class GroupNorm:
     x = _input(self, x, self.weight)
     if x.ndim < 2 or x.shape[1] != self.num_channels:
       raise ValueError(f"{type(self).__name__} of {self.num_channels} channels got an input of shape {x.shape}")
-    x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
-    return _channel_affine(x, self.weight, self.bias)
+    return x.group_norm(self.num_groups, self.weight, self.bias, self.eps)
 
 
 class InstanceNorm(GroupNorm):
@@ -208,9 +186,7 @@ class Embedding:
     if not isinstance(idx, Tensor): idx = Tensor(idx, device=self.weight.device)
     if dtypes.is_float(idx.dtype): idx = whole_float_indices(idx)   # as tinygrad: 2.5 reads zeros
     if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding indices must be an int or float tensor, got {idx.dtype}")
-    if not dtypes.is_unsigned(idx.dtype):   # as tinygrad: -1 reads zeros, not the last row (vocab_size past the row: wider ints)
-      idx = (idx < 0).where(self.vocab_sz, idx.cast(least_upper_dtype(idx.dtype, int_dtype_holding(0, self.vocab_sz))))
-    return self.weight[idx]
+    return idx.embedding(self.weight)   # as tinygrad: -1 reads zeros, not the last row
 
 
 class LSTMCell:

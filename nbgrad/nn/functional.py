@@ -1,0 +1,246 @@
+"""torch.nn.functional for nbgrad tensors: `import nbgrad.nn.functional as F`, then F.relu(x), F.conv2d(x, w, b,
+padding=1), F.cross_entropy(logits, y). Each function takes torch's arguments, in torch's positional order and with
+torch's defaults, and computes with the Tensor method that does the job.
+
+The functions whose Tensor method takes torch's arguments in torch's order are made from the lists of names at the
+end (those Tensor has when this module loads); the others are small wrappers. inplace=True (activations, dropouts)
+stores the result into the input with Tensor.assign and returns the input, as torch's, where no gradient flows through
+the result. Where one does, the result is returned and the input is left as it was (x = F.relu(x, inplace=True)
+works; code that reads x after F.relu(x, inplace=True) without its result sees the old values); as in torch, a
+leaf tensor that requires grad cannot be written in place."""
+from __future__ import annotations
+import warnings
+from nbgrad import pooling
+from nbgrad.dtype import dtypes
+from nbgrad.tensor import Tensor
+
+
+def _tensor(value, op: str) -> Tensor:
+  if not isinstance(value, Tensor): raise TypeError(f"F.{op} takes a Tensor as input, got {type(value).__name__}")
+  return value
+
+
+def _stored(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
+  """result, or with inplace the input holding it. A result that needs a gradient is returned, the input left as it
+  was: assign would rebind the input, which the result's own graph reads, and cut the gradient."""
+  if not inplace: return result
+  if input.requires_grad and input.is_leaf and not Tensor.no_grad:
+    raise RuntimeError(f"inplace=True on a leaf tensor of shape {input.shape} that requires grad: its gradient would be lost")
+  return result if result.requires_grad and not Tensor.no_grad else input.assign(result)
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+  """torch's deprecated size_average and reduce (None: True), when either is given, as a reduction."""
+  if size_average is None and reduce is None: return reduction
+  if reduce is not None and not reduce: return "none"
+  return "mean" if size_average is None or size_average else "sum"
+
+
+# ---- activations
+def relu(input, inplace=False): return _stored(input, _tensor(input, "relu").relu(), inplace)
+def relu6(input, inplace=False): return _stored(input, _tensor(input, "relu6").relu6(), inplace)
+def elu(input, alpha=1.0, inplace=False): return _stored(input, _tensor(input, "elu").elu(alpha), inplace)
+def selu(input, inplace=False): return _stored(input, _tensor(input, "selu").selu(), inplace)
+def celu(input, alpha=1.0, inplace=False): return _stored(input, _tensor(input, "celu").celu(alpha), inplace)
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+  return _stored(input, _tensor(input, "leaky_relu").leakyrelu(negative_slope), inplace)
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+  return _stored(input, _tensor(input, "hardtanh").hardtanh(min_val, max_val), inplace)
+def hardswish(input, inplace=False): return _stored(input, _tensor(input, "hardswish").hardswish(), inplace)
+def hardsigmoid(input, inplace=False): return _stored(input, _tensor(input, "hardsigmoid").hardsigmoid(), inplace)
+def silu(input, inplace=False): return _stored(input, _tensor(input, "silu").silu(), inplace)
+def mish(input, inplace=False): return _stored(input, _tensor(input, "mish").mish(), inplace)
+def threshold(input, threshold, value, inplace=False):
+  return _stored(input, _tensor(input, "threshold").threshold(threshold, value), inplace)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+  return _stored(input, _tensor(input, "rrelu").rrelu(lower, upper, training), inplace)
+
+
+def gelu(input, approximate="none"):
+  """torch's default, the exact x (1 + erf(x / sqrt 2)) / 2 (Tensor.gelu defaults to tinygrad's tanh form)."""
+  return _tensor(input, "gelu").gelu(approximate)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+  """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as torch's."""
+  x = _tensor(input, "softplus")
+  return (x * beta > threshold).where(x, x.softplus(beta))
+
+
+def _along(input, op: str, dim, dtype) -> tuple[Tensor, int]:
+  """The input cast to dtype (when given), and dim: torch's implicit choice, with its warning, when None."""
+  x = _tensor(input, op)
+  if dim is None:
+    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.", stacklevel=3)
+    dim = 0 if x.ndim in (0, 1, 3) else 1
+  return (x if dtype is None else x.cast(dtype)), dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+  x, dim = _along(input, "softmax", dim, dtype)
+  return x.softmax(dim)
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+  x, dim = _along(input, "log_softmax", dim, dtype)
+  return x.log_softmax(dim)
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+  x, dim = _along(input, "softmin", dim, dtype)
+  return (-x).softmax(dim)
+
+
+# ---- linear layers and convolutions
+def linear(input, weight, bias=None):
+  """input @ weight.T + bias for weight (out_features, in_features); a 1-D weight takes a dot product with the last
+  dim. (Tensor.linear takes tinygrad's weight (in_features, out_features).)"""
+  x = _tensor(input, "linear")
+  weight = x._operand(weight, "linear weight")
+  if weight.ndim not in (1, 2): raise ValueError(f"linear needs a weight of 1 or 2 dims, got shape {weight.shape}")
+  out = x.matmul(weight.transpose() if weight.ndim == 2 else weight)
+  return out if bias is None else out + bias
+
+
+def _convolved(input, dims: int, weight, bias, stride, padding, dilation, groups, output_padding=None) -> Tensor:
+  """torch's conv{dims}d, or with output_padding its conv_transpose{dims}d, by Tensor.conv2d / conv_transpose2d."""
+  transposed = output_padding is not None
+  x = _tensor(input, f"conv{'_transpose' if transposed else ''}{dims}d")
+  options = dict(bias=bias, groups=groups, stride=stride, dilation=dilation, padding=padding)
+  if transposed: options["output_padding"] = output_padding
+  return x._conv_of_rank(dims, transposed, weight, **options)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+  return _convolved(input, 1, weight, bias, stride, padding, dilation, groups)
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+  return _convolved(input, 2, weight, bias, stride, padding, dilation, groups)
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+  return _convolved(input, 3, weight, bias, stride, padding, dilation, groups)
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+  return _convolved(input, 1, weight, bias, stride, padding, dilation, groups, output_padding)
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+  return _convolved(input, 2, weight, bias, stride, padding, dilation, groups, output_padding)
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+  return _convolved(input, 3, weight, bias, stride, padding, dilation, groups, output_padding)
+
+
+# ---- pools (torch's positional order puts padding before dilation; Tensor.max_pool2d takes tinygrad's)
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+  return pooling.max_pool(_tensor(input, "max_pool1d"), 1, kernel_size, stride, dilation, padding, ceil_mode, return_indices)
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+  return pooling.max_pool(_tensor(input, "max_pool2d"), 2, kernel_size, stride, dilation, padding, ceil_mode, return_indices)
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+  return pooling.max_pool(_tensor(input, "max_pool3d"), 3, kernel_size, stride, dilation, padding, ceil_mode, return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+  return pooling.avg_pool(_tensor(input, "avg_pool1d"), 1, kernel_size, stride, 1, padding, ceil_mode, count_include_pad)
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+  return pooling.avg_pool(_tensor(input, "avg_pool2d"), 2, kernel_size, stride, 1, padding, ceil_mode, count_include_pad, divisor_override)
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+  return pooling.avg_pool(_tensor(input, "avg_pool3d"), 3, kernel_size, stride, 1, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input, output_size): return pooling.adaptive_avg_pool(_tensor(input, "adaptive_avg_pool1d"), output_size, 1)
+def adaptive_avg_pool2d(input, output_size): return pooling.adaptive_avg_pool(_tensor(input, "adaptive_avg_pool2d"), output_size, 2)
+def adaptive_avg_pool3d(input, output_size): return pooling.adaptive_avg_pool(_tensor(input, "adaptive_avg_pool3d"), output_size, 3)
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+  return pooling.adaptive_max_pool(_tensor(input, "adaptive_max_pool1d"), output_size, 1, return_indices)
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+  return pooling.adaptive_max_pool(_tensor(input, "adaptive_max_pool2d"), output_size, 2, return_indices)
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+  return pooling.adaptive_max_pool(_tensor(input, "adaptive_max_pool3d"), output_size, 3, return_indices)
+
+
+# ---- dropout: F's training argument in place of Tensor.training
+def _dropped(input, op: str, p, training, inplace) -> Tensor:
+  with Tensor.train(bool(training)): result = getattr(_tensor(input, op), op)(p)
+  return _stored(input, result, inplace)
+
+
+def dropout(input, p=0.5, training=True, inplace=False): return _dropped(input, "dropout", p, training, inplace)
+def dropout1d(input, p=0.5, training=True, inplace=False): return _dropped(input, "dropout1d", p, training, inplace)
+def dropout2d(input, p=0.5, training=True, inplace=False): return _dropped(input, "dropout2d", p, training, inplace)
+def dropout3d(input, p=0.5, training=True, inplace=False): return _dropped(input, "dropout3d", p, training, inplace)
+def alpha_dropout(input, p=0.5, training=False, inplace=False): return _dropped(input, "alpha_dropout", p, training, inplace)
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+  return _dropped(input, "feature_alpha_dropout", p, training, inplace)
+
+
+# ---- resampling, padding, lookups
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
+  """Resampled over the spatial dims of (N, C, *spatial) by Tensor.interpolate; an int size or scale_factor covers
+  every spatial dim, as torch's (Tensor.interpolate's int size covers the last dim)."""
+  x = _tensor(input, "interpolate")
+  dims = x.ndim - 2
+  if dims not in (1, 2, 3): raise ValueError(f"interpolate needs an input (N, C, *spatial) of 3 to 5 dims, got shape {x.shape}")
+  if _MODE_DIMS.get(mode, dims) != dims:
+    raise ValueError(f"interpolate mode {mode!r} needs a {_MODE_DIMS[mode] + 2}-D input, got shape {x.shape}")
+  if antialias: raise NotImplementedError("interpolate with antialias=True is not supported")
+  for name, value in (("size", size), ("scale_factor", scale_factor)):
+    if isinstance(value, (tuple, list)) and len(value) != dims:
+      raise ValueError(f"interpolate {name} {value} needs {dims} entries, one per spatial dim of {x.shape}")
+  if size is not None and not isinstance(size, (tuple, list)): size = (size,) * dims
+  return x.interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor)
+
+
+def pad(input, pad, mode="constant", value=None):
+  """(before, after) pairs from the last dim backwards, as torch's F.pad; mode constant, reflect, replicate or circular."""
+  return _tensor(input, "pad").pad(tuple(pad), 0 if value is None else value, mode)
+
+
+def one_hot(tensor, num_classes=-1):
+  """int64 (*, num_classes), 1 at each index; num_classes -1 is the largest index + 1. (An index outside
+  [0, num_classes) gives a row of zeros, where torch raises.)"""
+  t = _tensor(tensor, "one_hot")
+  if not dtypes.is_int(t.dtype): raise TypeError(f"one_hot needs a tensor of int class indices, got {t.dtype}")
+  if num_classes == -1:
+    if t.numel() == 0: raise ValueError(f"one_hot cannot infer num_classes from an empty tensor of shape {t.shape}")
+    if (lowest := int(t.min().item())) < 0: raise ValueError(f"one_hot class indices must be non-negative, got {lowest}")
+    num_classes = int(t.max().item()) + 1
+  return t.one_hot(num_classes).cast(dtypes.int64)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+  """The rows of weight at the indices of input; sparse=True gives the same dense gradient."""
+  if max_norm is not None or scale_grad_by_freq:
+    raise NotImplementedError("F.embedding's max_norm (weight rows renormalized in place) and scale_grad_by_freq are not supported")
+  return _tensor(input, "embedding").embedding(weight, padding_idx)
+
+
+# ---- losses with torch's deprecated size_average and reduce among their positional arguments
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+  return _tensor(input, "nll_loss").nll_loss(target, weight, ignore_index, _reduction(size_average, reduce, reduction))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
+  return _tensor(input, "cross_entropy").cross_entropy(target, weight, ignore_index, _reduction(size_average, reduce, reduction), label_smoothing)
+
+
+# ---- the rest: F.name(input, *args, **kwargs) is input.name(*args, **kwargs)
+SAME_ORDER = ("sigmoid", "tanh", "logsigmoid", "softsign", "tanhshrink", "softshrink", "hardshrink", "glu", "prelu",
+              "group_norm", "layer_norm", "batch_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize",
+              "cosine_similarity", "pairwise_distance", "pdist", "scaled_dot_product_attention", "pixel_shuffle",
+              "pixel_unshuffle", "channel_shuffle", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d",
+              "lp_pool3d", "grid_sample", "affine_grid")
+# torch's name -> the Tensor method of the same arguments (Tensor.unfold is torch's other unfold, of one dim)
+RENAMED = {"unfold": "im2col", "fold": "col2im"}
+# losses whose size_average and reduce, when given (as keywords), become their reduction
+LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+          "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
+          "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss", "cosine_embedding_loss",
+          "triplet_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss")
+
+
+def _from_method(name: str, method: str, is_loss: bool):
+  def function(input, *args, **kwargs):
+    if is_loss and ("size_average" in kwargs or "reduce" in kwargs):
+      kwargs["reduction"] = _reduction(kwargs.pop("size_average", None), kwargs.pop("reduce", None), kwargs.get("reduction", "mean"))
+    return getattr(_tensor(input, name), method)(*args, **kwargs)
+  function.__name__ = function.__qualname__ = name
+  function.__doc__ = f"input.{method}(*args, **kwargs): {getattr(Tensor, method).__doc__ or ''}"
+  return function
+
+
+for _name, _method in [(name, name) for name in SAME_ORDER + LOSSES] + list(RENAMED.items()):
+  if hasattr(Tensor, _method): globals()[_name] = _from_method(_name, _method, _name in LOSSES)
