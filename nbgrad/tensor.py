@@ -1133,35 +1133,16 @@ class Tensor:
       out = Tensor.cat(*[p for p in (left, out, right) if p.shape[dim]], dim=dim)
     return out
 
-  def interpolate(self, size, mode: str = "linear", align_corners: bool = False) -> Tensor:
+  def interpolate(self, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None,
+                  recompute_scale_factor=None) -> Tensor:
     """Resampled to size along the last len(size) dims, one dim at a time (torch's F.interpolate of those dims, the
-    leading ones kept): "nearest", "nearest-exact" (the nearest source sample by position), or "linear" (bilinear,
-    trilinear; align_corners puts the corner samples of input and output on each other, as torch's). Positions are
-    computed in the tensor's float type, as torch computes them."""
-    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
-    for m in size: _check_int("interpolate size", m)
-    if len(size) > self.ndim: raise ValueError(f"interpolate to {size} needs at least {len(size)} dims, got shape {self.shape}")
-    if mode not in ("linear", "nearest", "nearest-exact"): raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
-    x = self._float_input() if mode == "linear" else self
-    position_type = np.float64 if x.dtype == dtypes.float64 else np.float32
-    for axis, m in zip(range(self.ndim - len(size), self.ndim), size):
-      n = x.shape[axis]
-      if m == n: continue
-      if n == 0: raise ValueError(f"interpolate cannot resample dim {axis} of {self.shape}: it has no elements")
-      along = (m,) + (1,) * (self.ndim - axis - 1)
-      out_positions, scale = np.arange(m, dtype=position_type), position_type(n / m)
-      if mode != "linear":
-        shift = position_type(0.5 if mode == "nearest-exact" else 0.0)
-        source = np.minimum(np.floor((out_positions + shift) * scale), n - 1).astype(np.int64)
-        x = x.index_select(axis, Tensor(source, device=self.device))
-        continue
-      if align_corners: source = out_positions * position_type((n - 1) / (m - 1) if m > 1 else 0)
-      else: source = np.maximum((out_positions + position_type(0.5)) * scale - position_type(0.5), 0)
-      low = np.floor(source).astype(np.int64)
-      high, weight = np.minimum(low + 1, n - 1), (source - low).astype(position_type)
-      w = Tensor(weight.reshape(along), dtype=x.dtype, device=self.device)
-      x = x.index_select(axis, Tensor(low, device=self.device)) * (1 - w) + x.index_select(axis, Tensor(high, device=self.device)) * w
-    return x if x is not self else self.clone()
+    leading ones kept): "nearest", "nearest-exact" (the nearest source sample by position), "linear" (also named
+    "bilinear" and "trilinear" for 2 and 3 dims; align_corners puts the corner samples of input and output on each
+    other), "bicubic" (torch's cubic convolution, separable, of any number of dims) or "area" (adaptive average
+    pooling). Or scaled by scale_factor (one number: the dims after (N, C); or one per last dim): torch's sizes
+    floor(size * factor), the factor mapping positions unless recompute_scale_factor. Positions are computed as torch
+    computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4)."""
+    return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)
@@ -2829,6 +2810,45 @@ class Tensor:
       raise IndexError(f"as_strided of size {size}, stride {stride} and offset {storage_offset} reads past the {self.numel()} elements of {self.shape}")
     return self.flatten()[Tensor(positions.astype(np.int64 if self.numel() >= 2**31 else np.int32), device=self.device)]
 
+  # ---- sampling at positions (nbgrad/sampling.py): torch's F.unfold, F.fold, F.grid_sample, F.affine_grid
+  def im2col(self, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Every sliding block of (N, C, *spatial) as a column, (N, C * kernel elements, blocks), the kernel elements
+    channel by channel (torch's F.unfold; an int kernel_size is 2-D, a tuple gives the spatial dims; (C, *spatial)
+    without N as torch). Tensor.ones(1, 2, 4, 4).im2col(2, stride=2).shape == (1, 8, 4)."""
+    return sampling.im2col(self, kernel_size, dilation, padding, stride)
+
+  def col2im(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col's adjoint (torch's F.fold): the columns (N, C * kernel elements, blocks) added back into
+    (N, C, *output_size) where im2col read them, overlapping elements summed."""
+    return sampling.col2im(self, output_size, kernel_size, dilation, padding, stride)
+
+  def grid_sample(self, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False) -> Tensor:
+    """self (N, C, H, W) read at the points of grid (N, Ho, Wo, 2), each (x, y) from -1 to 1 across the input, giving
+    (N, C, Ho, Wo); or (N, C, D, H, W) at (N, Do, Ho, Wo, 3) points (x, y, z). torch's F.grid_sample: modes
+    "bilinear" (trilinear for volumes), "nearest" and "bicubic" (4-D), padding_mode "zeros", "border" or
+    "reflection", gradients to self and to the grid."""
+    return sampling.grid_sample(self, grid, mode, padding_mode, align_corners)
+
+  def affine_grid(self, size, align_corners: bool = False) -> Tensor:
+    """The points of the affine maps self, theta (N, 2, 3) or (N, 3, 4), over an output of size (N, C, H, W) or
+    (N, C, D, H, W): grid_sample's grid (N, H, W, 2) or (N, D, H, W, 3) (torch's F.affine_grid(theta, size))."""
+    return sampling.affine_grid(self, size, align_corners)
+
+  def gumbel_softmax(self, tau: float = 1, hard: bool = False, dim: int = -1) -> Tensor:
+    """softmax((self + g) / tau) along dim, g drawn from the standard Gumbel distribution (torch's F.gumbel_softmax);
+    hard gives the one-hot of each row's largest value, with the soft values' gradient (straight through)."""
+    _check_number("gumbel_softmax tau", tau)
+    if not tau > 0: raise ValueError(f"gumbel_softmax tau must be positive, got {tau}")
+    logits = self._float_input()
+    dim = resolve_axis(dim, self.ndim)
+    # -log of an exponential draw -log(u); a draw u = 0 gives -inf, a probability of 0
+    gumbels = -(-Tensor.rand(*self.shape, dtype=logits.dtype, device=self.device).log()).log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard: return soft
+    positions = Tensor.arange(self.shape[dim], device=self.device).reshape([-1 if d == dim else 1 for d in range(self.ndim)])
+    one_hot = (soft.argmax(dim, keepdim=True) == positions).cast(soft.dtype)
+    return one_hot - soft.detach() + soft
+
   @staticmethod
   def einsum(formula: str, *operands: Tensor, acc_dtype=None) -> Tensor:
     """Einstein summation over named axes ('ij,jk->ik'); without '->' the output is the letters used once, sorted."""
@@ -3488,7 +3508,7 @@ class _ViewMadeInPlace:
   def apply(tensor, make): return make(tensor)
 
 
-from nbgrad import normalization   # noqa: E402  (it builds on Tensor, so it loads once the class exists)
+from nbgrad import normalization, sampling   # noqa: E402  (they build on Tensor, so they load once the class exists)
 
 
 def _in_place_variant(op: str):
