@@ -9,18 +9,10 @@ from nbgrad.graph.sort import argsort as argsort_node
 from nbgrad.helpers import ShapeMismatch
 
 
-def _dim_or_axis(dim: int, axis, op: str) -> int:
-  """The dim of a sort-like op, which also takes numpy's name for it, axis, as torch's do: t.sort(axis=0). Only
-  one of the two may be given (dim's default, -1, counts as not given)."""
-  if axis is None: return dim
-  if dim != -1: raise TypeError(f"{op} got both dim={dim} and axis={axis}")
-  return axis
-
-
-def argsort(x, dim: int = -1, descending: bool = False, stable: bool = True, *, axis=None):
+def argsort(x, dim: int = -1, descending: bool = False, stable: bool = True):
   """The int32 positions along dim that put the values in ascending (descending) order, as torch's argsort. The sort
   is stable whatever stable says (equal values keep their order), and NaN sorts above inf, as in torch."""
-  return _first_in_order(x, _dim_or_axis(dim, axis, "argsort"), descending, None)
+  return _first_in_order(x, dim, descending, None)
 
 
 def _first_in_order(x, dim: int, descending: bool, k: Optional[int]):
@@ -30,9 +22,8 @@ def _first_in_order(x, dim: int, descending: bool, k: Optional[int]):
   return type(x)(argsort_node(x.lazydata, dim, descending, k), device=x.device)._cut_from(x)._after_op()
 
 
-def sort(x, dim: int = -1, descending: bool = False, stable: bool = True, *, axis=None):
+def sort(x, dim: int = -1, descending: bool = False, stable: bool = True):
   """(values, indices) of the values along dim in order (torch's sort); the values pass the gradient back."""
-  dim = _dim_or_axis(dim, axis, "sort")
   indices = x.argsort(dim, descending)
   return (x.gather(dim, indices) if x.ndim else x * 1), indices
 
@@ -61,11 +52,11 @@ def mode(x, dim: int = -1, keepdim: bool = False):
   return (values, indices) if keepdim else (values.squeeze(dim), indices.squeeze(dim))
 
 
-def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis=None):  # noqa: A002
+def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
   """(values, indices) of the k largest (smallest) values along dim, in order (torch's topk)."""
   from nbgrad.tensor import _check_int, resolve_axis
   _check_int("topk k", k)
-  dim = resolve_axis(_dim_or_axis(dim, axis, "topk"), x.ndim)
+  dim = resolve_axis(dim, x.ndim)
   size = x.shape[dim] if x.ndim else 1
   if k > size: raise ValueError(f"topk k={k} is more than the {size} elements along dim {dim} of {x.shape}")
   if x.ndim == 0: return x * 1, x.argsort()   # k is 0 or 1; torch gives the value either way

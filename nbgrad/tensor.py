@@ -3,6 +3,7 @@ a composition of the differentiable primitives of nbgrad.autograd."""
 from __future__ import annotations
 import contextlib
 import functools
+import inspect
 import math
 import string
 import weakref
@@ -264,6 +265,20 @@ def _torch_dim(fn):
       kwargs["axis"] = dim
     return fn(self, *args, **kwargs)
   return with_dim
+
+
+def _numpy_axis(fn):
+  """The op along a dim also takes numpy's name for it, as torch's do: t.sort(axis=0), t.median(axis=1). Giving both
+  raises a TypeError."""
+  dim_position = list(inspect.signature(fn).parameters).index("dim") - 1   # after self
+  @functools.wraps(fn)
+  def with_axis(self, *args, axis=None, **kwargs):
+    if axis is not None:
+      if "dim" in kwargs or len(args) > dim_position:
+        raise TypeError(f"Tensor.{fn.__name__} got both dim={kwargs.get('dim', args[dim_position] if len(args) > dim_position else None)} and axis={axis}")
+      kwargs["dim"] = axis
+    return fn(self, *args, **kwargs)
+  return with_axis
 
 
 _NO_INITIAL = object()
@@ -2707,20 +2722,29 @@ class Tensor:
     """The p-norm (p = norm_type) of each window over the last three dims (torch's lp_pool3d)."""
     return self._lp_pool(3, norm_type, kernel_size, stride, ceil_mode)
 
-  # ---- sorting, ranking, counting and binning (nbgrad/ordering.py)
-  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True, *, axis: Optional[int] = None) -> Tensor:
-    return ordering.argsort(self, dim, descending, stable, axis=axis)
-  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True, *, axis: Optional[int] = None) -> tuple[Tensor, Tensor]:
-    return ordering.sort(self, dim, descending, stable, axis=axis)
+  # ---- sorting, ranking, counting and binning (nbgrad/ordering.py); the ops along a dim also take numpy's axis=
+  @_numpy_axis
+  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    return ordering.argsort(self, dim, descending, stable)
+  @_numpy_axis
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    return ordering.sort(self, dim, descending, stable)
   def msort(self) -> Tensor: return self.sort(0)[0]
+  @_numpy_axis
   def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.mode(self, dim, keepdim)
-  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis: Optional[int] = None) -> tuple[Tensor, Tensor]:  # noqa: A002
-    return ordering.topk(self, k, dim, largest, sorted, axis=axis)
+  @_numpy_axis
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
+    return ordering.topk(self, k, dim, largest, sorted)
+  @_numpy_axis
   def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.kthvalue(self, k, dim, keepdim)
+  @_numpy_axis
   def median(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.median(self, dim, keepdim)
+  @_numpy_axis
   def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.nanmedian(self, dim, keepdim)
+  @_numpy_axis
   def quantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
     return ordering.quantile(self, q, dim, keepdim, interpolation)
+  @_numpy_axis
   def nanquantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
     return ordering.nanquantile(self, q, dim, keepdim, interpolation)
   def searchsorted(self, values, right: bool = False, side: Optional[str] = None) -> Tensor: return ordering.searchsorted(self, values, right, side)

@@ -1,4 +1,4 @@
-"""sort, argsort and topk take numpy's axis= for dim=, as torch's do: the same results as torch given either name,
+"""sort, argsort, topk, mode, kthvalue, median and quantile take numpy's axis= for dim=, as torch's do: the same results as torch given either name,
 and an error given both."""
 import numpy as np
 import pytest
@@ -15,6 +15,12 @@ CALLS = [
   ("argsort", lambda t, **dim: t.argsort(**dim), lambda t, **dim: torch.argsort(t, **dim)),
   ("topk", lambda t, **dim: t.topk(1, **dim)[0], lambda t, **dim: torch.topk(t, 1, **dim)[0]),
   ("topk_smallest", lambda t, **dim: t.topk(1, largest=False, **dim)[1], lambda t, **dim: torch.topk(t, 1, largest=False, **dim)[1]),
+  ("mode", lambda t, **dim: t.mode(**dim)[0], lambda t, **dim: torch.mode(t, **dim)[0]),
+  ("kthvalue", lambda t, **dim: t.kthvalue(2, **dim)[1], lambda t, **dim: torch.kthvalue(t, 2, **dim)[1]),
+  ("median", lambda t, **dim: t.median(**dim)[0], lambda t, **dim: torch.median(t, **dim)[0]),
+  ("nanmedian", lambda t, **dim: t.nanmedian(**dim)[1], lambda t, **dim: torch.nanmedian(t, **dim)[1]),
+  ("quantile", lambda t, **dim: t.quantile(0.3, **dim), lambda t, **dim: torch.quantile(t, 0.3, **dim)),
+  ("nanquantile", lambda t, **dim: t.nanquantile(0.7, **dim), lambda t, **dim: torch.nanquantile(t, 0.7, **dim)),
 ]
 
 
@@ -23,8 +29,8 @@ CALLS = [
 def test_axis_is_dim_as_torch(ours, theirs, axis):
   expected = theirs(torch.tensor(values), axis=axis).numpy()
   np.testing.assert_array_equal(expected, theirs(torch.tensor(values), dim=axis).numpy())
-  np.testing.assert_array_equal(ours(Tensor(values), axis=axis).numpy(), expected)
-  np.testing.assert_array_equal(ours(Tensor(values), dim=axis).numpy(), expected)
+  for got in (ours(Tensor(values), axis=axis), ours(Tensor(values), dim=axis)):   # quantile's interpolation may round apart
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6, atol=1e-7)
 
 
 def test_axis_of_0d_and_empty_tensors_and_the_gradient():
@@ -37,8 +43,9 @@ def test_axis_of_0d_and_empty_tensors_and_the_gradient():
   np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
 
 
-@pytest.mark.parametrize("call", [lambda t: t.sort(0, axis=1), lambda t: t.argsort(1, axis=0), lambda t: t.topk(1, 0, axis=1)],
-                         ids=["sort", "argsort", "topk"])
+@pytest.mark.parametrize("call", [lambda t: t.sort(0, axis=1), lambda t: t.argsort(1, axis=0), lambda t: t.topk(1, 0, axis=1),
+                                  lambda t: t.median(dim=0, axis=1), lambda t: t.quantile(0.5, 1, axis=0)],
+                         ids=["sort", "argsort", "topk", "median", "quantile"])
 def test_dim_and_axis_together_raise(call):
   with pytest.raises(TypeError, match="got both dim=.* and axis="): call(Tensor(values))
 
