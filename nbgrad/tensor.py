@@ -2373,7 +2373,11 @@ class Tensor:
     if p == math.inf: return magnitude.max(axis, keepdim)
     if p == -math.inf: return magnitude.min(axis, keepdim)
     if p == 0: return self._flat((self != 0).cast(self.dtype)).sum(axis, keepdim)   # a count: its gradient is 0
-    return _root_of_powers(magnitude.pow(p).sum(axis, keepdim), p)
+    powers = magnitude.pow(p)
+    if p < 1:   # |x|^p's slope is infinite at 0; torch's gradient there is 0 (the power's own input kept away from 0)
+      zero = magnitude == 0
+      powers = zero.where(0.0 if p > 0 else math.inf, zero.where(1, magnitude).pow(p))
+    return _root_of_powers(powers.sum(axis, keepdim), p)
 
   def dist(self, other, p=2) -> Tensor: return (self - other).norm(p)
 

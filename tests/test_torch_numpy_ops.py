@@ -275,7 +275,13 @@ def sum_pair(pair): return pair[0] * 3 + pair[1]
 @pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (0, True), ((0, 1), False)])
 def test_norm_as_torch(p, dim, keepdim):
   grads_match(lambda t: t.norm(p, dim=dim, keepdim=keepdim), lambda t: t.norm(p, dim=dim, keepdim=keepdim),
-              X + 0.125, tol=1e-9)   # no zeros: |x| ** p has no gradient at 0 for p < 1
+              X + 0.125, tol=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.5, -1.0, 3])
+def test_norm_with_zero_elements_as_torch(p):
+  """|x| ** p has an infinite slope at 0 for p < 1: torch's gradient there is 0, and so is ours (not nan)."""
+  grads_match(lambda t: t.norm(p, dim=1), lambda t: t.norm(p, dim=1), np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.5]]), tol=1e-12)
 
 
 def test_norm_of_zeros_ints_and_halves():
