@@ -257,10 +257,10 @@ def _zeta_minus_one(k: int) -> Fraction:
 
 
 @functools.lru_cache(maxsize=None)
-def log_gamma_2p_series() -> tuple:
+def log_gamma_2p_series(reach: float = 0.2) -> tuple:
   """c_k with log Gamma(2 + a) = sum_{k>=1} c_k a^k for |a| < 1: c_1 = 1 - Euler's gamma, c_k = (-1)^k (zeta(k) - 1) / k;
-  as many as reach TINY_PART at a = 0.2."""
-  return _terms_until_tiny(lambda k: 1 - EULER_GAMMA if k == 0 else (-1) ** (k + 1) * _zeta_minus_one(k + 1) / (k + 1), 0.4, 0.2)
+  as many as reach TINY_PART at a = reach (the series converges for |a| < 2)."""
+  return _terms_until_tiny(lambda k: 1 - EULER_GAMMA if k == 0 else (-1) ** (k + 1) * _zeta_minus_one(k + 1) / (k + 1), 0.4, reach)
 
 
 @functools.lru_cache(maxsize=None)

@@ -116,6 +116,42 @@ def test_bools_compute_in_float32():
   np.testing.assert_allclose(Tensor([True, False]).lgamma().numpy(), [0.0, INF])
 
 
+def _float32_steps(center, count):
+  """center and the count float32s on each side of it."""
+  center = np.float32(center)
+  return center + np.arange(-count, count + 1) * np.spacing(center)
+
+
+_RANDOM = np.random.default_rng(7)
+# the regions of float32 lgamma's pieces and its hard spots: the roots 1 and 2 and the negative roots (cancellation),
+# the poles, the seams of the shifts and of Stirling's series at 8, tiny and huge inputs
+LGAMMA_REGIONS = {
+  "random in (0, 50)": _RANDOM.uniform(0, 50, 2000),
+  "shifted, (0, 8)": _RANDOM.uniform(0, 8, 1000),
+  "huge": np.append(10 ** _RANDOM.uniform(1, 30, 500), [1e30, np.finfo(np.float32).max]),
+  "tiny": 10 ** _RANDOM.uniform(-38, -3, 500),
+  "steps about 1 and 2": np.concatenate([_float32_steps(c, 40) for c in (1.0, 2.0)]),
+  "within 1e-3 of 1 and 2": np.concatenate([c + _RANDOM.uniform(-1e-3, 1e-3, 500) for c in (1.0, 2.0)]),
+  "seams": np.concatenate([_float32_steps(c, 3) for c in (0.9375, 1.9375, 2.9375, 7.9375, 8.0)]),
+  "negative in (-50, 0)": _RANDOM.uniform(-50, 0, 2000),
+  "near negative integers": np.concatenate([-n + _RANDOM.uniform(-1e-3, 1e-3, 40) for n in range(1, 30)] +
+                                           [_float32_steps(-n, 5) for n in range(1, 12)]),
+  "negative roots": np.concatenate([_float32_steps(c, 20) for c in (-2.4570247, -2.7476826, -3.1435122, -3.9552667)]),
+}
+
+
+def test_float32_lgamma_correctly_rounded():
+  x = np.concatenate(list(LGAMMA_REGIONS.values())).astype(np.float32)
+  x = x[(x > 0) | (x != np.round(x))]   # the poles are the special values' test
+  with mpmath.workdps(40):
+    exact = [mpmath.log(abs(mpmath.gamma(mpmath.mpf(float(v))))) for v in x]
+  with np.errstate(over="ignore"):   # float32 max's lgamma is past float32's range: inf
+    expected = np.array([float(v) for v in exact]).astype(np.float32)
+  got = Tensor(x).lgamma().numpy()
+  wrong = got != expected
+  assert not wrong.any(), list(zip(x[wrong], got[wrong], expected[wrong]))
+
+
 @pytest.mark.parametrize("name", ONE_OF_EACH_KIND)
 def test_zero_size_scalar_and_strided_views(name):
   ours = FUNCTIONS[name][0]

@@ -14,7 +14,7 @@ from llvmlite.binding import get_host_cpu_features
 from numba import njit, types
 from numba.extending import intrinsic
 from numpy.polynomial import chebyshev
-from nbgrad import erf_fits
+from nbgrad import erf_fits, special
 
 JIT = dict(cache=True, error_model="numpy")   # no contraction: see compiler.FLAGS
 # Reassociation is allowed only inside the accumulate helpers below, so LLVM can vectorize a reduction
@@ -369,8 +369,8 @@ def erfc_f32(x):
   return np.float32(near if abs(v) <= ERF_NEAR_END else (far if v > 0 else 2.0 - far))
 
 
-# erf, erfc and lgamma of float64, lgamma of float32 and float64's log10 (exact at powers of 10, as numpy's)
-# call the C library in float64 (scalar calls, which LLVM does not vectorize), and float32 rounds that result once
+# erf, erfc and lgamma of float64 and float64's log10 (exact at powers of 10, as numpy's) call the C library
+# (scalar calls, which LLVM does not vectorize)
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
 
@@ -384,11 +384,63 @@ def erfc_f64(x): return math.erfc(x)
 
 
 @njit(**JIT)
-def lgamma_f32(x): return np.float32(math.lgamma(np.float64(x)))
-
-
-@njit(**JIT)
 def lgamma_f64(x): return math.lgamma(x)
+
+
+# ---- float32's lgamma in float64 arithmetic LLVM vectorizes, rounded once: against mpmath on 33000 points (random,
+# dense about the roots 1 and 2, the negative roots and the poles, tiny and huge inputs) all correctly rounded.
+# 4M float32, 2 cores: in (0, 50) 46 ms with the C library's lgamma per element, 31 ms so (torch 22); in (-50, 50),
+# where the C library's is slower, 187 and 31 ms (torch 32); the time goes to the Horner chains, each step waiting
+# on the one before. Positive y: from LGAMMA_STIRLING_START on Stirling's series; below, lgamma(y) = lgamma(z) +- the
+# log of the product of the factors y - 1 ... z or y ... z - 1 that move y into [2 - LGAMMA_FIT_BELOW,
+# 3 - LGAMMA_FIT_BELOW), and lgamma(z) = (z - 2) P(z - 2). Both roots then lie in the window (lgamma's value there is
+# z - 2, exact, times P), and near 1, lgamma(y) = (y - 1) P(y - 1) - log(y) has log's relative accuracy. Negative x
+# by the reflection lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x), sin(pi x) by its series in the distance of x
+# to an integer.
+LGAMMA_STIRLING_START, LGAMMA_FIT_BELOW = 8.0, 1.0 / 16
+
+
+def _lgamma_fit(degree: int = 13) -> tuple:
+  """lgamma(2 + t) / t for t in [-LGAMMA_FIT_BELOW, 1 - LGAMMA_FIT_BELOW], as a polynomial in t mapped onto [-1, 1]
+  (s = 2 t + 2 LGAMMA_FIT_BELOW - 1): interpolated at Chebyshev points from its power series (within 6e-15 relatively
+  against mpmath; from Python's math.lgamma, within 1e-12 near 2, it was 4e-13), highest power first."""
+  series = special.log_gamma_2p_series(1.0)
+  def quotient(s): return np.polynomial.polynomial.polyval((s + 1.0) / 2 - LGAMMA_FIT_BELOW, series)
+  return tuple(reversed(chebyshev.cheb2poly(chebyshev.chebinterpolate(quotient, degree)).tolist()))
+
+
+_LGAMMA_FIT = _lgamma_fit()
+_STIRLING_SERIES = tuple(reversed(special.log_gamma_star_series()))   # in 1/y^2, highest power first
+_SIN_PI_SERIES = tuple(reversed(special.SIN_PI_SERIES))   # sin(pi a) / a in a^2, highest power first
+_HALF_LOG_TWO_PI, _LOG_PI = 0.5 * math.log(2 * math.pi), math.log(math.pi)
+
+
+@njit(**JIT, inline="always")
+def _lgamma_positive(y):
+  """lgamma(y) for a float64 y > 0 that is a float32, or 1 minus one."""
+  stirling = y >= LGAMMA_STIRLING_START
+  shift = min(max(np.floor(y + LGAMMA_FIT_BELOW) - 2.0, -2.0), LGAMMA_STIRLING_START - 2.0)   # y - shift is z
+  down = 1.0
+  for j in range(1, int(LGAMMA_STIRLING_START) - 1): down = down * (y - j if j <= shift else 1.0)
+  up = y * (y + 1.0 if shift == -2.0 else 1.0)
+  logarithm = log_f64(y if stirling else (down if shift >= 0.0 else up))   # one log for both ways
+  t = (y - shift) - 2.0   # exact
+  shifted = t * _horner(2.0 * t + (2.0 * LGAMMA_FIT_BELOW - 1.0), _LGAMMA_FIT) + (logarithm if shift >= 0.0 else -logarithm)
+  r = 1.0 / y
+  series = r * _horner(r * r, _STIRLING_SERIES)
+  return (y - 0.5) * (logarithm - 1.0) + ((_HALF_LOG_TWO_PI - 0.5) + series) if stirling else shifted
+
+
+@njit(**JIT, inline="always")
+def lgamma_f32(x):
+  """inf at the poles (0 and the negative integers) and at -inf, as C's."""
+  v = np.float64(x)
+  y = v if v > 0.0 else 1.0 - v
+  positive = _lgamma_positive(y)
+  a = abs(v - np.rint(v))
+  reflected = (_LOG_PI - log_f64(a * _horner(a * a, _SIN_PI_SERIES))) - positive   # a log, not a division
+  r = reflected if v < 0.0 else positive
+  return np.float32(np.inf if (v <= 0.0 and v == np.rint(v)) else r)
 
 
 
