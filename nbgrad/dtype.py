@@ -181,6 +181,11 @@ def largest_finite(dt: DType) -> float:
   return _LARGEST.get(dt.itemsize, sys.float_info.max)
 
 
+def float_epsilon(dt: DType) -> float:
+  """The gap between 1 and the next float of dt (float32's for the int and bool types, which compute in float32)."""
+  return {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float64": 2.0 ** -52}.get(dt.name, 2.0 ** -23)
+
+
 def check_storable(value, dt: DType, what: str = "value"):
   """Raises ValueOutOfRange where an int dtype cannot hold a number (stored, not cast: a cast wraps)."""
   if isinstance(value, np.generic): value = value.item()

@@ -4,7 +4,7 @@ batch_norm and instance_norm in evaluation, by running statistics), then scales 
 an optional bias. The norms of nbgrad.nn call these."""
 from __future__ import annotations
 import math
-from nbgrad.dtype import dtypes
+from nbgrad.dtype import float_epsilon
 from nbgrad.helpers import ShapeMismatch
 # tensor.py imports this module after its Tensor class, so the import below finds Tensor complete
 from nbgrad.tensor import Tensor, _check_int, _check_number, _in_float32, shape_arg
@@ -63,17 +63,12 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
   return _scaled_and_shifted(x.layernorm(axis=axes, eps=eps), weight, bias, shape)
 
 
-def epsilon(dt) -> float:
-  """The gap between 1 and the next float of dt (float32's for the int and bool types, which compute in float32)."""
-  return {dtypes.float16: 2.0 ** -10, dtypes.bfloat16: 2.0 ** -7, dtypes.float64: 2.0 ** -52}.get(dt, 2.0 ** -23)
-
-
 def rms_norm(x, normalized_shape, weight=None, eps=None):
   """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight; eps by default the epsilon of
   x's dtype, as torch's. The 16-bit types compute in float32."""
   shape, axes = _normalized_axes(x, normalized_shape, "rms_norm")
   weight = _parameter(x, weight, shape, "weight", "rms_norm")
-  return _scaled_and_shifted(_rms_normalized(x, axes, epsilon(x.dtype) if eps is None else eps), weight, None, shape)
+  return _scaled_and_shifted(_rms_normalized(x, axes, float_epsilon(x.dtype) if eps is None else eps), weight, None, shape)
 
 
 @_in_float32

@@ -3134,8 +3134,7 @@ class Tensor:
 
   def binary_crossentropy(self, y: Tensor) -> Tensor: return functional.binary_crossentropy(self, y)
   def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
-    y = self._operand(y, "target")
-    return (self.maximum(0) - y * self + self.abs().neg().exp().log1p()).mean()
+    return functional.logit_cross_entropy_terms(*self._broadcasted(self._operand(y, "target"))).mean()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0) -> Tensor:
     return functional.sparse_categorical_crossentropy(self, Y, ignore_index, label_smoothing)
