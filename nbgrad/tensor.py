@@ -779,37 +779,57 @@ class Tensor:
         stack.extend((parent, False) for parent in node._ctx.parents if id(parent) not in seen)
     return order
 
-  def backward(self) -> Tensor:
+  def backward(self, gradient: Optional[Tensor] = None, retain_graph: bool = False) -> Tensor:
     """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls. A tensor
     computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set. One
-    computed from them only through ops without a gradient raises, as in torch and tinygrad."""
-    if self.shape != () and self.numel() != 1:
-      raise NotAScalar(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}")
+    computed from them only through ops without a gradient raises, as in torch and tinygrad.
+    As torch's: `gradient` (self's shape) seeds a non-scalar self (a vector-Jacobian product); retain_graph keeps
+    the graph for another backward through it, which otherwise raises."""
+    if gradient is None:
+      if self.shape != () and self.numel() != 1:
+        raise NotAScalar(f"backward() needs a scalar (one-element) tensor, got shape {self.shape}; pass gradient= for others")
+      seed = Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False)
+    else:
+      seed = self._backward_seed(gradient)
     if self._ctx is F.CUT:
       raise RuntimeError("backward() from a tensor no gradient reaches: it was computed from the tensors that require grad only "
                          "through ops without a gradient (comparisons, casts to int or bool, integer ops)")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
-    self.grad = hooks.hooked_gradient(self, Tensor(LazyBuffer.full(1.0, self.shape, self.dtype, self.device), requires_grad=False))
+    self.grad = hooks.hooked_gradient(self, seed)
     hooks.gradient_accumulated(self)
-    contributions: dict[int, list] = {}   # each node's gradient parts, summed when its turn comes (after all its users)
+    # each node's gradient parts, summed when its turn comes (after all its users); only this pass's sum flows on
+    # (a .grad kept from an earlier backward through a retained graph does not)
+    contributions: dict[int, list] = {id(self): []}
     for node in reversed(nodes):
-      if (parts := contributions.pop(id(node), None)) is not None:
+      if (parts := contributions.pop(id(node), None)) is None: continue
+      if node is self: total = self.grad
+      else:
         total = hooks.hooked_gradient(node, Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False))
         node.grad = total if node.grad is None else node.grad + total
         hooks.gradient_accumulated(node)
-      if node._ctx is None or node.grad is None: continue
+      if node._ctx is None: continue
       node._ctx.check_inputs_unwritten()
-      grads = node._ctx.backward(node.grad.lazydata)
+      grads = node._ctx.backward(total.lazydata)
       grads = grads if isinstance(grads, tuple) else (grads,)
       for parent, grad in zip(node._ctx.parents, grads):
         if grad is None or not parent.requires_grad: continue
         if not isinstance(grad, F.SliceGradient) and grad.shape != parent.shape:
           raise RuntimeError(f"internal: grad shape {grad.shape} for {parent.shape}")
         contributions.setdefault(id(parent), []).append(grad)
-      node._ctx = F.RELEASED   # the graph is freed as it is used, as in PyTorch
+      if not retain_graph: node._ctx = F.RELEASED   # the graph is freed as it is used, as in PyTorch
     return self
+
+  def _backward_seed(self, gradient) -> Tensor:
+    if not isinstance(gradient, Tensor): gradient = Tensor(gradient, dtype=self.dtype, device=self.device)
+    if gradient.shape != self.shape:
+      raise ValueError(f"backward(gradient): the gradient's shape {gradient.shape} differs from the tensor's {self.shape}")
+    if gradient.device != self.device:
+      raise RuntimeError(f"backward(gradient): the gradient is on {gradient.device}, the tensor on {self.device}")
+    if not dtypes.is_float(gradient.dtype):
+      raise TypeError(f"backward(gradient): the gradient must be floating point, got {gradient.dtype}")
+    return gradient.detach().cast(self.dtype)
 
   # ---- creation
   @staticmethod

@@ -175,6 +175,36 @@ def test_backward_through_a_graph_already_used_raises_and_keeps_the_gradients():
   np.testing.assert_array_equal(kept, np.full(SHAPE, 2.0, np.float32))
 
 
+def test_backward_with_a_gradient_seeds_a_non_scalar_tensor_as_torch():
+  """backward(gradient) is a vector-Jacobian product; retain_graph keeps the graph for a second backward."""
+  x_val, seed_val = sample(SHAPE), sample(SHAPE, seed=1)
+  x, ref = Tensor(x_val, requires_grad=True), torch.tensor(x_val.astype(np.float64), requires_grad=True)
+  y, y_ref = x.sin() * x, ref.sin() * ref
+  y.backward(Tensor(seed_val), retain_graph=True)
+  y_ref.backward(torch.tensor(seed_val.astype(np.float64)), retain_graph=True)
+  np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), **TOL)
+  y.sum().backward()   # through the retained graph: accumulates
+  y_ref.sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), **TOL)
+  with pytest.raises(RuntimeError, match="used and freed"):
+    y.sum().backward()
+  s = Tensor(x_val[0, 0], requires_grad=True)
+  (s * 3).backward(2.0)   # a scalar seed given as a Python number
+  np.testing.assert_allclose(s.grad.numpy(), 6.0)
+
+
+@pytest.mark.parametrize("seed, error", [(np.ones((4, 3), np.float32), ValueError), (np.ones(SHAPE, np.int32), TypeError)],
+                         ids=["wrong_shape", "int_seed"])
+def test_backward_with_a_bad_gradient_raises_and_computes_nothing(seed, error):
+  x = Tensor(sample(SHAPE), requires_grad=True)
+  y = x * 2
+  with pytest.raises(error, match="backward\\(gradient\\)"):
+    y.backward(Tensor(seed))
+  assert x.grad is None
+  y.backward(Tensor(np.ones(SHAPE, np.float32)))   # the graph was not used up
+  np.testing.assert_array_equal(x.grad.numpy(), np.full(SHAPE, 2.0, np.float32))
+
+
 def test_backward_after_an_in_place_write_into_a_kept_input_raises_as_torch():
   """Mul keeps x for w's gradient: writing into x after the forward would make the gradient read the new values."""
   w = Tensor(np.ones(3, np.float32), requires_grad=True)
