@@ -1582,10 +1582,12 @@ class Tensor:
     """x where x > threshold, else value (torch's threshold), in x's dtype."""
     return (self > threshold).where(self, dtypes.as_const(value, self.dtype))
   def rrelu(self, lower: float = 1 / 8, upper: float = 1 / 3, training: bool = False) -> Tensor:
-    """torch's rrelu in evaluation: leakyrelu with the slope (lower + upper) / 2. The training form's random slopes are
-    not provided."""
-    if training: raise NotImplementedError("rrelu with training=True (a random slope per element) is not supported")
-    return self.leakyrelu((lower + upper) / 2)
+    """torch's randomized leaky relu: in training each element at or below 0 takes its own slope drawn uniformly from
+    [lower, upper] (the gradient is that slope); in evaluation leakyrelu with the slope (lower + upper) / 2."""
+    if lower > upper: raise ValueError(f"rrelu needs lower <= upper, got lower={lower}, upper={upper}")
+    if not training: return self.leakyrelu((lower + upper) / 2)
+    slopes = Tensor.uniform(*self.shape, low=lower, high=upper, device=self.device).cast(least_upper_float(self.dtype))
+    return (self > 0).where(self, self * slopes)
   def glu(self, dim: int = -1) -> Tensor:
     """The first half of dim gated by the sigmoid of the second half (torch's glu)."""
     axis = resolve_axis(dim, self.ndim)

@@ -215,6 +215,26 @@ METHODS = [
 ]
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf, 3.0])
+def test_embedding_max_norm_renormalizes_the_rows_it_reads_in_place_as_torch(norm_type):
+  """The rows read (0, 2, 5 and 1 here, not 3, 4 or 6) whose norm exceeds max_norm are scaled in place before the
+  lookup; the gradient reaches the scaled rows. An out-of-range index (tinygrad's zeros) renormalizes nothing."""
+  w_val = randn(7, 3, seed=40) * 2
+  indices = np.array([[0, 2, 2], [5, 1, 0]])
+  w, w_ref = Tensor(w_val, requires_grad=True), torch.tensor(w_val, requires_grad=True)
+  out = F.embedding(Tensor(indices), w, max_norm=1.5, norm_type=norm_type)
+  out_ref = TF.embedding(torch.tensor(indices), w_ref, max_norm=1.5, norm_type=norm_type)
+  np.testing.assert_allclose(w.detach().numpy(), w_ref.detach().numpy(), rtol=1e-6)
+  np.testing.assert_array_equal(w.detach().numpy()[[3, 4, 6]], w_val[[3, 4, 6]])
+  np.testing.assert_allclose(out.numpy(), out_ref.detach().numpy(), rtol=1e-6)
+  (out * out).sum().backward()
+  (out_ref * out_ref).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy(), rtol=1e-5)
+  kept = Tensor(w_val)
+  F.embedding(Tensor([-1, 7]), kept, max_norm=0.1)
+  np.testing.assert_array_equal(kept.numpy(), w_val)
+
+
 @pytest.mark.parametrize("ours, theirs, arrays", [m[1:] for m in METHODS], ids=[m[0] for m in METHODS])
 def test_tensor_method_matches_torch(ours, theirs, arrays):
   grads_match(ours, theirs, *arrays)
@@ -364,7 +384,8 @@ ERRORS = [
   ("embedding_float_indices", lambda: F.embedding(Tensor([0.0, 1.0]), Tensor.ones(3, 2)), TypeError, "int tensor"),
   ("embedding_weight_rank", lambda: F.embedding(Tensor([0, 1]), Tensor.ones(3)), ValueError, r"got shape \(3,\)"),
   ("embedding_padding_idx", lambda: F.embedding(Tensor([0, 1]), Tensor.ones(3, 2), 3), ValueError, "padding_idx 3 is out of range for 3 rows"),
-  ("embedding_max_norm", lambda: F.embedding(Tensor([0, 1]), Tensor.ones(3, 2), max_norm=1.0), NotImplementedError, "max_norm"),
+  ("embedding_scale_grad_by_freq", lambda: F.embedding(Tensor([0, 1]), Tensor.ones(3, 2), scale_grad_by_freq=True), NotImplementedError, "scale_grad_by_freq"),
+  ("embedding_max_norm_negative", lambda: F.embedding(Tensor([0, 1]), Tensor.ones(3, 2), max_norm=-1.0), ValueError, "max_norm must be a number >= 0, got -1.0"),
   ("dropout_probability", lambda: F.dropout(ONES4, 1.5), ValueError, "1.5"),
   ("dropout1d_rank", lambda: F.dropout1d(ONES4, 0.5), ValueError, r"2 or 3 dims, got shape \(2, 6, 4, 4\)"),
   ("dropout3d_rank", lambda: F.dropout3d(Tensor.ones(2, 6, 4), 0.5), ValueError, "4 or 5 dims"),

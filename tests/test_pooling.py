@@ -206,6 +206,27 @@ def test_threshold_keeps_an_int_dtype():
   np.testing.assert_array_equal(got.numpy(), F.threshold(torch.from_numpy(x), 1, 7).numpy())
 
 
+def test_rrelu_training_draws_a_slope_per_element_in_its_bounds_and_its_gradient_is_that_slope():
+  """torch's draws cannot be matched bit for bit: the oracle is the definition. Negative elements get slopes in
+  [lower, upper] spread over the range (their mean near the middle), positive ones pass, and the gradient of each
+  negative element is its own slope (output / input), as torch's."""
+  lower, upper = 0.1, 0.4
+  x_val = -np.linspace(0.5, 2.0, 4000, dtype=np.float32).reshape(40, 100)
+  x_val[::2] *= -1   # every other row positive
+  x = Tensor(x_val, requires_grad=True)
+  out = x.rrelu(lower, upper, training=True)
+  out.sum().backward()
+  got, grad = out.numpy(), x.grad.numpy()
+  np.testing.assert_array_equal(got[::2], x_val[::2])
+  np.testing.assert_array_equal(grad[::2], 1.0)
+  slopes = got[1::2] / x_val[1::2]
+  assert slopes.min() >= lower - 1e-6 and slopes.max() <= upper + 1e-6
+  assert abs(slopes.mean() - (lower + upper) / 2) < 0.01 and slopes.std() > 0.08   # uniform: std 0.087
+  np.testing.assert_allclose(grad[1::2], slopes, rtol=1e-6)
+  fixed = Tensor(x_val).rrelu(0.25, 0.25, training=True)   # equal bounds: torch's leaky relu of that slope
+  np.testing.assert_allclose(fixed.numpy(), F.rrelu(torch.from_numpy(x_val), 0.25, 0.25, training=True).numpy(), rtol=1e-6)
+
+
 def t(*shape): return Tensor(np.zeros(shape, np.float32))
 
 
@@ -232,7 +253,7 @@ ERROR_CASES = {
   "pixel_shuffle_factor_zero": (lambda: t(1, 4, 2, 2).pixel_shuffle(0), ValueError, ["upscale_factor", "0"]),
   "glu_odd_dim": (lambda: t(2, 3).glu(), ValueError, ["(2, 3)"]),
   "glu_scalar": (lambda: Tensor(1.0).glu(), ValueError, ["()"]),
-  "rrelu_training": (lambda: t(3).rrelu(training=True), NotImplementedError, ["training=True"]),
+  "rrelu_bounds_crossed": (lambda: t(3).rrelu(0.5, 0.2, training=True), ValueError, ["lower=0.5", "upper=0.2"]),
 }
 
 

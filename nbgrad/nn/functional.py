@@ -202,10 +202,23 @@ def one_hot(tensor, num_classes=-1):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-  """The rows of weight at the indices of input; sparse=True gives the same dense gradient."""
-  if max_norm is not None or scale_grad_by_freq:
-    raise NotImplementedError("F.embedding's max_norm (weight rows renormalized in place) and scale_grad_by_freq are not supported")
-  return _tensor(input, "embedding").embedding(weight, padding_idx)
+  """The rows of weight at the indices of input; sparse=True gives the same dense gradient. With max_norm, as torch,
+  the rows input reads whose norm_type-norm exceeds max_norm are first scaled in place to max_norm / (norm + 1e-7)."""
+  if scale_grad_by_freq: raise NotImplementedError("F.embedding's scale_grad_by_freq is not supported")
+  indices = _tensor(input, "embedding")
+  if max_norm is not None: _renorm_read_rows(indices, weight, max_norm, norm_type)
+  return indices.embedding(weight, padding_idx)
+
+
+def _renorm_read_rows(indices: Tensor, weight: Tensor, max_norm, norm_type):
+  if not isinstance(weight, Tensor) or weight.ndim != 2: raise ValueError("F.embedding's max_norm needs a weight Tensor (num_embeddings, embedding_dim)")
+  if not isinstance(max_norm, (int, float)) or max_norm < 0: raise ValueError(f"F.embedding's max_norm must be a number >= 0, got {max_norm!r}")
+  rows = weight.shape[0]
+  flat = indices.flatten()
+  read = Tensor.zeros(rows, dtype=dtypes.bool, device=weight.device).scatter(0, flat, True).reshape(rows, 1)   # out of range: none
+  kept = weight.detach()
+  norms = kept.norm(norm_type, dim=1, keepdim=True)
+  weight.assign((read & (norms > max_norm)).where(kept * (max_norm / (norms + 1e-7)), kept)).realize()
 
 
 # ---- losses with torch's deprecated size_average and reduce among their positional arguments
