@@ -143,6 +143,41 @@ def axis_taps(n: int, m: int, factor: Optional[float], mode: str, align_corners:
   return np.stack([low, low + (low < n - 1)], axis=1), np.stack([1 - fraction, fraction], axis=1)
 
 
+# mode -> its filter's width in input samples at scale 1 (torch takes bilinear and bicubic; the other linear modes
+# are the same filter over 1 or 3 dims)
+ANTIALIAS_MODES = {"linear": 2, "bilinear": 2, "trilinear": 2, "bicubic": 4}
+ANTIALIAS_CUBIC_A = -0.5   # torch's (and PIL's) antialiasing cubic, not interpolation's -0.75
+
+
+def antialias_filter(mode: str, t: np.ndarray) -> np.ndarray:
+  t = np.abs(t)
+  if mode != "bicubic": return np.where(t < 1, 1 - t, 0).astype(t.dtype)
+  a = ANTIALIAS_CUBIC_A
+  near = ((a + 2) * t - (a + 3)) * t * t + 1
+  far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+  return np.where(t < 1, near, np.where(t < 2, far, 0)).astype(t.dtype)
+
+
+def antialias_taps(n: int, m: int, factor: Optional[float], mode: str, align_corners: bool, position_type):
+  """torch's antialiased taps: a downscale by s widens the filter to s input samples on each side of the output's
+  centre (stretched by s), each output's weights normalized to sum to 1. (taps (m, T), weights (m, T)), T the widest
+  window; the windows narrower than that padded with zero weights."""
+  if align_corners: scale = position_type(n - 1) / position_type(m - 1) if m > 1 else position_type(0)
+  else: scale = position_type(1.0 / factor) if factor else position_type(n) / position_type(m)
+  support = position_type(ANTIALIAS_MODES[mode] * 0.5) * (scale if scale >= 1 else position_type(1))
+  stretch = position_type(1) / scale if scale >= 1 else position_type(1)
+  centres = scale * (np.arange(m, dtype=position_type) + position_type(0.5))
+  low = np.maximum(np.trunc(centres - support + position_type(0.5)), 0).astype(np.int64)
+  count = np.minimum(np.trunc(centres + support + position_type(0.5)).astype(np.int64), n) - low
+  offsets = np.arange(max(int(count.max()), 1))
+  inside = offsets < count[:, None]
+  distance = ((offsets + low[:, None]).astype(position_type) - centres[:, None] + position_type(0.5)) * stretch
+  weights = np.where(inside, antialias_filter(mode, distance), 0).astype(position_type)
+  totals = weights.sum(axis=1, keepdims=True)
+  weights = np.where(totals != 0, weights / np.where(totals != 0, totals, 1), weights).astype(position_type)
+  return np.where(inside, low[:, None] + offsets, low[:, None]).clip(0, n - 1), weights
+
+
 def resample_axis(x, axis: int, taps: np.ndarray, weights: Optional[np.ndarray]):
   """x read at taps (m, T) along axis and, with weights, their weighted sum: axis becomes m long."""
   m, count = taps.shape
@@ -153,8 +188,10 @@ def resample_axis(x, axis: int, taps: np.ndarray, weights: Optional[np.ndarray])
   return (picked * w).sum(axis + 1)
 
 
-def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale_factor):
+def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale_factor, antialias=False):
   if mode not in INTERPOLATE_MODES: raise ValueError(f"interpolate mode must be one of {', '.join(INTERPOLATE_MODES)}, got {mode!r}")
+  if antialias and mode not in ANTIALIAS_MODES:
+    raise ValueError(f"interpolate's antialias is an option of the modes {', '.join(ANTIALIAS_MODES)}, not of {mode!r}")
   if align_corners and mode not in ALIGNABLE_MODES:
     raise ValueError(f"align_corners is an option of the modes {', '.join(ALIGNABLE_MODES)}, not of {mode!r}")
   sizes, factors = output_sizes(x, size, scale_factor, recompute_scale_factor)
@@ -173,7 +210,8 @@ def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale
     if mode == "nearest" and len(sizes) == 2 and m in (n, 2 * n): factor = None
     # torch copies a dim whose size stays, except where a given factor moves the points (nearest and cubic)
     if m == n and (factor is None or mode in ALIGNABLE_MODES[:3]): continue
-    out = resample_axis(out, axis, *axis_taps(n, m, factor, mode, bool(align_corners), position_type))
+    taps = antialias_taps if antialias else axis_taps
+    out = resample_axis(out, axis, *taps(n, m, factor, mode, bool(align_corners), position_type))
   return out if out is not x else x.clone()
 
 

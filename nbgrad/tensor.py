@@ -1169,15 +1169,16 @@ class Tensor:
     return out
 
   def interpolate(self, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None,
-                  recompute_scale_factor=None) -> Tensor:
+                  recompute_scale_factor=None, antialias: bool = False) -> Tensor:
     """Resampled to size along the last len(size) dims, one dim at a time (torch's F.interpolate of those dims, the
     leading ones kept): "nearest", "nearest-exact" (the nearest source sample by position), "linear" (also named
     "bilinear" and "trilinear" for 2 and 3 dims; align_corners puts the corner samples of input and output on each
     other), "bicubic" (torch's cubic convolution, separable, of any number of dims) or "area" (adaptive average
     pooling). Or scaled by scale_factor (one number: the dims after (N, C); or one per last dim): torch's sizes
     floor(size * factor), the factor mapping positions unless recompute_scale_factor. Positions are computed as torch
-    computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4)."""
-    return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor)
+    computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4). antialias (bilinear and
+    bicubic, as torch's): a downscale filters over the whole span of input each output covers."""
+    return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)

@@ -31,6 +31,7 @@ X4, X3, X5, X2, X1 = randn(2, 6, 4, 4), randn(2, 6, 8, seed=1), randn(1, 2, 3, 4
 W6, B6, W8 = randn(6, seed=5) + 1, randn(6, seed=6), randn(8, seed=7) + 1
 TARGETS, RUNNING_MEAN, RUNNING_VAR = np.array([1, 0, 5]), randn(6, seed=8), np.abs(randn(6, seed=9)) + 0.5
 PROBABILITIES = np.random.default_rng(10).dirichlet(np.ones(6), 3)
+X_IMAGE = randn(1, 2, 13, 17, seed=41)
 INDICES = np.array([[0, 2, 6], [2, 2, 1]])
 
 
@@ -149,6 +150,13 @@ FUNCTIONS = [
   row("interpolate_uneven_scale", lambda f, x: f.interpolate(x, scale_factor=1.3, mode="bilinear"), X4),
   row("interpolate_nearest_uneven_scale", lambda f, x: f.interpolate(x, scale_factor=0.7), X3),
   row("interpolate_bicubic", lambda f, x: f.interpolate(x, (5, 7), mode="bicubic", align_corners=True), X4),
+  # antialiased downscales: windows of several samples (and one of a single sample, the upscaled dim)
+  row("interpolate_antialias_bilinear", lambda f, x: f.interpolate(x, (5, 7), mode="bilinear", antialias=True), X_IMAGE),
+  row("interpolate_antialias_bilinear_corners_upscale", lambda f, x: f.interpolate(x, (4, 20), mode="bilinear", align_corners=True,
+      antialias=True), X_IMAGE),
+  row("interpolate_antialias_bicubic_scale", lambda f, x: f.interpolate(x, scale_factor=0.3, mode="bicubic", antialias=True), X_IMAGE),
+  row("interpolate_antialias_bicubic_corners", lambda f, x: f.interpolate(x, (1, 6), mode="bicubic", align_corners=True, antialias=True),
+      X_IMAGE.astype(np.float64)),
   row("unfold", lambda f, x: f.unfold(x, 2, 1, 1, 2), X4),
   row("fold", lambda f, x: f.fold(x, (4, 5), 2, 1, 0, 1), randn(2, 8, 12, seed=32)),
   row("affine_grid_grid_sample", lambda f, x, theta: f.grid_sample(x, f.affine_grid(theta, [2, 6, 3, 5], False), align_corners=False), X4,
@@ -394,7 +402,7 @@ ERRORS = [
   ("interpolate_mode_rank", lambda: F.interpolate(Tensor.ones(2, 6, 4), 3, mode="bilinear"), ValueError, "needs a 4-D input"),
   ("interpolate_corners_nearest", lambda: F.interpolate(ONES4, 3, align_corners=True), ValueError, "align_corners"),
   ("interpolate_size_count", lambda: F.interpolate(ONES4, (3, 3, 3)), ValueError, "one per spatial dim"),
-  ("interpolate_antialias", lambda: F.interpolate(ONES4, 3, antialias=True), NotImplementedError, "antialias"),
+  ("interpolate_antialias_nearest", lambda: F.interpolate(ONES4, 3, antialias=True), ValueError, "antialias is an option of the modes"),
   ("interpolate_rank", lambda: F.interpolate(Tensor.ones(6, 4), 3), ValueError, r"3 to 5 dims, got shape \(6, 4\)"),
   ("one_hot_floats", lambda: F.one_hot(Tensor([1.0]), 3), TypeError, "int class indices"),
   ("one_hot_negative", lambda: F.one_hot(Tensor([1, -2])), ValueError, "non-negative, got -2"),

@@ -176,12 +176,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
   if dims not in (1, 2, 3): raise ValueError(f"interpolate needs an input (N, C, *spatial) of 3 to 5 dims, got shape {x.shape}")
   if _MODE_DIMS.get(mode, dims) != dims:
     raise ValueError(f"interpolate mode {mode!r} needs a {_MODE_DIMS[mode] + 2}-D input, got shape {x.shape}")
-  if antialias: raise NotImplementedError("interpolate with antialias=True is not supported")
   for name, value in (("size", size), ("scale_factor", scale_factor)):
     if isinstance(value, (tuple, list)) and len(value) != dims:
       raise ValueError(f"interpolate {name} {value} needs {dims} entries, one per spatial dim of {x.shape}")
   if size is not None and not isinstance(size, (tuple, list)): size = (size,) * dims
-  return x.interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor)
+  return x.interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
 
 def pad(input, pad, mode="constant", value=None):
