@@ -717,8 +717,9 @@ def test_float32_sin_and_cos_within_an_ulp_at_every_exponent():
     assert ulps.max() <= 1, f"{name}({x[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
-def test_sin_and_cos_of_small_arguments_have_the_bits_they_have_beside_large_ones(monkeypatch, parallel):
+def test_sin_and_cos_of_small_arguments_have_the_bits_they_have_beside_large_ones(monkeypatch, parallel, dtype):
   """A kernel computes a block of elements (4096 in the parallel build, all in the serial one) with the small-angle
   sin and cos, and again with the whole-range ones when an argument of the block is 1e6 or more, inf or nan. Blocks
   of small arguments only give the bits those arguments get in a block with a large one, within an ulp of numpy."""
@@ -726,24 +727,47 @@ def test_sin_and_cos_of_small_arguments_have_the_bits_they_have_beside_large_one
   from nbgrad.jit.render import BLOCK, Renderer
   if parallel: monkeypatch.setattr(jit, "PARALLEL_MIN_ELEMENTS", 0)
   rng = np.random.default_rng(15)
-  edges = np.array([999999.94, -999999.94, 0.0, -0.0, 1e-30, 1.5707964, 3.1415927], np.float32)
-  small = np.concatenate([edges, rng.uniform(-1e6, 1e6, BLOCK), rng.uniform(-10, 10, BLOCK - len(edges))]).astype(np.float32)
-  large = np.array([1e7, np.inf, -np.inf, np.nan, 1e6, 3e38], np.float32)
+  edges = np.array([np.nextafter(dtype(1e6), dtype(0)), -np.nextafter(dtype(1e6), dtype(0)), 0.0, -0.0, 1e-30, 1.5707964, 3.1415927], dtype)
+  small = np.concatenate([edges, rng.uniform(-1e6, 1e6, BLOCK), rng.uniform(-10, 10, BLOCK - len(edges))]).astype(dtype)
+  large = np.array([1e7, np.inf, -np.inf, np.nan, 1e6, 3e38], dtype)
   mixed = np.concatenate([small, large])   # the first blocks small only, the last one with the large arguments
+  suffix, bits = ("f32", np.uint32) if dtype == np.float32 else ("f64", np.uint64)
   for name, reference in (("sin", np.sin), ("cos", np.cos)):
     (kernel,) = getattr(Tensor(mixed), name)().schedule()
-    assert f"{name}_f32_small_angle(" in Renderer(kernel, parallel).render("kernel")
+    assert f"{name}_{suffix}_small_angle(" in Renderer(kernel, parallel).render("kernel")
     getattr(Tensor(mixed), name)().realize()
     jit.finish_builds()
     got = getattr(Tensor(mixed), name)().numpy()
-    beside_large = np.concatenate([getattr(Tensor(np.append(small[i:i + 64], 1e7).astype(np.float32)), name)().numpy()[:-1]
+    beside_large = np.concatenate([getattr(Tensor(np.append(small[i:i + 64], 1e7).astype(dtype)), name)().numpy()[:-1]
                                    for i in range(0, len(small), 64)])
-    np.testing.assert_array_equal(got[:len(small)].view(np.uint32), beside_large.view(np.uint32))
+    np.testing.assert_array_equal(got[:len(small)].view(bits), beside_large.view(bits))
     want = reference(small.astype(np.float64))
-    ulps = np.abs(got[:len(small)] - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    ulps = np.abs(got[:len(small)] - want) / np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
     assert ulps.max() <= 1, f"{name}({small[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
     with np.errstate(invalid="ignore"): want = reference(large.astype(np.float64))   # nan for inf, as ours
     np.testing.assert_allclose(got[len(small):], want, atol=1e-6)
+
+
+def test_float64_sin_and_cos_within_an_ulp_below_1e6_and_the_c_librarys_beyond():
+  """Below 1e6 float64 sine and cosine are nbgrad's (a reduction by pi/2 in four parts, then their series), within an
+  ulp of mpmath's exact values: random arguments, the doubles nearest multiples of pi/2 (where the reduction cancels
+  all but a few bits) and their neighbours, tiny ones. From 1e6 on, and at inf and nan, numpy's bits."""
+  import mpmath
+  mpmath.mp.prec = 200
+  rng = np.random.default_rng(23)
+  near = rng.integers(-600_000, 600_000, 800) * (np.pi / 2)
+  x = np.concatenate([rng.uniform(-10, 10, 2000), rng.uniform(-1e6, 1e6, 2000), near, np.nextafter(near, np.inf),
+                      np.nextafter(near, -np.inf), np.arange(-300, 300) * (np.pi / 2), [np.pi, 1e-300, 5e-324, np.nextafter(1e6, 0)]])
+  for name in ("sin", "cos"):
+    got = getattr(Tensor(x), name)().numpy()
+    exact = [getattr(mpmath, name)(mpmath.mpf(float(v))) for v in x]
+    ulps = np.array([abs(float((mpmath.mpf(float(g)) - e) / float(np.spacing(float(abs(e)))))) for g, e in zip(got, exact)])
+    assert ulps.max() < 1, f"{name}({x[np.argmax(ulps)]!r}) is {ulps.max():.2f} ulps off"
+  assert np.signbit(Tensor(np.array([-0.0])).sin().numpy()).all()
+  beyond = np.array([1e6, -1e6, 3e9, 1e300, -1e300, np.inf, -np.inf, np.nan])
+  for name in ("sin", "cos"):
+    with np.errstate(invalid="ignore"):
+      np.testing.assert_array_equal(getattr(Tensor(beyond), name)().numpy(), getattr(np, name)(beyond))
 
 
 def test_cos_tan_and_sin_gradient_near_the_zeros_of_cos_and_far_out():

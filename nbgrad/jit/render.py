@@ -82,7 +82,8 @@ UNARY = {
   UnaryOps.RECIP: lambda dt, a: in_dtype(dt, f"({compute_type(dt)}(1.0) / {a})"),
   UnaryOps.NOT: lambda dt, a: f"(not {a})",
 }
-SMALL_ANGLE_VERSIONS = {"sin_f32": "sin_f32_small_angle", "cos_f32": "cos_f32_small_angle"}   # see store_elementwise
+SMALL_ANGLE_VERSIONS = {"sin_f32": "sin_f32_small_angle", "cos_f32": "cos_f32_small_angle",   # see store_elementwise
+                        "sin_f64": "sin_f64_small_angle", "cos_f64": "cos_f64_small_angle"}
 EXACT_ROUNDING = (UnaryOps.TRUNC, UnaryOps.FLOOR, UnaryOps.CEIL, UnaryOps.RINT)   # results need no re-rounding
 BINARY = {
   BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else in_dtype(dt, f"({a} + {b})"),
@@ -229,7 +230,7 @@ class Renderer:
   # float math: op -> (function for 16/32-bit floats, function for 64-bit floats)
   MATH = {
     UnaryOps.SQRT: ("np.sqrt", "np.sqrt"), UnaryOps.EXP: ("exp_f32", "exp_f64"), UnaryOps.EXP2: ("exp2_f32", "exp2_f64"),
-    UnaryOps.LOG: ("log_f32", "log_f64"), UnaryOps.LOG2: ("log2_f32", "log2_f64"), UnaryOps.SIN: ("sin_f32", "np.sin"), UnaryOps.COS: ("cos_f32", "np.cos"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
+    UnaryOps.LOG: ("log_f32", "log_f64"), UnaryOps.LOG2: ("log2_f32", "log2_f64"), UnaryOps.SIN: ("sin_f32", "sin_f64"), UnaryOps.COS: ("cos_f32", "cos_f64"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
     UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
     UnaryOps.ERF: ("erf_f32", "erf_f64"), UnaryOps.ERFC: ("erfc_f32", "erfc_f64"), UnaryOps.LGAMMA: ("lgamma_f32", "lgamma_f64"),
     UnaryOps.LOG10: ("log10_f32", "log10_f64"),
