@@ -284,13 +284,16 @@ def test_float64_exp_and_exp2_within_an_ulp_over_their_whole_range(name, low, hi
   with np.errstate(over="ignore"): np.testing.assert_array_equal(getattr(Tensor(special), name)().numpy(), getattr(np, name)(special))
 
 
-def test_float64_log_and_log2_within_an_ulp_or_two():
-  """float64 logarithms come from nbgrad's own series too: log within an ulp of numpy's, log2 within two, from the
-  smallest subnormal to the largest float; log(1) is 0 and the special values are numpy's."""
+def test_float64_log_log2_and_log10_within_an_ulp_or_two():
+  """float64 logarithms come from nbgrad's own series too: log and log10 within an ulp of numpy's, log2 within two,
+  from the smallest subnormal to the largest float; log(1) is 0, log10 of a power of 10 is exact, and the special
+  values are numpy's."""
   rng = np.random.default_rng(22)
   x = np.concatenate([np.exp(rng.uniform(np.log(5e-324), np.log(1.7e308), 100_000)), rng.uniform(0.5, 2.0, 100_000),
                       1 + rng.uniform(-1e-6, 1e-6, 20_000), [1.0, 2.0, 0.5, 5e-324, 1e-310, np.finfo(np.float64).max]])
-  for name, limit in (("log", 1), ("log2", 2)):
+  powers = 10.0 ** np.arange(-20, 23)
+  np.testing.assert_array_equal(Tensor(powers).log10().numpy(), np.arange(-20, 23))
+  for name, limit in (("log", 1), ("log2", 2), ("log10", 1)):
     got, want = getattr(Tensor(x), name)().numpy(), getattr(np, name)(x)
     assert got[x == 1.0].tolist() == [0.0]
     nonzero = want != 0

@@ -275,6 +275,54 @@ def log2_f64(x):
   return _log_f64_special(x, e + ln_m * 1.4426950408889634)
 
 
+# log10(2) and 1/ln(10), each as a float and its rounding error, then each as a first part short enough that its
+# product with an exponent (log10(2)'s) or with a 21-bit number (1/ln(10)'s) is exact, and the rest
+_LOG10_2, _LOG10_2_TAIL = 0.3010299956639812, -2.8037281277851704e-18
+_INV_LN10, _INV_LN10_TAIL = 0.4342944819032518, 1.098319650216765e-17
+
+
+def _split(value: float, tail: float, bits: int) -> tuple:
+  exponent = math.frexp(value)[1]
+  high = math.ldexp(math.floor(math.ldexp(value, bits - exponent)), exponent - bits)
+  return high, (value - high) + tail
+
+
+_LOG10_2_HIGH, _LOG10_2_LOW = _split(_LOG10_2, _LOG10_2_TAIL, 40)
+_INV_LN10_HIGH, _INV_LN10_LOW = _split(_INV_LN10, _INV_LN10_TAIL, 32)
+
+
+@njit(**JIT, inline="always")
+def _log10_f64_parts(x):
+  """(e, high, low) with ln x = e ln2 + high + low: ln(1 + f) of _log_f64_parts' reduction, as f - (f^2/2 - s (f^2/2
+  + R)) with R = s^2 (2/3 + 2 s^2/5 + ...), its leading f - f^2/2 cut to 21 bits (high) and all the rest in low."""
+  small = x < 2.2250738585072014e-308
+  xs = x * 4503599627370496.0 if small else x
+  bits = reinterpret(xs, types.int64)
+  e = np.float64((bits >> np.int64(52)) - np.int64(1023)) - (52.0 if small else 0.0)
+  m = reinterpret((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000), types.float64)
+  big = m > 1.4142135623730951
+  m = m * 0.5 if big else m
+  e = e + 1.0 if big else e
+  f = m - 1.0
+  s = f / (2.0 + f)
+  z = s * s
+  half_square = 0.5 * f * f
+  high = reinterpret(reinterpret(f - half_square, types.int64) & np.int64(-4294967296), types.float64)   # low 32 bits cleared
+  low = ((f - high) - half_square) + s * (half_square + z * _horner(z, _ATANH_SERIES))
+  return e, high, low
+
+
+@njit(**JIT)
+def log10_f64(x):
+  """log10 x within an ulp, exact at powers of 10 (as numpy's), vectorizable: e log10(2) + ln(1 + f) / ln(10), the
+  products of the leading parts exact, their sum's rounding error kept with the small terms, so that it rounds
+  once (4M in (0.1, 5), 2 cores: 29 ms with the C library's; numpy 3.7 with its vector library)."""
+  e, high, low = _log10_f64_parts(x)
+  leading, error = _two_sum(e * _LOG10_2_HIGH, high * _INV_LN10_HIGH)
+  rest = error + (e * _LOG10_2_LOW + ((high + low) * _INV_LN10_LOW + low * _INV_LN10_HIGH))
+  return _log_f64_special(x, leading + rest)
+
+
 @njit(**JIT)
 def _log_parts(x):
   """A float32 x > 0 as 2 ** e * m, m in [sqrt(1/2), sqrt(2)), and ln m = 2 atanh((m - 1) / (m + 1)) by its series,
@@ -369,14 +417,9 @@ def erfc_f32(x):
   return np.float32(near if abs(v) <= ERF_NEAR_END else (far if v > 0 else 2.0 - far))
 
 
-# erf, erfc and lgamma of float64 and float64's log10 (exact at powers of 10, as numpy's) call the C library
-# (scalar calls, which LLVM does not vectorize)
+# erf, erfc and lgamma of float64 call the C library (scalar calls, which LLVM does not vectorize)
 @njit(**JIT)
 def erf_f64(x): return math.erf(x)
-
-
-@njit(**JIT)
-def log10_f64(x): return math.log10(x)
 
 
 @njit(**JIT)
