@@ -1,4 +1,5 @@
-"""Polynomial fits of erf and erfc for the CPU kernels' float32 erf and erfc (nbgrad/jit/runtime.py): each a
+"""Polynomial fits of erf and erfc for the CPU kernels' float32 erf and erfc (nbgrad/jit/runtime.py), and (at the
+end) float64's. float32's: each a
 polynomial of degree 13 in a variable t on [-1, 1], interpolated at Chebyshev points from the C library's float64 values when nbgrad loads.
 
 - below |x| = 2, erf(x) = x NEAR(t) with t = x^2 / 2 - 1: within 3e-13 relatively;
@@ -31,3 +32,25 @@ def _erfc_scaled(x: float) -> float: return math.erfc(x) * math.exp(x * x)
 NEAR = _fitted(lambda t: math.erf(math.sqrt(2 * t + 2)) / math.sqrt(2 * t + 2))
 MID = _fitted(lambda t: math.erfc(t + 3))
 FAR = _fitted(lambda t: _erfc_scaled(1 / (1 / FAR_END + (t + 1) / 2 * (0.5 - 1 / FAR_END))))
+
+
+# ---- float64's erf and erfc (nbgrad/jit/runtime.py), from mpmath at 160 bits once (the C library's float64 values
+# carry too little for them):
+# - below |x| = 1, erf(x) = x + x y(x^2) with y the power series of erf(x)/x - 1 to x^42 (its next term below 1e-22);
+# - from 1 to ERFC64_END, erfc(x) = exp(-x^2) q(x) / x for q = x exp(x^2) erfc(x) (from 0.43 to 1/sqrt(pi)), a
+#   Chebyshev series in u = ERFC64_U0 - ERFC64_U1 / (x + 3), the map onto [-1, 1] of (x - 3) / (x + 3), interpolated at
+#   23 Chebyshev points (its last coefficient 7e-20).
+ERFC64_END = 27.3   # erfc is 0 in float64 from 27.23 on
+ERF64_SMALL = (0.1283791670955126, -0.37612638903183754, 0.11283791670955126, -0.026866170645131252, 0.005223977625442188,
+               -0.0008548327023450853, 0.00012055332981789664, -1.492565035840625e-05, 1.6462114365889248e-06,
+               -1.6365844691234924e-07, 1.4807192815879218e-08, -1.2290555301717928e-09, 9.422759064650411e-11,
+               -6.7113668551641105e-12, 4.4632242632864775e-13, -2.7835162072109215e-14, 1.6342614095367152e-15,
+               -9.063970842808673e-17, 4.763348040515068e-18, -2.3784598852774293e-19, 1.131218725924631e-20,
+               -5.136209054585811e-22)   # lowest power first
+ERFC64_U0, ERFC64_U1 = 1.3041825095057034, 9.216730038022813
+ERFC64_CHEBYSHEV = (0.5237265413983582, 0.060234453904952495, -0.026366639029051585, 0.007617960109980626,
+                    -0.0016341986086829856, 0.00026046888330925893, -2.8161667123745904e-05, 1.2801723044409301e-06,
+                    1.6535837112741796e-07, -3.188121630807501e-08, 3.569384478363914e-10, 4.4121190231525264e-10,
+                    -2.916846565228794e-11, -6.124333195288104e-12, 6.958283524927629e-13, 9.952238792479824e-14,
+                    -1.4407065484663585e-14, -2.003459122405904e-15, 2.8524535191361085e-16, 4.8407739257875474e-17,
+                    -5.2248580760089225e-18, -1.2937223718057906e-18, 7.401455119011557e-20)   # T0 first
