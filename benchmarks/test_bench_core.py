@@ -116,6 +116,21 @@ WORKLOADS = {
         torch=lambda x: torch.log(torch.exp(x) + 1),
         nbgrad=lambda x: (x.exp() + 1).log(),
         rtol=1e-12, atol=0.0),
+    # float64 transcendentals, numpy's default type: nbgrad's vectorized series against the C library's (numpy's sin)
+    # and numpy's vector library (its log10)
+    "double_sin_log10": Workload(
+        "double_vectors",
+        numpy=lambda x: np.sin(x * 3) + np.log10(np.abs(x) + 1),
+        torch=lambda x: torch.sin(x * 3) + torch.log10(x.abs() + 1),
+        nbgrad=lambda x: (x * 3).sin() + (x.abs() + 1).log10(),
+        rtol=1e-12, atol=1e-15),
+    # numpy has no erf: torch in the same float64 gives the reference
+    "double_erf": Workload(
+        "double_vectors",
+        numpy=lambda x: torch.erf(torch.from_numpy(x)).numpy(),
+        torch=lambda x: torch.erf(x),
+        nbgrad=lambda x: x.erf(),
+        rtol=1e-14, atol=1e-16),
     "half_to_float": Workload(
         "half_vectors",
         numpy=lambda x, y: x.astype(np.float32),
@@ -463,6 +478,18 @@ def test_elementwise_small_fma_relu(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_double_log_exp(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "double_log_exp")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_double_sin_log10(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "double_sin_log10")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_elementwise_double_erf(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "double_erf")
 
 
 @pytest.mark.benchmark(group="elementwise")

@@ -4,7 +4,8 @@ them: numba's libm calls (math.exp, np.sin on float32) are scalar calls that sto
 Error bounds (float32, measured against float64 numpy on a dense grid): exp2_f32 and exp_f32 within 2 ulp, log_f32
 and log2_f32 within 1 ulp (float64 inside), sin_f32 and cos_f32 within 1 ulp over the whole float32 range (their range
 reduction and series run in float64, the reduction of arguments from 1e6 on in 64-bit integers). float64 (against
-numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2. atan2 (against mpmath, 60000 random points):
+numpy): exp_f64, exp2_f64 and log_f64 within 1 ulp, log2_f64 within 2; against mpmath: log10_f64 within 0.63 ulp, sin_f64
+and cos_f64 within 0.74, erf_f64 within 1.1, erfc_f64 within 3 (the C library's 2.4). atan2 (against mpmath, 60000 random points):
 float64 within 2 ulp (1 but for 0.025%, 95% correctly rounded; numpy's C library within 1), float32 correctly rounded."""
 import math
 import platform
