@@ -124,6 +124,12 @@ WORKLOADS = {
         torch=lambda x: torch.sin(x * 3) + torch.log10(x.abs() + 1),
         nbgrad=lambda x: (x * 3).sin() + (x.abs() + 1).log10(),
         rtol=1e-12, atol=1e-15),
+    "double_tanh_expm1": Workload(
+        "double_vectors",
+        numpy=lambda x: np.tanh(x) + np.expm1(x * 0.5),
+        torch=lambda x: torch.tanh(x) + torch.expm1(x * 0.5),
+        nbgrad=lambda x: x.tanh() + (x * 0.5).expm1(),
+        rtol=1e-12, atol=1e-15),
     # numpy has no erf: torch in the same float64 gives the reference
     "double_erf": Workload(
         "double_vectors",
@@ -484,6 +490,12 @@ def test_elementwise_double_log_exp(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_double_sin_log10(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "double_sin_log10")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_double_tanh_expm1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "double_tanh_expm1")
 
 
 @pytest.mark.benchmark(group="elementwise")

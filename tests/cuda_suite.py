@@ -66,7 +66,7 @@ def test_numpy_item_tolist_from_gpu():
 FLOAT_OPS = {
   "add_mul_relu": lambda a, b: (a * b + a).relu(), "div": lambda a, b: a / b, "sub_max": lambda a, b: (a - b).maximum(b),
   "exp_log": lambda a, b: a.exp() + (b.abs() + 1).log(), "sqrt_sin": lambda a, b: a.abs().sqrt() + b.sin(),
-  "tanh_gelu": lambda a, b: a.tanh() + b.gelu(), "sigmoid": lambda a, b: a.sigmoid() * b,
+  "tanh_gelu": lambda a, b: a.tanh() + b.gelu(), "sigmoid": lambda a, b: a.sigmoid() * b, "expm1_elu": lambda a, b: a.expm1() + b.elu(),
   "where_cmp": lambda a, b: (a < b).where(a, b) + (a == b) + (a != b), "floor_ceil_round": lambda a, b: (a * 3).floor() + (b * 3).ceil() + (a * 3).round(),
   "pow_clip": lambda a, b: a.abs().pow(b) + a.clip(-0.5, 0.5), "neg_recip": lambda a, b: -a + (b.abs() + 0.5).reciprocal(),
   "erf_atan2": lambda a, b: a.erf() + a.atan2(b) + (a * 0.3).asin() + (b * 0.3).acos() + b.atan(),

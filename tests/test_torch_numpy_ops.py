@@ -41,6 +41,27 @@ def test_log1p_expm1_gradients_ints_and_numpy_ufuncs(op):
   np.testing.assert_allclose(ufunc.numpy(), getattr(np, op)(np.abs(X)), rtol=1e-12)
 
 
+def test_expm1_within_an_ulp_over_its_whole_range():
+  """expm1 is a primitive (float32 rounds the float64 one): float64 within an ulp of mpmath's exact values from
+  where it is -1 to where it overflows, float32 within half an ulp of float64's; -0.0, infinities and NaN as torch."""
+  import mpmath
+  mpmath.mp.prec = 120
+  rng = np.random.default_rng(25)
+  x = np.concatenate([rng.uniform(-1, 1, 1500), rng.uniform(-45, 709.78, 1500), 10.0 ** rng.uniform(-310, 0, 300) * rng.choice([-1, 1], 300),
+                      [0.34657359, -0.34657359, 0.6931471805599453, 37.0, 38.5, 709.78]])
+  got = Tensor(x).expm1().numpy()
+  exact = [mpmath.expm1(v) for v in x.tolist()]
+  ulps = [abs(float((g - e) / float(np.spacing(abs(float(e)))))) for g, e in zip(got.tolist(), exact)]
+  assert max(ulps) < 1, f"expm1({x[int(np.argmax(ulps))]!r}) is {max(ulps):.2f} ulps off"
+  x32 = np.concatenate([rng.uniform(-1, 1, 20000), rng.uniform(-20, 88.7, 20000), 10.0 ** rng.uniform(-45, 0, 2000)]).astype(np.float32)
+  want = np.expm1(x32.astype(np.float64))
+  assert (np.abs(Tensor(x32).expm1().numpy() - want) / np.spacing(np.abs(want).astype(np.float32))).max() <= 0.5 + 1e-9
+  special = np.array([-0.0, 0.0, INF, -INF, NAN, 710.0, -800.0])
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(Tensor(special).expm1().numpy(), torch.expm1(torch.tensor(special)).numpy())
+  assert np.signbit(Tensor(np.array([-0.0])).expm1().numpy()).all()
+
+
 def test_log1p_at_and_below_minus_one():
   np.testing.assert_array_equal(Tensor([-1.0, -2.0, INF, NAN]).log1p().numpy(), torch.log1p(torch.tensor([-1.0, -2.0, INF, NAN])).numpy())
 

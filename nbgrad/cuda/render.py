@@ -88,7 +88,7 @@ class CudaRenderer(Renderer):
     UnaryOps.LOG: ("logf", "log"), UnaryOps.LOG2: ("log2f", "log2"), UnaryOps.SIN: ("sinf", "sin"), UnaryOps.COS: ("cosf", "cos"), UnaryOps.TRUNC: ("truncf", "trunc"),
     UnaryOps.FLOOR: ("floorf", "floor"), UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
     UnaryOps.ERF: ("erff", "erf"), UnaryOps.ERFC: ("erfcf", "erfc"), UnaryOps.LGAMMA: ("lgammaf", "lgamma"),
-    UnaryOps.LOG10: ("log10f", "log10"),
+    UnaryOps.LOG10: ("log10f", "log10"), UnaryOps.EXPM1: ("expm1f", "expm1"),
   }
   BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply,
             BinaryOps.POW: lambda dt, a, b: f"pow({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"powf({a}, {b})"),

@@ -233,7 +233,7 @@ class Renderer:
     UnaryOps.LOG: ("log_f32", "log_f64"), UnaryOps.LOG2: ("log2_f32", "log2_f64"), UnaryOps.SIN: ("sin_f32", "sin_f64"), UnaryOps.COS: ("cos_f32", "cos_f64"), UnaryOps.TRUNC: ("np.trunc", "np.trunc"),
     UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
     UnaryOps.ERF: ("erf_f32", "erf_f64"), UnaryOps.ERFC: ("erfc_f32", "erfc_f64"), UnaryOps.LGAMMA: ("lgamma_f32", "lgamma_f64"),
-    UnaryOps.LOG10: ("log10_f32", "log10_f64"),
+    UnaryOps.LOG10: ("log10_f32", "log10_f64"), UnaryOps.EXPM1: ("expm1_f32", "expm1_f64"),
   }
   BINARY = BINARY
 
