@@ -469,12 +469,13 @@ def _clenshaw_steps(b1, b2, twice_u, coefficients):
 
 
 @njit(**JIT, inline="always")
-def _erfc64_scaled(u):
-  """q at u in [-1, 1]: the Chebyshev series of erf_fits.ERFC64_CHEBYSHEV by Clenshaw's recurrence."""
+def _chebyshev_series(u, pieces, last):
+  """A Chebyshev series at u in [-1, 1] by Clenshaw's recurrence: its coefficients, the highest degree's first, are
+  those of pieces (two tuples), then last (T0's)."""
   twice = 2.0 * u
-  b1, b2 = _clenshaw_steps(0.0, 0.0, twice, _ERFC64_PIECES[0])
-  b1, b2 = _clenshaw_steps(b1, b2, twice, _ERFC64_PIECES[1])
-  return u * b1 - b2 + _ERFC64_CHEBYSHEV[-1]
+  b1, b2 = _clenshaw_steps(0.0, 0.0, twice, pieces[0])
+  b1, b2 = _clenshaw_steps(b1, b2, twice, pieces[1])
+  return u * b1 - b2 + last
 
 
 @njit(**JIT, inline="always")
@@ -498,7 +499,7 @@ def _erfc_f64_tail(a):
   low = ((upper * upper - high) + 2.0 * upper * lower) + lower * lower
   k = np.rint(high * -1.4426950408889634)
   r = ((-high - k * 6.93147180369123816490e-01) - low) - k * 1.90821492927058770002e-10
-  q = _erfc64_scaled(erf_fits.ERFC64_U0 - erf_fits.ERFC64_U1 / (a + 3.0))
+  q = _chebyshev_series(erf_fits.ERFC64_U0 - erf_fits.ERFC64_U1 / (a + 3.0), _ERFC64_PIECES, _ERFC64_CHEBYSHEV[-1])
   v = _horner(r, _EXP_SERIES) * q / a
   half = np.int64(k) >> np.int64(1)
   scale_a = reinterpret((half + np.int64(1023)) << np.int64(52), types.float64)
@@ -527,9 +528,7 @@ def erfc_f64(x):
   return x if x != x else r
 
 
-# float64's lgamma calls the C library (a scalar call, which LLVM does not vectorize)
-@njit(**JIT)
-def lgamma_f64(x): return math.lgamma(x)
+
 
 
 # ---- float32's lgamma in float64 arithmetic LLVM vectorizes, rounded once: against mpmath on 33000 points (random,
@@ -588,6 +587,50 @@ def lgamma_f32(x):
   return np.float32(np.inf if (v <= 0.0 and v == np.rint(v)) else r)
 
 
+
+
+# ---- float64's lgamma the same way, vectorizable: Stirling's series from LGAMMA64_STIRLING_START on (special.py's
+# terms, chosen for that start); below it the window [3/2, 5/2)'s lgamma(z) = (z - 2) Q(z - 2) with Q erf_fits.py's
+# Chebyshev fit, and the log of the product of up to 8 factors. The window holds the root 2 inside (float32's,
+# [2 - 1/16, 3 - 1/16), cancelled to 50 ulps just below 2 in float64); negative x by the reflection with lgamma(-x)
+# (1 - x would round). Against mpmath: within 3 ulps but about the minimum at 1.46 (9, where lgamma(y + 1) - log(y)
+# cancels), the relative accuracy kept at the roots 1 and 2; below 0 within 7e-16 absolutely (the value passes
+# through zero at the negative roots, where the reflection's two terms cancel). 4M in (0.1, 5), 2 cores: 33 ms with
+# the C library's (medians of 9), 22 ms so; torch 37.
+LGAMMA64_STIRLING_START, LGAMMA64_FIT_BELOW = special.STIRLING_START, 0.5
+_LGAMMA64_CHEBYSHEV = tuple(reversed(erf_fits.LGAMMA64_CHEBYSHEV))
+_LGAMMA64_PIECES = (_LGAMMA64_CHEBYSHEV[:12], _LGAMMA64_CHEBYSHEV[12:-1])
+
+
+@njit(**JIT, inline="always")
+def _lgamma64_positive(y):
+  """lgamma(y) for y > 0: y moved by whole steps into [3/2, 5/2), where t = y - (shift + 2) is exact."""
+  stirling = y >= LGAMMA64_STIRLING_START
+  shift = min(max(np.floor(y + LGAMMA64_FIT_BELOW) - 2.0, -2.0), LGAMMA64_STIRLING_START - 2.0)
+  down = 1.0
+  for j in range(1, int(LGAMMA64_STIRLING_START) - 1): down = down * (y - j if j <= shift else 1.0)
+  up = y * (y + 1.0 if shift == -2.0 else 1.0)
+  logarithm = log_f64(y if stirling else (down if shift >= 0.0 else up))
+  t = y - (shift + 2.0)
+  window = _chebyshev_series(2.0 * t, _LGAMMA64_PIECES, _LGAMMA64_CHEBYSHEV[-1])   # Q(t) = lgamma(2 + t) / t
+  shifted = t * window + (logarithm if shift >= 0.0 else -logarithm)
+  r = 1.0 / y
+  series = r * _horner(r * r, _STIRLING_SERIES)
+  return (y - 0.5) * (logarithm - 1.0) + ((_HALF_LOG_TWO_PI - 0.5) + series) if stirling else shifted
+
+
+@njit(**JIT, inline="always")
+def lgamma_f64(x):
+  """inf at the poles (0 and the negative integers) and at +-inf, as C's. Below 0, lgamma(x) = log(pi / |sin(pi x)|)
+  - lgamma(-x) - log(-x), the last two logs taken as one; from -1e-150 to 0, lgamma(-x) itself (they differ by 2
+  Euler's gamma |x|, and the product in the log would underflow)."""
+  y = abs(x)
+  positive = _lgamma64_positive(y)
+  a = abs(x - np.rint(x))
+  reflected = (_LOG_PI - log_f64(a * _horner(a * a, _SIN_PI_SERIES) * y)) - positive
+  r = reflected if (x < 0.0 and y >= 1e-150) else positive
+  r = np.inf if (x <= 0.0 and x == np.rint(x)) or y == np.inf else r
+  return x if x != x else r
 
 
 # ---- atan2 (and through it atan, asin and acos) in float64 arithmetic LLVM vectorizes; float32 rounds it once.
