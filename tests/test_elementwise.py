@@ -1077,7 +1077,8 @@ def test_sinh_and_cosh_reach_the_largest_finite_values(dtype, low, high):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_elu_tanh_cosh_keep_small_arguments(dtype):
   """exp(x) - 1 and the other differences of near-equal exponentials lost a small x: elu(-1.5e-6) was 2% off (0 below
-  1e-8), float64 tanh near 0.001 1016 ulps, cosh's gradient near 0 and sinh far off. Relative to float64 references."""
+  1e-8), float64 tanh near 0.001 1016 ulps and float64 sinh there 370, cosh's gradient near 0 and sinh far off.
+  Relative to float64 references."""
   rng = np.random.default_rng(31)
   x = (np.exp(rng.uniform(np.log(1e-12), np.log(3.0), 4000)) * rng.choice([-1, 1], 4000)).astype(dtype)
   exact = x.astype(np.float64)
@@ -1085,6 +1086,7 @@ def test_elu_tanh_cosh_keep_small_arguments(dtype):
   np.testing.assert_allclose(Tensor(x).elu().numpy(), np.where(exact > 0, exact, np.expm1(exact)), rtol=rtol, atol=0)
   np.testing.assert_allclose(Tensor(x).celu(0.5).numpy(), np.where(exact > 0, exact, 0.5 * np.expm1(exact / 0.5)), rtol=rtol, atol=0)
   np.testing.assert_allclose(Tensor(x).tanh().numpy(), np.tanh(exact), rtol=rtol, atol=0)
+  np.testing.assert_allclose(Tensor(x).sinh().numpy(), np.sinh(exact), rtol=rtol, atol=0)
   # 1 - tanh^2 (torch's formula too) loses digits as tanh nears 1: checked below |x| = 1
   inner = np.abs(exact) < 1
   for op, derivative in (("cosh", np.sinh(exact)), ("tanh", 1 - np.tanh(exact) ** 2), ("elu", np.where(exact > 0, 1.0, np.exp(exact)))):
