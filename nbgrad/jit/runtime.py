@@ -267,10 +267,10 @@ def expm1_f32(x): return np.float32(expm1_f64(np.float64(x)))
 
 
 @njit(**JIT, inline="always")
-def _log_f64_parts(x):
-  """A float64 x > 0 as 2 ** e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), and ln(1 + f) = 2 atanh(s) for s = f / (2 + f),
-  written f - s (f - R) with R = 2 s**2 / 3 + 2 s**4 / 5 + ... (to s**22, below a 20th of an ulp; |s| <= 0.172):
-  f is exact, and the rounding of s only reaches the smaller second term. (e, ln(1 + f))."""
+def _log_f64_reduced(x):
+  """A float64 x > 0 as 2 ** e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)) (f exact), with s = f / (2 + f), z = s**2 and
+  R = 2 s**2 / 3 + 2 s**4 / 5 + ... (to s**22, below a 20th of an ulp; |s| <= 0.172), so that ln(1 + f) = 2 atanh(s)
+  = f - s (f - R): (e, f, s, R)."""
   small = x < 2.2250738585072014e-308
   xs = x * 4503599627370496.0 if small else x   # subnormals scaled by 2**52
   bits = reinterpret(xs, types.int64)
@@ -282,8 +282,15 @@ def _log_f64_parts(x):
   f = m - 1.0
   s = f / (2.0 + f)
   z = s * s
-  p = _horner(z, _ATANH_SERIES)
-  return e, f - s * (f - z * p)
+  return e, f, s, z * _horner(z, _ATANH_SERIES)
+
+
+@njit(**JIT, inline="always")
+def _log_f64_parts(x):
+  """(e, ln(1 + f)) of _log_f64_reduced, ln(1 + f) as f - s (f - R): the rounding of s only reaches the smaller
+  second term."""
+  e, f, s, r = _log_f64_reduced(x)
+  return e, f - s * (f - r)
 
 
 @njit(**JIT, inline="always")
@@ -326,22 +333,12 @@ _INV_LN10_HIGH, _INV_LN10_LOW = _split(_INV_LN10, _INV_LN10_TAIL, 32)
 
 @njit(**JIT, inline="always")
 def _log10_f64_parts(x):
-  """(e, high, low) with ln x = e ln2 + high + low: ln(1 + f) of _log_f64_parts' reduction, as f - (f^2/2 - s (f^2/2
-  + R)) with R = s^2 (2/3 + 2 s^2/5 + ...), its leading f - f^2/2 cut to 21 bits (high) and all the rest in low."""
-  small = x < 2.2250738585072014e-308
-  xs = x * 4503599627370496.0 if small else x
-  bits = reinterpret(xs, types.int64)
-  e = np.float64((bits >> np.int64(52)) - np.int64(1023)) - (52.0 if small else 0.0)
-  m = reinterpret((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000), types.float64)
-  big = m > 1.4142135623730951
-  m = m * 0.5 if big else m
-  e = e + 1.0 if big else e
-  f = m - 1.0
-  s = f / (2.0 + f)
-  z = s * s
+  """(e, high, low) with ln x = e ln2 + high + low: ln(1 + f) of _log_f64_reduced, as f - (f^2/2 - s (f^2/2 + R)),
+  its leading f - f^2/2 cut to 21 bits (high) and all the rest in low."""
+  e, f, s, r = _log_f64_reduced(x)
   half_square = 0.5 * f * f
   high = reinterpret(reinterpret(f - half_square, types.int64) & np.int64(-4294967296), types.float64)   # low 32 bits cleared
-  low = ((f - high) - half_square) + s * (half_square + z * _horner(z, _ATANH_SERIES))
+  low = ((f - high) - half_square) + s * (half_square + r)
   return e, high, low
 
 
