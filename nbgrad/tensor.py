@@ -1637,8 +1637,9 @@ class Tensor:
   @_in_float32
   def sinh(self) -> Tensor:
     x = self
-    v = x.detach()
-    y = _half_exp_sum(v, -1) if v.dtype == dtypes.float64 else v._by_magnitude(0.25, _odd_series(1 / 6, 1 / 120, 1 / 5040), lambda v: _half_exp_sum(v, -1))
+    v = x.detach()   # float64 needs no series: _half_exp_sum keeps its small values
+    y = _half_exp_sum(v, -1) if v.dtype == dtypes.float64 else v._by_magnitude(0.25, _odd_series(1 / 6, 1 / 120, 1 / 5040),
+                                                                                lambda near: _half_exp_sum(near, -1))
     return _with_derivatives((x,), y, (lambda: x.detach().cosh(),))
   @_in_float32
   def cosh(self) -> Tensor:   # its gradient is sinh, which keeps small x (the difference of exps lost it)

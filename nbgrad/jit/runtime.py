@@ -195,6 +195,8 @@ def exp_f32(x):
 # vectorizing the loop (exp of 2^21 float64, 2 threads: 4.67 ms that way, 1.31 ms this way; numpy 1.75, torch 1.77)
 _EXP_SERIES = tuple(1.0 / math.factorial(n) for n in range(13, -1, -1))   # e**r's, highest power first
 _ATANH_SERIES = tuple(2.0 / n for n in range(23, 2, -2))   # (2 atanh(s) - 2 s) / s**3's, in powers of s**2
+# ln2 in two parts, the first with its low bits zero so that its product with an exponent k is exact; and log2(e)
+_LN2_HIGH, _LN2_LOW, _LOG2_E = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.4426950408889634
 
 
 @njit(**JIT, inline="always")
@@ -206,22 +208,27 @@ def _horner(x, coefficients):
 
 
 @njit(**JIT, inline="always")
-def _exp_f64_reduced(k, r):
-  """e**r * 2**k for |r| <= ln2 / 2 (the series to r**13, below a 20th of an ulp) and an integer k in -1076..1024,
-  2**k in two factors that are normal floats, so the product rounds once (into a subnormal too)."""
-  p = _horner(r, _EXP_SERIES)
+def _two_power_factors(k):
+  """2**k for an integer k in -1076..1024 as two factors that are normal floats: a product with them rounds once
+  (into a subnormal too), and 2**1024 times a number below 1 stays finite."""
   half = np.int64(k) >> np.int64(1)
   scale_a = reinterpret((half + np.int64(1023)) << np.int64(52), types.float64)
-  scale_b = reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
-  return p * scale_a * scale_b
+  return scale_a, reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
+
+
+@njit(**JIT, inline="always")
+def _exp_f64_reduced(k, r):
+  """e**r * 2**k for |r| <= ln2 / 2 (the series to r**13, below a 20th of an ulp) and an integer k in -1076..1024."""
+  scale_a, scale_b = _two_power_factors(k)
+  return _horner(r, _EXP_SERIES) * scale_a * scale_b
 
 
 @njit(**JIT)
 def exp_f64(x):
   """e**x within an ulp: x = k ln2 + r with ln2 in two parts, the first exact in a product with k."""
   xs = min(max(x, -746.0), 710.0)
-  k = np.rint(xs * 1.4426950408889634)
-  r = (xs - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10
+  k = np.rint(xs * _LOG2_E)
+  r = (xs - k * _LN2_HIGH) - k * _LN2_LOW
   v = _exp_f64_reduced(k, r)
   return v if x == x else x
 
@@ -246,16 +253,14 @@ def expm1_f64(x):
   past k = 56 the 1 is below the last digit and e^r 2^k is scaled in two factors (no overflow short of inf).
   4M float64, 2 cores: 18 ms as Kahan's (e^x - 1) x / log(e^x), 5 ms so (numpy 4.8 with its vector library)."""
   xs = min(max(x, -40.0), 710.0)   # e^-40 - 1 is -1 in float64; e^710 is inf
-  k = np.rint(xs * 1.4426950408889634)
-  high = xs - k * 6.93147180369123816490e-01   # exact
-  low = k * 1.90821492927058770002e-10
+  k = np.rint(xs * _LOG2_E)
+  high = xs - k * _LN2_HIGH   # exact
+  low = k * _LN2_LOW
   r = high - low
   c = (high - r) - low
   tail = r * r * _horner(r, _EXPM1_SERIES)
   tail = tail + c * (1.0 + (r + tail))   # e^r - 1 = r + tail
-  half = np.int64(k) >> np.int64(1)
-  scale_a = reinterpret((half + np.int64(1023)) << np.int64(52), types.float64)
-  scale_b = reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
+  scale_a, scale_b = _two_power_factors(k)
   whole = scale_a * scale_b   # 2^k, finite for k <= 1023
   leading, error = _two_sum(whole - 1.0, whole * r)   # the products by 2^k are exact: one rounding that matters
   v = leading + (error + whole * tail) if k <= 56.0 else ((1.0 + (r + tail)) * scale_a) * scale_b - 1.0
@@ -306,13 +311,13 @@ def log_f64(x):
   """ln x within an ulp of numpy's, vectorizable (as exp_f64): e ln2 with ln2 in two parts, the first exact in e's
   product (log2 x, e + ln(1 + f) log2 e, is within two)."""
   e, ln_m = _log_f64_parts(x)
-  return _log_f64_special(x, e * 6.93147180369123816490e-01 + (e * 1.90821492927058770002e-10 + ln_m))
+  return _log_f64_special(x, e * _LN2_HIGH + (e * _LN2_LOW + ln_m))
 
 
 @njit(**JIT)
 def log2_f64(x):
   e, ln_m = _log_f64_parts(x)
-  return _log_f64_special(x, e + ln_m * 1.4426950408889634)
+  return _log_f64_special(x, e + ln_m * _LOG2_E)
 
 
 # log10(2) and 1/ln(10), each as a float and its rounding error, then each as a first part short enough that its
@@ -378,7 +383,7 @@ def pow_f32(a, e):
   Infinite and NaN a go through as log2(a) = a; selects only, no branches, so that loops over it vectorize."""
   k, ln_m = _log_parts(a)
   x = np.float64(a)
-  log2_a = k + ln_m * 1.4426950408889634 if x < np.inf else x
+  log2_a = k + ln_m * _LOG2_E if x < np.inf else x
   t = min(max(np.float64(e) * log2_a, -200.0), 200.0)
   n = np.rint(t)
   return np.float32(_exp_f64_reduced(n, (t - n) * 0.6931471805599453))
@@ -395,7 +400,7 @@ def _log_special(x, r):
 @njit(**JIT)
 def log2_f32(x):
   e, series = _log_parts(x)
-  return _log_special(x, np.float32(e + series * 1.4426950408889634))   # 1 / ln 2
+  return _log_special(x, np.float32(e + series * _LOG2_E))
 
 
 @njit(**JIT)
@@ -494,14 +499,11 @@ def _erfc_f64_tail(a):
   lower = a - upper
   high = a * a
   low = ((upper * upper - high) + 2.0 * upper * lower) + lower * lower
-  k = np.rint(high * -1.4426950408889634)
-  r = ((-high - k * 6.93147180369123816490e-01) - low) - k * 1.90821492927058770002e-10
+  k = np.rint(high * -_LOG2_E)
+  r = ((-high - k * _LN2_HIGH) - low) - k * _LN2_LOW
   q = _chebyshev_series(erf_fits.ERFC64_U0 - erf_fits.ERFC64_U1 / (a + 3.0), _ERFC64_PIECES, _ERFC64_CHEBYSHEV[-1])
-  v = _horner(r, _EXP_SERIES) * q / a
-  half = np.int64(k) >> np.int64(1)
-  scale_a = reinterpret((half + np.int64(1023)) << np.int64(52), types.float64)
-  scale_b = reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
-  return v * scale_a * scale_b if a < erf_fits.ERFC64_END else 0.0
+  scale_a, scale_b = _two_power_factors(k)
+  return _horner(r, _EXP_SERIES) * q / a * scale_a * scale_b if a < erf_fits.ERFC64_END else 0.0
 
 
 @njit(**JIT, inline="always")   # LLVM leaves a call of a body this size in place, and the loop unvectorized
@@ -523,9 +525,6 @@ def erfc_f64(x):
   tail = _erfc_f64_tail(a)
   r = (near if a < 1.0 else tail) if x >= 0.0 else (1.0 + (a + a * y) if a < 1.0 else 2.0 - tail)
   return x if x != x else r
-
-
-
 
 
 # ---- float32's lgamma in float64 arithmetic LLVM vectorizes, rounded once: against mpmath on 33000 points (random,
@@ -557,19 +556,29 @@ _HALF_LOG_TWO_PI, _LOG_PI = 0.5 * math.log(2 * math.pi), math.log(math.pi)
 
 
 @njit(**JIT, inline="always")
-def _lgamma_positive(y):
-  """lgamma(y) for a float64 y > 0 that is a float32, or 1 minus one."""
-  stirling = y >= LGAMMA_STIRLING_START
-  shift = min(max(np.floor(y + LGAMMA_FIT_BELOW) - 2.0, -2.0), LGAMMA_STIRLING_START - 2.0)   # y - shift is z
+def _lgamma_steps(y, stirling_start, fit_below):
+  """For y > 0 and the window [2 - fit_below, 3 - fit_below) below stirling_start: (whether y takes Stirling's series,
+  t = z - 2 for the z in the window whole steps from y (exact), the log to add to lgamma(z): + log of y - 1 ... z
+  or - log of y ... z - 1; for Stirling's series log(y)) and lgamma(y) by Stirling's series (used only where it
+  applies)."""
+  stirling = y >= stirling_start
+  shift = min(max(np.floor(y + fit_below) - 2.0, -2.0), stirling_start - 2.0)   # y - shift is z
   down = 1.0
-  for j in range(1, int(LGAMMA_STIRLING_START) - 1): down = down * (y - j if j <= shift else 1.0)
+  for j in range(1, int(stirling_start) - 1): down = down * (y - j if j <= shift else 1.0)
   up = y * (y + 1.0 if shift == -2.0 else 1.0)
   logarithm = log_f64(y if stirling else (down if shift >= 0.0 else up))   # one log for both ways
-  t = (y - shift) - 2.0   # exact
-  shifted = t * _horner(2.0 * t + (2.0 * LGAMMA_FIT_BELOW - 1.0), _LGAMMA_FIT) + (logarithm if shift >= 0.0 else -logarithm)
   r = 1.0 / y
   series = r * _horner(r * r, _STIRLING_SERIES)
-  return (y - 0.5) * (logarithm - 1.0) + ((_HALF_LOG_TWO_PI - 0.5) + series) if stirling else shifted
+  stirling_value = (y - 0.5) * (logarithm - 1.0) + ((_HALF_LOG_TWO_PI - 0.5) + series)
+  return stirling, y - (shift + 2.0), logarithm if shift >= 0.0 else -logarithm, stirling_value
+
+
+@njit(**JIT, inline="always")
+def _lgamma_positive(y):
+  """lgamma(y) for a float64 y > 0 that is a float32, or 1 minus one."""
+  stirling, t, logarithm, stirling_value = _lgamma_steps(y, LGAMMA_STIRLING_START, LGAMMA_FIT_BELOW)
+  shifted = t * _horner(2.0 * t + (2.0 * LGAMMA_FIT_BELOW - 1.0), _LGAMMA_FIT) + logarithm
+  return stirling_value if stirling else shifted
 
 
 @njit(**JIT, inline="always")
@@ -582,8 +591,6 @@ def lgamma_f32(x):
   reflected = (_LOG_PI - log_f64(a * _horner(a * a, _SIN_PI_SERIES))) - positive   # a log, not a division
   r = reflected if v < 0.0 else positive
   return np.float32(np.inf if (v <= 0.0 and v == np.rint(v)) else r)
-
-
 
 
 # ---- float64's lgamma the same way, vectorizable: Stirling's series from LGAMMA64_STIRLING_START on (special.py's
@@ -601,19 +608,10 @@ _LGAMMA64_PIECES = (_LGAMMA64_CHEBYSHEV[:12], _LGAMMA64_CHEBYSHEV[12:-1])
 
 @njit(**JIT, inline="always")
 def _lgamma64_positive(y):
-  """lgamma(y) for y > 0: y moved by whole steps into [3/2, 5/2), where t = y - (shift + 2) is exact."""
-  stirling = y >= LGAMMA64_STIRLING_START
-  shift = min(max(np.floor(y + LGAMMA64_FIT_BELOW) - 2.0, -2.0), LGAMMA64_STIRLING_START - 2.0)
-  down = 1.0
-  for j in range(1, int(LGAMMA64_STIRLING_START) - 1): down = down * (y - j if j <= shift else 1.0)
-  up = y * (y + 1.0 if shift == -2.0 else 1.0)
-  logarithm = log_f64(y if stirling else (down if shift >= 0.0 else up))
-  t = y - (shift + 2.0)
+  """lgamma(y) for y > 0, the window [3/2, 5/2)."""
+  stirling, t, logarithm, stirling_value = _lgamma_steps(y, LGAMMA64_STIRLING_START, LGAMMA64_FIT_BELOW)
   window = _chebyshev_series(2.0 * t, _LGAMMA64_PIECES, _LGAMMA64_CHEBYSHEV[-1])   # Q(t) = lgamma(2 + t) / t
-  shifted = t * window + (logarithm if shift >= 0.0 else -logarithm)
-  r = 1.0 / y
-  series = r * _horner(r * r, _STIRLING_SERIES)
-  return (y - 0.5) * (logarithm - 1.0) + ((_HALF_LOG_TWO_PI - 0.5) + series) if stirling else shifted
+  return stirling_value if stirling else t * window + logarithm
 
 
 @njit(**JIT, inline="always")
