@@ -2678,9 +2678,11 @@ class Tensor:
       raise ValueError(f"channel_shuffle into {groups} groups needs (N, C, ...) with C a multiple of {groups}, got shape {self.shape}")
     return self.reshape(self.shape[0], groups, self.shape[1] // groups, *self.shape[2:]).transpose(1, 2).reshape(self.shape)
 
-  def embedding(self, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
+  def embedding(self, weight: Tensor, padding_idx: Optional[int] = None, scale_grad_by_freq: bool = False) -> Tensor:
     """The rows of weight (num_embeddings, embedding_dim) at these int indices: shape self.shape + (embedding_dim,).
-    The row at padding_idx gets no gradient. An index outside [0, num_embeddings) reads zeros, as tinygrad's Embedding."""
+    The row at padding_idx gets no gradient. An index outside [0, num_embeddings) reads zeros, as tinygrad's Embedding.
+    scale_grad_by_freq, as torch's: the gradient each read brings its row is divided by how many times these indices
+    read that row."""
     weight = self._operand(weight, "embedding weight")
     if weight.ndim != 2: raise ValueError(f"embedding needs a weight (num_embeddings, embedding_dim), got shape {weight.shape}")
     if not dtypes.is_int(self.dtype): raise TypeError(f"embedding indices must be an int tensor, got {self.dtype}")
@@ -2692,7 +2694,12 @@ class Tensor:
       if not -rows <= padding_idx < rows: raise ValueError(f"embedding padding_idx {padding_idx} is out of range for {rows} rows")
       is_padding = Tensor.arange(rows, device=weight.device).reshape(rows, 1) == padding_idx % rows
       weight = is_padding.where(weight.detach(), weight)
-    return weight[indices]
+    rows_read = weight[indices]
+    if not scale_grad_by_freq or not rows_read.requires_grad: return rows_read
+    outside = (indices < 0) | (indices >= rows)   # reads no row: its count is kept apart, in an extra slot
+    slots = outside.where(rows, indices).cast(dtypes.int32 if rows < 2**31 else dtypes.int64)
+    counts = Tensor.zeros(rows + 1, dtype=weight.dtype, device=weight.device).scatter_add(0, slots.flatten(), Tensor.ones(slots.numel(), dtype=weight.dtype, device=weight.device))
+    return _with_derivatives((rows_read,), rows_read.detach(), (lambda: (1 / counts[slots]).unsqueeze(-1).expand(rows_read.shape),))
 
   def _dropped_features(self, p: float, feature_dims: int, alpha: bool = False, op: str = "dropout") -> Tensor:
     """torch's feature dropout when Tensor.training: one draw per index of the first feature_dims dims (each element

@@ -203,10 +203,9 @@ def one_hot(tensor, num_classes=-1):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
   """The rows of weight at the indices of input; sparse=True gives the same dense gradient. With max_norm, as torch,
   the rows input reads whose norm_type-norm exceeds max_norm are first scaled in place to max_norm / (norm + 1e-7)."""
-  if scale_grad_by_freq: raise NotImplementedError("F.embedding's scale_grad_by_freq is not supported")
   indices = _tensor(input, "embedding")
   if max_norm is not None: _renorm_read_rows(indices, weight, max_norm, norm_type)
-  return indices.embedding(weight, padding_idx)
+  return indices.embedding(weight, padding_idx, scale_grad_by_freq)
 
 
 def _renorm_read_rows(indices: Tensor, weight: Tensor, max_norm, norm_type):
