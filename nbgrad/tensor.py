@@ -880,14 +880,18 @@ class Tensor:
   @staticmethod
   def linspace(start, end, steps: int, dtype=None, device=None, **kwargs) -> Tensor:
     """steps evenly spaced values from start to end, both included (torch's linspace): the first half counted from
-    start and the second from end, so both ends are exact; computed in float64, rounded once to dtype."""
+    start and the second from end, so both ends are exact. As torch: the bounds and the step in float32 for float32
+    (else float64), each value with one rounding (torch's fused multiply-add; float64 here, exact for float32)."""
     _check_int("linspace steps", steps)
     for v in (start, end): _check_number("linspace bound", v)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dtype): start, end = int(start), int(end)   # torch's: the bounds as ints, then the steps
-    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    number = np.float32 if dtype == dtypes.float32 else np.float64
+    start, end = number(start), number(end)
+    step = float((end - start) / number(steps - 1)) if steps > 1 else 0.0
+    start, end = float(start), float(end)
     i = Tensor.arange(steps, dtype=dtypes.float64, device=device)
-    values = (i < steps // 2).where(start + i * step, end - (steps - 1 - i) * step)
+    values = (i < max(steps // 2, 1)).where(start + i * step, end - (steps - 1 - i) * step)   # one step: start
     return Tensor(values.cast(dtype).lazydata, **kwargs)
 
   @staticmethod
@@ -2027,24 +2031,17 @@ class Tensor:
     zero_power = (e_is_odd & ((1.0 / b) < 0)).where(-zero_power, zero_power)
     return one.where(1.0, zero_base.where(zero_power, result))
 
+  # An int scalar past an int tensor's dtype range is wrapped into it first, as in arithmetic (tinygrad's and torch's
+  # rule: uint8 maximum(-1) is 255, uint8 > -1 is False); clip alone keeps its bounds' values.
   def maximum(self, x) -> Tensor:
-    if (side := self._int_scalar_side(x)) < 0: x = dtypes.min(self.dtype)   # below every value: max is the value
     a, b = self._broadcasted(x)
-    if side > 0: return b   # above every value: max is x, wrapped into the dtype as arithmetic's results are
     if dtypes.is_float(a.dtype): return F.Maximum.apply(a, b)
     return a._nondiff(BinaryOps.MAX, b)
 
   def minimum(self, x) -> Tensor:
-    if (side := self._int_scalar_side(x)) > 0: x = dtypes.max(self.dtype)
     a, b = self._broadcasted(x)
-    if side < 0: return b
     if dtypes.is_float(a.dtype): return -F.Maximum.apply(-a, -b)
     return a._nondiff(BinaryOps.MIN, b)
-
-  def _int_scalar_side(self, x) -> int:
-    """-1 or 1 when x is an int scalar below or above an int tensor's dtype range (uint8 and -1), else 0."""
-    if not dtypes.is_int(self.dtype) or not _is_int(x): return 0
-    return -1 if x < dtypes.min(self.dtype) else 1 if x > dtypes.max(self.dtype) else 0
 
   def _bitwise(self, op, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
@@ -2093,7 +2090,7 @@ class Tensor:
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and
     the bound does not wrap around into the range (int8 clip(-1000, 1000) changes nothing)."""
-    if not self._int_scalar_side(bound): return bound
+    if not dtypes.is_int(self.dtype) or not _is_int(bound): return bound
     return min(max(int(bound), dtypes.min(self.dtype)), dtypes.max(self.dtype))
 
   def where(self, x, y) -> Tensor:
@@ -2124,14 +2121,6 @@ class Tensor:
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
     x = self._from_numpy_operand(x)   # numpy hands its scalars to __array_ufunc__ as 0-d arrays
-    # t > 2**40 on int32: an int past the range of the dtype the comparison runs in (t's, or int32 for a bool t)
-    # is above or below every element, so the answer is one value, not that of the int wrapped to the dtype
-    compared_in = dtypes.default_int if self.dtype == dtypes.bool else self.dtype
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(compared_in) and \
-       not dtypes.min(compared_in) <= x <= dtypes.max(compared_in):
-      above = x > dtypes.max(compared_in)
-      answer = op is BinaryOps.CMPNE or (op is BinaryOps.CMPLT and above != reverse)
-      return Tensor.full(self.shape, answer, dtype=dtypes.bool, device=self.device)
     a, b = self._broadcasted(x, reverse)
     return a._nondiff(op, b)
   def __lt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x)

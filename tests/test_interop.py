@@ -246,27 +246,51 @@ def test_a_python_number_does_not_make_a_result_need_grad():
   assert (Tensor([1.0]) * 2).requires_grad is None and (Tensor([1.0], requires_grad=True) * 2).requires_grad is True
 
 
+def wrapped(value: int, name: str) -> int:
+  """value taken into the int dtype name (bool compares in int32) as two's complement wrap-around."""
+  info = np.iinfo("int32" if name == "bool" else name)
+  bits = 8 * np.dtype(info.dtype).itemsize
+  return (int(value) - info.min) % 2**bits + info.min
+
+
 @pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "uint64", "bool"])
-def test_comparing_with_an_int_beyond_the_dtype_compares_the_values(name):
-  """t > 2**40 on int32 wrapped the constant to 0 (True for 5); numpy compares the values. A bool tensor compares
-  in int32, where 2**31 wrapped too; int64's extremes against 2**63 and uint64's against -1 were compared in float64
-  or int64, which rounded or wrapped them."""
+def test_comparing_with_an_int_beyond_the_dtype_wraps_it_first(name):
+  """A Python int takes an int tensor's dtype (bool's: int32) in comparisons as in arithmetic, wrapped into it as
+  tinygrad and torch do (uint8 > -1 is False, uint8 == -1 True at 255), whatever its size; int64's and uint64's
+  extremes stay exact."""
   extremes = [] if name == "bool" else [int(np.iinfo(name).min), int(np.iinfo(name).max)]
   a = np.array([5, 0, 100] + extremes, getattr(np, name))
   t = Tensor(a)
   for big in (2**40, -(2**40), 2**63, -(2**63) - 1, 2**64, 2**70, -(2**70), 300, -1, np.uint64(2**63), np.int64(-1)):
     for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
-      expected = getattr(a.astype(object), op)(big).astype(bool)
+      expected = getattr(a.astype(object), op)(wrapped(big, name)).astype(bool)
       assert getattr(t, op)(big).tolist() == expected.tolist(), (name, big, op)
 
 
-def test_comparing_with_numpy_integers_on_either_side_compares_the_values():
-  """numpy hands a scalar on the left (np.int64(256) > t) to the tensor as a 0-d array, which wrapped to t's dtype."""
+@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "int64"])
+def test_comparisons_maximum_and_minimum_with_ints_past_the_dtype_as_torch(name):
+  """torch wraps the scalar too (its clamp refuses one, so maximum and minimum are checked against the wrapped
+  value's); clip keeps its bounds' values: int8 clip(-1000, 1000) changes nothing."""
+  a = np.array([5, 0, 100, -3 if name != "uint8" else 3], getattr(np, name))
+  t, tt = Tensor(a), torch.tensor(a)
+  for big in (300, -1, 256, -200, 2**40):
+    for op in (operator.lt, operator.gt, operator.eq, operator.ne, operator.le, operator.ge):
+      assert op(t, big).tolist() == op(tt, big).tolist(), (name, big, op)
+      assert op(big, t).tolist() == op(big, tt).tolist(), (name, big, op)
+    w = torch.tensor(wrapped(big, name), dtype=tt.dtype)
+    np.testing.assert_array_equal(t.maximum(big).numpy(), torch.maximum(tt, w).numpy())
+    np.testing.assert_array_equal(t.minimum(big).numpy(), torch.minimum(tt, w).numpy())
+  np.testing.assert_array_equal(Tensor(a).clip(-1000, 1000).numpy(), a)
+
+
+def test_comparing_with_numpy_integers_on_either_side_wraps_them_as_python_ints():
+  """numpy hands a scalar on the left (np.int64(256) > t) to the tensor as a 0-d array; either side it is an int."""
   u8, i32 = np.array([0, 255], np.uint8), np.array([0, 1], np.int32)
   for a, big in ((u8, np.int64(256)), (u8, np.int64(-1)), (i32, np.int64(2**40)), (i32, np.array(2**40))):
+    w = wrapped(big, a.dtype.name)
     for op in (operator.lt, operator.gt, operator.eq, operator.ne):
-      expected = op(a.astype(object), int(big)).astype(bool).tolist()
-      assert op(Tensor(a), big).tolist() == expected and op(big, Tensor(a)).tolist() == op(int(big), a.astype(object)).astype(bool).tolist()
+      assert op(Tensor(a), big).tolist() == op(a.astype(object), w).astype(bool).tolist()
+      assert op(big, Tensor(a)).tolist() == op(w, a.astype(object)).astype(bool).tolist()
 
 
 def test_equality_with_none_or_text_is_python_s_as_in_torch():
