@@ -129,7 +129,9 @@ def _class_loss(x, target, weight, ignore_index: int, reduction: str, label_smoo
   if label_smoothing:   # torch's: the mean over classes of the weighted log-probabilities, of counted samples
     uniform = counted.where(-(x * weights).sum(-1) / x.shape[-1], 0)
     losses = (1 - label_smoothing) * losses + label_smoothing * uniform
-  if reduction == "mean": return losses.sum() / sample_weight.sum()
+  if reduction == "mean":   # no weight counted (every target ignored): nan, and torch's gradient 0, not nan
+    total = sample_weight.sum()
+    return (total == 0).where(math.nan, losses.sum() / (total == 0).where(1, total))
   return losses.sum() if reduction == "sum" else losses
 
 

@@ -268,6 +268,18 @@ def test_sparse_categorical_crossentropy_all_labels_ignored_gives_zero_gradient(
     np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
 
 
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_cross_entropy_and_nll_loss_with_every_target_ignored_give_nan_and_zero_gradient(name):
+  """torch's: the mean over no counted sample is nan, its gradient zeros (0/0 made it nan everywhere)."""
+  values = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+  x, xt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  loss, loss_t = getattr(x, name)(Tensor([1, 1]), ignore_index=1), getattr(F, name)(xt, torch.tensor([1, 1]), ignore_index=1)
+  loss.backward()
+  loss_t.backward()
+  assert np.isnan(loss.item()) and torch.isnan(loss_t)
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
 def test_sparse_categorical_crossentropy_labels_shape_mismatch_raises():
   with pytest.raises(ValueError):
     Tensor(randn((6, 5), 0)).sparse_categorical_crossentropy(Tensor(labels((5,), 5, 0)))
