@@ -193,6 +193,32 @@ FUNCTIONS = [
   row("kl_div", lambda f, a: f.kl_div(f.log_softmax(a, 1), const(f, PROBABILITIES), reduction="batchmean"), X2),
   row("binary_cross_entropy", lambda f, a: f.binary_cross_entropy(f.sigmoid(a), const(f, PROBABILITIES)), X2),
   row("binary_cross_entropy_with_logits", lambda f, a: f.binary_cross_entropy_with_logits(a, const(f, PROBABILITIES)), X2),
+  # every argument positional, size_average and reduce among them in torch's order
+  row("mse_loss_positional", lambda f, a, b: f.mse_loss(a, b, None, None, "sum"), X2, randn(3, 6, seed=30)),
+  row("l1_loss_positional_weight", lambda f, a, b: f.l1_loss(a, b, None, None, "none", const(f, np.abs(X2))), X2, randn(3, 6, seed=30)),
+  row("smooth_l1_loss_positional", lambda f, a, b: f.smooth_l1_loss(a, b, False, None, "mean", 0.5), X2, randn(3, 6, seed=30)),
+  row("huber_loss_positional", lambda f, a, b: f.huber_loss(a, b, "sum", 0.5), X2, randn(3, 6, seed=30)),
+  row("kl_div_positional", lambda f, a: f.kl_div(f.log_softmax(a, 1), const(f, np.log(PROBABILITIES)), None, None, "batchmean", True), X2),
+  row("binary_cross_entropy_positional", lambda f, a: f.binary_cross_entropy(f.sigmoid(a), const(f, PROBABILITIES), const(f, W6), None, False), X2),
+  row("binary_cross_entropy_with_logits_positional",
+      lambda f, a: f.binary_cross_entropy_with_logits(a, const(f, PROBABILITIES), None, None, None, "sum", const(f, W6)), X2),
+  row("poisson_nll_loss_positional", lambda f, a, b: f.poisson_nll_loss(a, b, True, True, None, 1e-6, None, "sum"), X2, np.abs(randn(3, 6, seed=30))),
+  row("hinge_embedding_loss_positional", lambda f, a: f.hinge_embedding_loss(a, const(f, np.sign(randn(3, 6, seed=31))), 0.5, False), X2),
+  row("margin_ranking_loss_positional", lambda f, a, b: f.margin_ranking_loss(a, b, const(f, np.sign(randn(3, 6, seed=31))), 0.2, None, False),
+      X2, randn(3, 6, seed=30)),
+  row("soft_margin_loss_positional", lambda f, a: f.soft_margin_loss(a, const(f, np.sign(randn(3, 6, seed=31))), None, None, "sum"), X2),
+  row("multi_margin_loss_positional", lambda f, a: f.multi_margin_loss(a, const(f, TARGETS), 2, 0.5, const(f, W6), False), X2),
+  row("cosine_embedding_loss_positional", lambda f, a, b: f.cosine_embedding_loss(a, b, const(f, np.array([1, -1, 1])), 0.1, None, None, "sum"),
+      X2, randn(3, 6, seed=30)),
+  row("triplet_margin_loss_positional", lambda f, a, b, c: f.triplet_margin_loss(a, b, c, 0.5, 1, 1e-6, True, None, False),
+      X2, randn(3, 6, seed=30), randn(3, 6, seed=32)),
+  row("triplet_margin_with_distance_loss", lambda f, a, b, c: f.triplet_margin_with_distance_loss(a, b, c, swap=True, margin=0.5),
+      X2, randn(3, 6, seed=30), randn(3, 6, seed=32)),
+  row("triplet_margin_with_distance_loss_cosine",
+      lambda f, a, b, c: f.triplet_margin_with_distance_loss(a, b, c, distance_function=lambda u, v: 1 - f.cosine_similarity(u, v), reduction="none"),
+      X2, randn(3, 6, seed=30), randn(3, 6, seed=32)),
+  row("scaled_dot_product_attention_gqa", lambda f, q, k, v: f.scaled_dot_product_attention(q, k, v, enable_gqa=True), randn(2, 4, 3, 5, seed=33),
+      randn(2, 2, 6, 5, seed=34), randn(2, 2, 6, 3, seed=35)),
   row("pairwise_distance", lambda f, a, b: f.pairwise_distance(a, b), X2, randn(3, 6, seed=30)),
   row("pdist", lambda f, a: f.pdist(a), X2),
 ]
@@ -364,14 +390,42 @@ def test_one_hot_is_int64_as_torch(num_classes):
 
 
 def test_functions_are_made_for_the_tensor_methods_that_exist():
-  for name, method in [(name, name) for name in F.SAME_ORDER + F.LOSSES] + list(F.RENAMED.items()):
+  for name, method in [(name, name) for name in F.SAME_ORDER] + list(F.RENAMED.items()):
     assert hasattr(F, name) == hasattr(Tensor, method), name
   assert F.group_norm.__name__ == "group_norm" and "num_groups" in F.group_norm.__doc__
+
+
+@pytest.mark.parametrize("name", list(F.LOSSES))
+def test_losses_take_torch_s_parameters_in_torch_s_order(name):
+  """Each loss's positional parameters are torch's, and its Tensor method takes each by name (but size_average and
+  reduce, which become reduction)."""
+  import inspect
+  torch_parameters = list(inspect.signature(getattr(TF, name)).parameters)
+  assert tuple(torch_parameters[1:len(F.LOSSES[name]) + 1]) == F.LOSSES[name]
+  method_parameters = inspect.signature(getattr(Tensor, name)).parameters
+  assert all(p in method_parameters for p in F.LOSSES[name] if p not in ("size_average", "reduce"))
+  with pytest.raises(TypeError, match="at most"): getattr(F, name)(Tensor.ones(2), *[None] * (len(F.LOSSES[name]) + 1))
+
+
+def test_scaled_dot_product_attention_drops_out_outside_training_as_torch():
+  """torch's F applies dropout_p whatever the mode (Tensor's method only when Tensor.training, as tinygrad's): about
+  half the weights dropped, the kept scaled by 2, so each output row's sum is about twice a kept fraction."""
+  q = Tensor(randn(2, 64, 8, seed=36))
+  assert not Tensor.training
+  ones = Tensor.ones(2, 64, 1)
+  dropped = F.scaled_dot_product_attention(q, q, ones, dropout_p=0.5).numpy()
+  assert set(np.unique(np.round(dropped, 6))) != {1.0} and abs(dropped.mean() - 1) < 0.1
+  np.testing.assert_allclose(F.scaled_dot_product_attention(q, q, ones).numpy(), 1, rtol=1e-6)
+  assert not Tensor.training
 
 
 # ---- bad input: (id, call, error, message)
 ONES4 = Tensor.ones(2, 6, 4, 4)
 ERRORS = [
+  ("sdpa_mask_and_causal", lambda: F.scaled_dot_product_attention(ONES4, ONES4, ONES4, Tensor.ones(4, 4), is_causal=True), ValueError, "not both"),
+  ("sdpa_gqa_groups", lambda: F.scaled_dot_product_attention(Tensor.ones(1, 3, 2, 4), Tensor.ones(1, 2, 2, 4), Tensor.ones(1, 2, 2, 4), enable_gqa=True),
+   ValueError, "3 query heads to be a multiple of the 2 key heads"),
+  ("triplet_distance_margin", lambda: F.triplet_margin_with_distance_loss(ONES4, ONES4, ONES4, margin=0), ValueError, "greater than 0"),
   ("not_a_tensor", lambda: F.relu(X2), TypeError, "takes a Tensor"),
   ("group_norm_groups", lambda: F.group_norm(ONES4, 4), ValueError, "num_groups=4 must divide the 6 channels"),
   ("group_norm_vector", lambda: F.group_norm(Tensor.ones(6), 3), ValueError, r"at least 2 dims, got shape \(6,\)"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from nbgrad import pooling
 from nbgrad.dtype import dtypes
+from nbgrad.functional import check_reduction, reduced
 from nbgrad.tensor import Tensor
 
 
@@ -164,6 +165,19 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
   return _dropped(input, "feature_alpha_dropout", p, training, inplace)
 
 
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+  """torch's: dropout_p applies whether or not Tensor.training (Tensor's method follows tinygrad, training only);
+  enable_gqa repeats each of the key's and value's heads (dim -3) for its group of query heads."""
+  query = _tensor(query, "scaled_dot_product_attention")
+  if is_causal and attn_mask is not None: raise ValueError("scaled_dot_product_attention takes attn_mask or is_causal=True, not both")
+  if enable_gqa and query.ndim >= 3 and isinstance(key, Tensor) and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+    heads, kv_heads = query.shape[-3], key.shape[-3]
+    if heads % kv_heads: raise ValueError(f"scaled_dot_product_attention enable_gqa needs the {heads} query heads to be a multiple of the {kv_heads} key heads")
+    key, value = key.repeat_interleave(heads // kv_heads, -3), _tensor(value, "scaled_dot_product_attention").repeat_interleave(heads // kv_heads, -3)
+  with Tensor.train(Tensor.training or dropout_p > 0):
+    return query.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, scale)
+
+
 # ---- resampling, padding, lookups
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
@@ -231,27 +245,67 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # ---- the rest: F.name(input, *args, **kwargs) is input.name(*args, **kwargs)
 SAME_ORDER = ("sigmoid", "tanh", "logsigmoid", "softsign", "tanhshrink", "softshrink", "hardshrink", "glu", "prelu",
               "group_norm", "layer_norm", "batch_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize",
-              "cosine_similarity", "pairwise_distance", "pdist", "scaled_dot_product_attention", "pixel_shuffle",
+              "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
               "pixel_unshuffle", "channel_shuffle", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d",
               "lp_pool3d", "grid_sample", "affine_grid")
 # torch's name -> the Tensor method of the same arguments (Tensor.unfold is torch's other unfold, of one dim)
 RENAMED = {"unfold": "im2col", "fold": "col2im"}
-# losses whose size_average and reduce, when given (as keywords), become their reduction
-LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-          "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
-          "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss", "cosine_embedding_loss",
-          "triplet_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss")
+# losses: torch's positional parameters after the first input, in its order, deprecated size_average and reduce
+# among them; the Tensor method of the same name takes the others by these names
+LOSSES = {
+  "mse_loss": ("target", "size_average", "reduce", "reduction", "weight"),
+  "l1_loss": ("target", "size_average", "reduce", "reduction", "weight"),
+  "smooth_l1_loss": ("target", "size_average", "reduce", "reduction", "beta"),
+  "huber_loss": ("target", "reduction", "delta", "weight"),
+  "kl_div": ("target", "size_average", "reduce", "reduction", "log_target"),
+  "binary_cross_entropy": ("target", "weight", "size_average", "reduce", "reduction"),
+  "binary_cross_entropy_with_logits": ("target", "weight", "size_average", "reduce", "reduction", "pos_weight"),
+  "poisson_nll_loss": ("target", "log_input", "full", "size_average", "eps", "reduce", "reduction"),
+  "gaussian_nll_loss": ("target", "var", "full", "eps", "reduction"),
+  "hinge_embedding_loss": ("target", "margin", "size_average", "reduce", "reduction"),
+  "margin_ranking_loss": ("input2", "target", "margin", "size_average", "reduce", "reduction"),
+  "soft_margin_loss": ("target", "size_average", "reduce", "reduction"),
+  "multilabel_soft_margin_loss": ("target", "weight", "size_average", "reduce", "reduction"),
+  "multilabel_margin_loss": ("target", "size_average", "reduce", "reduction"),
+  "multi_margin_loss": ("target", "p", "margin", "weight", "size_average", "reduce", "reduction"),
+  "cosine_embedding_loss": ("input2", "target", "margin", "size_average", "reduce", "reduction"),
+  "triplet_margin_loss": ("positive", "negative", "margin", "p", "eps", "swap", "size_average", "reduce", "reduction"),
+}
 
 
-def _from_method(name: str, method: str, is_loss: bool):
+def _from_method(name: str, method: str):
   def function(input, *args, **kwargs):
-    if is_loss and ("size_average" in kwargs or "reduce" in kwargs):
-      kwargs["reduction"] = _reduction(kwargs.pop("size_average", None), kwargs.pop("reduce", None), kwargs.get("reduction", "mean"))
     return getattr(_tensor(input, name), method)(*args, **kwargs)
   function.__name__ = function.__qualname__ = name
   function.__doc__ = f"input.{method}(*args, **kwargs): {getattr(Tensor, method).__doc__ or ''}"
   return function
 
 
-for _name, _method in [(name, name) for name in SAME_ORDER + LOSSES] + list(RENAMED.items()):
-  if hasattr(Tensor, _method): globals()[_name] = _from_method(_name, _method, _name in LOSSES)
+def _loss_from_method(name: str, parameters: tuple):
+  def function(input, *args, **kwargs):
+    if len(args) > len(parameters): raise TypeError(f"F.{name} takes at most {len(parameters) + 1} positional arguments, got {len(args) + 1}")
+    for parameter, value in zip(parameters, args):
+      if parameter in kwargs: raise TypeError(f"F.{name} got two values for {parameter!r}")
+      kwargs[parameter] = value
+    if "size_average" in kwargs or "reduce" in kwargs:
+      kwargs["reduction"] = _reduction(kwargs.pop("size_average", None), kwargs.pop("reduce", None), kwargs.get("reduction", "mean"))
+    return getattr(_tensor(input, name), name)(**kwargs)
+  function.__name__ = function.__qualname__ = name
+  function.__doc__ = f"input.{name}(...), torch's arguments in its order {parameters}: {getattr(Tensor, name).__doc__ or ''}"
+  return function
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+  """torch's: max(0, margin + d(anchor, positive) - d(anchor, negative)) for distance_function d (pairwise_distance
+  by default); swap measures the negative from the nearer of anchor and positive."""
+  check_reduction("triplet_margin_with_distance_loss", reduction)
+  if not margin > 0: raise ValueError(f"triplet_margin_with_distance_loss margin must be greater than 0, got {margin}")
+  distance = distance_function or (lambda a, b: a.pairwise_distance(b))
+  to_positive, to_negative = distance(_tensor(anchor, "triplet_margin_with_distance_loss"), positive), distance(anchor, negative)
+  if swap: to_negative = to_negative.minimum(distance(positive, negative))
+  return reduced((margin + to_positive - to_negative).relu(), reduction)
+
+
+for _name, _method in [(name, name) for name in SAME_ORDER] + list(RENAMED.items()):
+  if hasattr(Tensor, _method): globals()[_name] = _from_method(_name, _method)
+for _name, _parameters in LOSSES.items(): globals()[_name] = _loss_from_method(_name, _parameters)
