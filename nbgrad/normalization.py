@@ -43,7 +43,7 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
   channels = _channels(x, "group_norm")
   if channels % num_groups: raise ValueError(f"group_norm num_groups={num_groups} must divide the {channels} channels of shape {x.shape}")
   weight, bias = _weight_and_bias(x, weight, bias, (channels,), "group_norm")
-  normalized = x.reshape(x.shape[0], num_groups, -1).layernorm(eps=eps).reshape(x.shape)
+  normalized = x.reshape(x.shape[0], num_groups, math.prod(x.shape[1:]) // num_groups).layernorm(eps=eps).reshape(x.shape)
   return _scaled_and_shifted(normalized, weight, bias, _per_channel(x))
 
 

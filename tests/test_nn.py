@@ -87,6 +87,7 @@ BATCHNORMS = [
   ("3d_no_affine", lambda: nn.BatchNorm3d(2, affine=False), lambda: torch.nn.BatchNorm3d(2, affine=False), (2, 2, 3, 3, 3)),
   ("no_running_statistics", lambda: nn.BatchNorm2d(3, track_running_stats=False),
    lambda: torch.nn.BatchNorm2d(3, track_running_stats=False), (4, 3, 2, 2)),
+  ("cumulative_average", lambda: nn.BatchNorm2d(3, momentum=None), lambda: torch.nn.BatchNorm2d(3, momentum=None), (4, 3, 2, 2)),
 ]
 
 
@@ -138,6 +139,21 @@ def test_batchnorm_of_an_empty_batch_leaves_its_running_statistics_as_torch(shap
   assert mine.shape == tuple(reference.shape)
   for name in ("running_mean", "running_var", "num_batches_tracked"):
     np.testing.assert_array_equal(getattr(ours, name).numpy().reshape(-1), getattr(theirs, name).numpy().reshape(-1))
+
+
+def test_batchnorm_momentum_must_be_a_number_or_none():
+  with pytest.raises(TypeError, match="momentum must be a number or None, got str"): nn.BatchNorm(3, momentum="0.1")
+
+
+@pytest.mark.parametrize("make_ours, make_theirs", [(lambda: nn.GroupNorm(1, 3), lambda: torch.nn.GroupNorm(1, 3)),
+                                                    (lambda: nn.InstanceNorm(3), lambda: torch.nn.GroupNorm(3, 3))],   # torch's own fails
+                         ids=["group_norm", "instance_norm"])
+def test_group_and_instance_norm_of_an_empty_batch_are_empty_as_torch(make_ours, make_theirs):
+  x = Tensor.zeros(0, 3, 4, requires_grad=True)
+  out = make_ours()(x)
+  assert out.shape == tuple(make_theirs()(torch.zeros(0, 3, 4)).shape) == (0, 3, 4)
+  out.sum().backward()
+  assert x.grad.shape == (0, 3, 4)
 
 
 def test_batchnorm_gradients_of_weight_and_bias_match_torch():

@@ -95,8 +95,11 @@ class BatchNorm:
   """Normalizes each channel (axis 1) over the batch and every other axis. While Tensor.training it uses the batch's
   statistics, and with track_running_stats moves the running ones toward them (running_var takes the unbiased
   variance, as in torch); otherwise it uses the running statistics (as tinygrad does, also without
-  track_running_stats, where torch would use the batch's)."""
-  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
+  track_running_stats, where torch would use the batch's). momentum=None makes them torch's cumulative average, the
+  mean of every batch's statistics so far."""
+  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: Optional[float] = 0.1):
+    if momentum is not None and not isinstance(momentum, (int, float)):
+      raise TypeError(f"BatchNorm momentum must be a number or None, got {type(momentum).__name__}")
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight, self.bias = (Tensor.ones(sz), Tensor.zeros(sz)) if affine else (None, None)
     self.running_mean, self.running_var = Tensor.zeros(sz, requires_grad=False), Tensor.ones(sz, requires_grad=False)
@@ -108,9 +111,9 @@ class BatchNorm:
       raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
     if not Tensor.training: return x.batch_norm(self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps)
     running = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
-    out = normalization.normalized_by_batch(x, *running, self.weight, self.bias, self.momentum, self.eps)
     if self.track_running_stats: self.num_batches_tracked.assign(self.num_batches_tracked + 1)
-    return out
+    momentum = 1 / self.num_batches_tracked if self.momentum is None else self.momentum
+    return normalization.normalized_by_batch(x, *running, self.weight, self.bias, momentum, self.eps)
 
 
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
