@@ -13,7 +13,8 @@ from nbgrad.graph.view import View, contiguous_strides, prod, reshape_groups
 
 BLOCK = 4096        # elements per parallel work item of a 1-D loop
 SPLIT_CHUNKS = 64   # partial results of a reduce that is parallelized along its reduced axis
-SUM_BLOCK = 2048    # steps of the outer reduced dim a float sum adds up apart before adding the block to its chunk
+SUM_BLOCK = 2048    # steps of the outer reduced dim a float sum adds up apart, as a block, before adding it to the total
+COLUMN_SUM_BLOCK = 128   # the same for a column reduce, whose accumulators add each row in turn (not in vector lanes)
 COLUMN = 1024       # accumulators per block of a column reduce: 4 KiB of float32 stays in L1 while rows stream by
 TILE = 16           # side of the square blocks an elementwise kernel walks when it reads an input transposed
 
@@ -632,9 +633,19 @@ class Renderer:
     reused = self.reusable_stage_value()
     for number, (op, expr) in enumerate(k.stages):
       self.init_accumulator(depth, op, expr.dtype, f"acc{number}")
-      inner = self.loops(depth, reduce)
-      value = self.accumulate(inner, op, expr, f"acc{number}")
-      if expr is reused: self.emit(inner, f"out[{unsigned(self.out_offset(inner))}] = {value}")
+      if reduce and self.compensated(op, expr.dtype):   # a long float sum: blocks, added up with their rounding errors kept
+        first, zero = reduce[0], reduce_identity(op, expr.dtype)
+        self.emit(depth, f"error{number} = {zero}")
+        self.emit(depth, f"for xpart in range(0, {self.sizes[first]}, {SUM_BLOCK}):")
+        self.emit(depth + 1, f"block{number} = {zero}")
+        self.emit(depth + 1, f"for x{first} in range(xpart, min(xpart + {SUM_BLOCK}, {self.sizes[first]})):")
+        inner = self.loops(depth + 2, reduce[1:])
+        self.accumulate_row(inner, op, expr, f"block{number}", expr is reused)
+        self.emit(depth + 1, f"if xpart == 0: acc{number} = block{number}")   # a short row: one block, nothing more
+        self.emit(depth + 1, "else:")
+        self.add_compensated(depth + 2, f"acc{number}", f"block{number}", f"error{number}", f"rounded{number}")
+        self.emit(depth, f"if error{number} != 0 and np.isfinite(acc{number}): acc{number} = acc{number} + error{number}")
+      else: self.accumulate_row(self.loops(depth, reduce), op, expr, f"acc{number}", expr is reused)
       self.finish_accumulator(depth, op, expr.dtype, f"acc{number}")
     if k.full and reused is not None:
       inner = self.loops(depth, reduce)
@@ -645,6 +656,11 @@ class Renderer:
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
       self.store(depth)
+
+  def accumulate_row(self, depth: int, op, expr: Expr, target: str, stored: bool):
+    """One step of a row's stage; a stored stage's values also go to the output, where the last pass reads them."""
+    value = self.accumulate(depth, op, expr, target)
+    if stored: self.emit(depth, f"out[{unsigned(self.out_offset(depth))}] = {value}")
 
   def render_column(self, outer, reduce):
     k = self.kernel
@@ -660,11 +676,21 @@ class Renderer:
       self.emit(depth, f"acc{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
       self.emit(depth, f"for xi in range({COLUMN}):")
       self.emit(depth + 1, f"acc{number}[xi] = {reduce_identity(op, expr.dtype)}")
-      if len(reduce) == 1: self.accumulate_row_pairs(depth, reduce[0], inner, op, expr, f"acc{number}[x{inner} - xstart]")
-      else:
-        body = self.loops(depth, reduce)
-        self.emit(body, f"for x{inner} in range(xstart, xend):")
-        self.accumulate(body + 1, op, expr, f"acc{number}[x{inner} - xstart]")
+      if not self.compensated(op, expr.dtype):
+        self.accumulate_columns(depth, reduce, inner, op, expr, f"acc{number}", "0", self.sizes[reduce[0]])
+        continue
+      # a long float sum: blocks of rows, each block's sums added to the totals with their rounding errors kept
+      first = reduce[0]
+      self.emit(depth, f"error{number} = np.zeros({COLUMN}, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"block{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"for xpart in range(0, {self.sizes[first]}, {COLUMN_SUM_BLOCK}):")
+      self.emit(depth + 1, f"for xi in range({COLUMN}):")
+      self.emit(depth + 2, f"block{number}[xi] = {reduce_identity(op, expr.dtype)}")
+      self.accumulate_columns(depth + 1, reduce, inner, op, expr, f"block{number}", "xpart", f"min(xpart + {COLUMN_SUM_BLOCK}, {self.sizes[first]})")
+      self.emit(depth + 1, "for xi in range(xend - xstart):")
+      self.add_compensated(depth + 2, f"acc{number}[xi]", f"block{number}[xi]", f"error{number}[xi]", f"rounded{number}")
+      self.emit(depth, "for xi in range(xend - xstart):")
+      self.emit(depth + 1, f"if np.isfinite(acc{number}[xi]): acc{number}[xi] = acc{number}[xi] + error{number}[xi]")
     if k.full:
       body = self.loops(depth, reduce)
     else:
@@ -673,22 +699,45 @@ class Renderer:
     self.emit(body, f"for x{inner} in range(xstart, xend):")
     self.store(body + 1)
 
-  def accumulate_row_pairs(self, depth: int, row: int, inner: int, op, expr: Expr, target: str):
-    """A column reduce over one dim takes two rows per pass: the block of accumulators is read and written
-    half as often (a max over axis 0 is bound by that traffic, not by the rows it reads)."""
-    rows, combine, dt = self.sizes[row], BINARY[REDUCE_COMBINE[op]], expr.dtype
-    self.emit(depth, f"for x{row} in range(0, {rows} - 1, 2):")
-    self.emit(depth + 1, f"x{row}_next = x{row} + 1")
+  def accumulate_columns(self, depth: int, reduce, inner: int, op, expr: Expr, accumulators: str, start: str, end: str):
+    """The rows from start to end of the first reduced dim (all of the others) added into the block of accumulators.
+    Over one dim, two rows per pass: the accumulators are read and written half as often (a max over axis 0 is
+    bound by that traffic, not by the rows it reads)."""
+    target, first = f"{accumulators}[x{inner} - xstart]", reduce[0]
+    if len(reduce) > 1:
+      self.emit(depth, f"for x{first} in range({start}, {end}):")
+      body = self.loops(depth + 1, reduce[1:])
+      self.emit(body, f"for x{inner} in range(xstart, xend):")
+      self.accumulate(body + 1, op, expr, target)
+      return
+    combine, dt = BINARY[REDUCE_COMBINE[op]], expr.dtype
+    self.emit(depth, f"for x{first} in range({start}, {end} - 1, 2):")
+    self.emit(depth + 1, f"x{first}_next = x{first} + 1")
     self.emit(depth + 1, f"for x{inner} in range(xstart, xend):")
-    first = self.emit_body(depth + 2, expr)
-    self.loop_names[row] = f"x{row}_next"
-    second = self.emit_body(depth + 2, expr)
-    del self.loop_names[row]
-    self.emit(depth + 2, f"{target} = {combine(dt, target, combine(dt, first, second))}")
-    self.emit(depth, f"if {rows} % 2 == 1:")   # the last row of an odd count
-    self.emit(depth + 1, f"x{row} = {rows} - 1")
+    one = self.emit_body(depth + 2, expr)
+    self.loop_names[first] = f"x{first}_next"
+    other = self.emit_body(depth + 2, expr)
+    del self.loop_names[first]
+    self.emit(depth + 2, f"{target} = {combine(dt, target, combine(dt, one, other))}")
+    self.emit(depth, f"if ({end} - {start}) % 2 == 1:")   # the last row of an odd count
+    self.emit(depth + 1, f"x{first} = {end} - 1")
     self.emit(depth + 1, f"for x{inner} in range(xstart, xend):")
     self.accumulate(depth + 2, op, expr, target)
+
+  @staticmethod
+  def compensated(op, dt: DType) -> bool:
+    """Float sums (in float32 or float64) add up blocks with the rounding errors of those additions kept."""
+    return op is ReduceOps.SUM and dt.kind == "f" and dt not in ROUNDING
+
+  def add_compensated(self, depth: int, total: str, value: str, error: str, rounded: str):
+    """total += value with the rounding error of the sum kept in error (Neumaier's), rounded naming the rounded sum
+    (one name per stage: stages of other dtypes do not share it). 1e8 float32 values added up as 763 blocks were
+    off by 2e-7 of the sum, now within half an ulp as numpy's pairwise sum; an inf or nan makes the error nan, which
+    the caller leaves out."""
+    self.emit(depth, f"{rounded} = {total} + {value}")
+    self.emit(depth, f"if abs({total}) >= abs({value}): {error} += ({total} - {rounded}) + {value}")
+    self.emit(depth, f"else: {error} += ({value} - {rounded}) + {total}")
+    self.emit(depth, f"{total} = {rounded}")
 
   def render_split(self, reduce):
     k = self.kernel
@@ -701,26 +750,35 @@ class Renderer:
       # the serial build adds each chunk's result as it goes, in the order the parallel build combines them
       if self.parallel: self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
       else: self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
+      if self.compensated(op, dt): self.emit(depth, f"error{number} = {reduce_identity(op, dt)}")
       self.emit(depth, f"for xchunk in {'prange' if self.parallel else 'range'}({SPLIT_CHUNKS}):")
       self.init_accumulator(depth + 1, op, dt, "chunk_acc")
       start, end = f"xchunk * {size} // {SPLIT_CHUNKS}", f"(xchunk + 1) * {size} // {SPLIT_CHUNKS}"
       if dt.kind == "f" and op is ReduceOps.SUM:   # a float sum adds up blocks: rounding grows with the block, not the chunk
+        compensated = self.compensated(op, dt)
+        if compensated: self.emit(depth + 1, f"chunk_error = {reduce_identity(op, dt)}")
         self.emit(depth + 1, f"for xpart in range({start}, {end}, {SUM_BLOCK}):")
         self.emit(depth + 2, f"block_acc = {reduce_identity(op, dt)}")
         self.emit(depth + 2, f"for x{first} in range(xpart, min(xpart + {SUM_BLOCK}, {end})):")
         self.accumulate(self.loops(depth + 3, rest), op, expr, "block_acc")
-        self.emit(depth + 2, f"chunk_acc = {in_dtype(dt, 'chunk_acc + block_acc')}")
+        if compensated: self.add_compensated(depth + 2, "chunk_acc", "block_acc", "chunk_error", f"rounded_chunk{number}")
+        else: self.emit(depth + 2, f"chunk_acc = {in_dtype(dt, 'chunk_acc + block_acc')}")
+        if compensated: self.emit(depth + 1, "if np.isfinite(chunk_acc): chunk_acc = chunk_acc + chunk_error")
       else:
         self.emit(depth + 1, f"for x{first} in range({start}, {end}):")
         self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
       self.finish_accumulator(depth + 1, op, dt, "chunk_acc")
+      compensated = self.compensated(op, dt)
       if not self.parallel:
-        self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', 'chunk_acc')}")
-        continue
-      self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
-      self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
-      self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")   # NaN-aware combine of the partials
-      self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
+        if compensated: self.add_compensated(depth + 1, f"acc{number}", "chunk_acc", f"error{number}", f"rounded{number}")
+        else: self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', 'chunk_acc')}")
+      else:
+        self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
+        self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
+        self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")   # NaN-aware combine of the partials
+        if compensated: self.add_compensated(depth + 1, f"acc{number}", f"part{number}[xchunk]", f"error{number}", f"rounded{number}")
+        else: self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
+      if compensated: self.emit(depth, f"if np.isfinite(acc{number}): acc{number} = acc{number} + error{number}")
     if k.full: self.store(self.loops(depth, reduce, parallel_first=True))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
