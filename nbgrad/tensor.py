@@ -3243,9 +3243,20 @@ class Tensor:
   def slogdet(self) -> tuple[Tensor, Tensor]: return dense.slogdet(self)
   def logdet(self) -> Tensor: return dense.logdet(self)
   def solve(self, b) -> Tensor: return dense.solve(self, b)
-  def cholesky(self) -> Tensor: return dense.cholesky(self)
+  def cholesky(self, upper: bool = False) -> Tensor:
+    """The lower factor L of self = L L^T, or with upper (torch's Tensor.cholesky) its transpose U, self = U^T U."""
+    lower = dense.cholesky(self)
+    return lower.transpose(-2, -1) if upper else lower
   def eigh(self) -> tuple[Tensor, Tensor]: return dense.eigh(self)
-  def svd(self, full_matrices: bool = False) -> tuple[Tensor, Tensor, Tensor]: return dense.svd(self, full_matrices)
+  def svd(self, some: bool = True, compute_uv: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """torch's Tensor.svd: (U, S, V) with self = U diag(S) V^T, V itself (linalg.svd's Vh is its transpose), S
+    descending; some=False gives the full U (m x m) and V (n x n); compute_uv=False gives U and V of zeros."""
+    if not compute_uv:
+      values = dense.svdvals(self)   # checks the shape
+      u, v = (Tensor.zeros(*self.shape[:-2], n, n, dtype=self.dtype, device=self.device) for n in self.shape[-2:])
+      return u, values, v
+    u, s, vh = dense.svd(self, full_matrices=not some)
+    return u, s, vh.transpose(-2, -1)
   def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
   def pinv(self, rtol: Optional[float] = None) -> Tensor: return dense.pinv(self, rtol)
   def matrix_power(self, n: int) -> Tensor: return dense.matrix_power(self, n)

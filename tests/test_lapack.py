@@ -126,9 +126,9 @@ def test_eigh_as_torch(shape):
 def test_svd_as_torch(shape):
   rows, cols = shape[-2:]
   weights, scales = rng.standard_normal(shape), rng.standard_normal(min(rows, cols))
-  def loss(u, s, vh, lib):   # U diag(c s) Vh and the values: the same whichever sign each pair of vectors takes
-    return ((u * (lib(scales) * s).unsqueeze(-2)) @ vh) * lib(weights) + s.sum(-1, keepdim=True).unsqueeze(-1)
-  matches_torch(lambda t: loss(*t.svd(), Tensor), lambda t: loss(*torch.linalg.svd(t, full_matrices=False), torch.tensor), rng.standard_normal(shape))
+  def loss(u, s, v, lib):   # U diag(c s) V^T and the values: the same whichever sign each pair of vectors takes
+    return ((u * (lib(scales) * s).unsqueeze(-2)) @ v.transpose(-2, -1)) * lib(weights) + s.sum(-1, keepdim=True).unsqueeze(-1)
+  matches_torch(lambda t: loss(*t.svd(), Tensor), lambda t: loss(*t.svd(), torch.tensor), rng.standard_normal(shape))   # torch's Tensor.svd: V
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 2)], ids=str)
@@ -154,8 +154,18 @@ def test_factorizations_refuse_and_raise():
   with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).eigh()
   with pytest.raises(ValueError, match=r"matrices \(\.\.\., m, n\)"): Tensor.zeros(3).svd()
   with pytest.raises(ValueError, match="'reduced', 'complete' or 'r'"): Tensor.zeros(3, 2).qr(mode="full")
-  u, s, vh = Tensor(np.eye(2, dtype=np.float32)).cast(dtypes.float16).svd()
-  assert u.dtype == s.dtype == vh.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
+  u, s, v = Tensor(np.eye(2, dtype=np.float32)).cast(dtypes.float16).svd()
+  assert u.dtype == s.dtype == v.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4)], ids=str)
+def test_svd_without_vectors_and_cholesky_upper_as_torch_s_tensor_methods(shape):
+  """compute_uv=False: the values and U, V of zeros (m x m, n x n), as torch's; cholesky(upper=True) is L^T."""
+  values = rng.standard_normal(shape)
+  got, expected = Tensor(values).svd(compute_uv=False), torch.tensor(values).svd(compute_uv=False)
+  for a, b in zip(got, expected): np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+  square = values[..., :3, :3] @ np.swapaxes(values[..., :3, :3], -1, -2) + 3 * np.eye(3)
+  np.testing.assert_allclose(Tensor(square).cholesky(upper=True).numpy(), torch.tensor(square).cholesky(upper=True).numpy(), atol=1e-12)
 
 
 @pytest.mark.parametrize("shape", [(3, 5), (5, 3), (2, 4, 4)], ids=str)
@@ -266,14 +276,14 @@ def test_full_svd_and_complete_qr_of_rectangles(shape):
   gradient from svd, as torch's; the complete QR of tall matrices has none at all."""
   rows, cols = shape
   k, values = min(shape), rng.standard_normal(shape)
-  u, s, vh = Tensor(values).svd(full_matrices=True)
-  assert u.shape == (rows, rows) and vh.shape == (cols, cols)
+  u, s, v = Tensor(values).svd(some=False)
+  assert u.shape == (rows, rows) and v.shape == (cols, cols)
   np.testing.assert_allclose(u.numpy().T @ u.numpy(), np.eye(rows), atol=1e-12)
-  np.testing.assert_allclose(vh.numpy() @ vh.numpy().T, np.eye(cols), atol=1e-12)
-  np.testing.assert_allclose((u.numpy()[:, :k] * s.numpy()) @ vh.numpy()[:k], values, atol=1e-12)
+  np.testing.assert_allclose(v.numpy().T @ v.numpy(), np.eye(cols), atol=1e-12)
+  np.testing.assert_allclose((u.numpy()[:, :k] * s.numpy()) @ v.numpy()[:, :k].T, values, atol=1e-12)
   scales = rng.standard_normal(k)
-  def loss(u, s, vh, lib): return ((u[:, :k] * (lib(scales) * s)) @ vh[:k]).square().sum() + u.sum() * 0 + vh.sum() * 0
-  matches_torch(lambda t: loss(*t.svd(full_matrices=True), Tensor), lambda t: loss(*torch.linalg.svd(t, full_matrices=True), torch.tensor), values)
+  def loss(u, s, v, lib): return ((u[:, :k] * (lib(scales) * s)) @ v[:, :k].T).square().sum() + u.sum() * 0 + v.sum() * 0
+  matches_torch(lambda t: loss(*t.svd(some=False), Tensor), lambda t: loss(*t.svd(some=False), torch.tensor), values)
   q, r = Tensor(values).qr(mode="complete")
   expected_q, expected_r = torch.linalg.qr(torch.tensor(values), mode="complete")
   np.testing.assert_allclose(q.numpy(), expected_q.numpy(), atol=1e-12)
