@@ -644,7 +644,12 @@ class Tensor:
   def tolist(self): return self.numpy().tolist()
   def data(self) -> memoryview: return memoryview(self.numpy())
 
-  def detach(self) -> Tensor: return Tensor(self.lazydata, device=self.device, requires_grad=False)
+  def detach(self) -> Tensor:
+    """The same values outside the graph. Of a parameter (a leaf that requires grad) it is a view, as torch's shares
+    the storage: an in-place op on it writes into the parameter (torch's w.detach().normal_())."""
+    out = _detached(self)
+    if self.requires_grad and self._ctx is None: out._record_view(self, _MadeBy, {"make": _detached})
+    return out
 
   def contiguous(self) -> Tensor:
     lazy = self.lazydata
@@ -3495,7 +3500,7 @@ class Tensor:
       view = ref()
       if view is not None and view._view_of is not None and view._view_of[0] is self: view._view_of = (before,) + view._view_of[1:]
     self.lazydata, self._ctx, self.requires_grad, self._view_of, self._views = after.lazydata, after._ctx, after.requires_grad, None, None
-    if before._view_of is not None or before._views: self._record_view(before, _ViewMadeInPlace, {"make": make})
+    if before._view_of is not None or before._views: self._record_view(before, _MadeBy, {"make": make})
     if self._grad is not None: self._grad = make(self._grad.detach())
     return self
 
@@ -3565,10 +3570,14 @@ _TORCH_TYPE_NAMES = {dtypes.bool: "Bool", dtypes.int8: "Char", dtypes.uint8: "By
 _TORCH_TYPE_DTYPES = {name: dtype for dtype, name in _TORCH_TYPE_NAMES.items()}
 
 
-class _ViewMadeInPlace:
-  """The view step Tensor._view_of records for a tensor given another shape in place (Tensor._view_in_place)."""
+class _MadeBy:
+  """A view step Tensor._view_of records as the callable that makes the view: a tensor given another shape in place
+  (Tensor._view_in_place), a parameter's detach()."""
   @staticmethod
   def apply(tensor, make): return make(tensor)
+
+
+def _detached(t: Tensor) -> Tensor: return Tensor(t.lazydata, device=t.device, requires_grad=False)
 
 
 from nbgrad import normalization, sampling   # noqa: E402  (they build on Tensor, so they load once the class exists)

@@ -385,6 +385,23 @@ def test_in_place_forms_refuse_what_torch_refuses():
   assert computed.detach_() is computed and not computed.requires_grad and computed.is_leaf
 
 
+@pytest.mark.parametrize("make", [lambda: Tensor.empty(3, 4, requires_grad=True), lambda: Tensor(POSITIVE, requires_grad=True),
+                                  lambda: Tensor.zeros(3, 4, requires_grad=True)], ids=["empty", "from_numpy", "zeros"])
+def test_in_place_ops_on_a_detached_parameter_write_into_it_as_torch(make):
+  """torch's detach shares the parameter's storage (w.detach().normal_() initializes w); the parameter stays a leaf
+  that requires grad, and the detached tensor follows its later updates."""
+  w = make()
+  w.detach().fill_(3.0)
+  assert w.numpy().tolist() == np.full(w.shape, 3.0).tolist() and w.requires_grad and w.is_leaf
+  w.detach().mul_(2).add_(1)
+  detached = w.detach()
+  np.testing.assert_array_equal(w.numpy(), np.full(w.shape, 7.0))
+  (w * w).sum().backward()
+  np.testing.assert_array_equal(w.grad.numpy(), np.full(w.shape, 14.0))
+  with Tensor.inference_mode(): w.assign(w - 0.5 * w.grad)
+  np.testing.assert_array_equal(detached.numpy(), np.zeros(w.shape))
+
+
 def test_random_fills_draw_their_distributions():
   Tensor.manual_seed(3)
   t = Tensor.zeros(200_000)
