@@ -2090,7 +2090,15 @@ class Tensor:
     min_, max_ = self._clip_bound(min_), self._clip_bound(max_)
     out = self if min_ is None else self.maximum(min_)
     return out if max_ is None else out.minimum(max_)
-  clamp = clip
+
+  def clamp(self, min=None, max=None, out=None) -> Tensor:  # noqa: A002
+    """clip's values with torch's gradient: all of it where min <= self <= max, at a bound too (clip, as tinygrad's
+    maximum and minimum, splits it there). Bounds that need a gradient themselves take clip's."""
+    values = self.clip(min=min, max=max, out=out)
+    if not self.requires_grad or Tensor.no_grad or values.dtype != self.dtype or values.shape != self.shape or \
+       any(isinstance(b, Tensor) and b.requires_grad for b in (min, max)): return values
+    kept, given = values.detach(), self.detach()
+    return _with_derivatives((self,), kept, (lambda: (kept == given).cast(self.dtype),))
 
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and
@@ -2272,8 +2280,8 @@ class Tensor:
   arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
   multiply, subtract, divide, true_divide, floor_divide = mul, sub, div, div, floordiv
   bitwise_not, bitwise_xor, bitwise_left_shift, bitwise_right_shift = __invert__, xor, lshift, rshift
-  def clamp_min(self, min) -> Tensor: return self.clip(min=min)  # noqa: A002
-  def clamp_max(self, max) -> Tensor: return self.clip(max=max)  # noqa: A002
+  def clamp_min(self, min) -> Tensor: return self.clamp(min=min)  # noqa: A002
+  def clamp_max(self, max) -> Tensor: return self.clamp(max=max)  # noqa: A002
 
   # ---- reductions
   def _reduce_axes(self, axis) -> tuple[int, ...]:

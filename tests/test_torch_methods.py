@@ -402,6 +402,19 @@ def test_in_place_ops_on_a_detached_parameter_write_into_it_as_torch(make):
   np.testing.assert_array_equal(detached.numpy(), np.zeros(w.shape))
 
 
+@pytest.mark.parametrize("call", [lambda t: t.clamp(min=0.0), lambda t: t.clamp(-1.0, 1.0), lambda t: t.clamp(max=1.0),
+                                  lambda t: t.clamp_min(0.0), lambda t: t.clamp_max(2.0)], ids=["min", "both", "max", "clamp_min", "clamp_max"])
+def test_clamp_gives_torch_s_gradient_at_its_bounds(call):
+  """All of the gradient where a value equals a bound, as torch's clamp (tinygrad's clip splits it there)."""
+  values = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0])
+  x, xt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  weights = np.arange(1.0, 8.0)
+  (call(x) * Tensor(weights)).sum().backward()
+  (call(xt) * torch.tensor(weights)).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+  np.testing.assert_array_equal(call(x).numpy(), call(xt).detach().numpy())
+
+
 def test_random_fills_draw_their_distributions():
   Tensor.manual_seed(3)
   t = Tensor.zeros(200_000)
