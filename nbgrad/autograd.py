@@ -52,6 +52,7 @@ class Function:
         if t._ctx is CUT:
           out._ctx = CUT
           break
+    elif ctx.requires_grad: out._ctx = NO_GRAPH
     if cls.is_view: out._record_view(tensors[0], cls, kwargs)
     return out._after_op()
 
@@ -79,6 +80,15 @@ class Cut:
 
 
 CUT = Cut()
+
+
+class NoGraph:
+  """The Function of a node computed under Tensor.no_grad (inference_mode) from tensors that require grad: it keeps
+  tinygrad's requires_grad, but has no graph, so backward() from it raises, as torch's does."""
+  parents = ()
+
+
+NO_GRAPH = NoGraph()
 
 
 # ---- unary

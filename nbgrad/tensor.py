@@ -806,6 +806,8 @@ class Tensor:
     if self._ctx is F.CUT:
       raise RuntimeError("backward() from a tensor no gradient reaches: it was computed from the tensors that require grad only "
                          "through ops without a gradient (comparisons, casts to int or bool, integer ops)")
+    if self._ctx is F.NO_GRAPH:
+      raise RuntimeError("backward() from a tensor computed under Tensor.no_grad or Tensor.inference_mode(): it has no graph")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
@@ -821,7 +823,7 @@ class Tensor:
         total = hooks.hooked_gradient(node, Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False))
         node.grad = total if node.grad is None else node.grad + total
         hooks.gradient_accumulated(node)
-      if node._ctx is None: continue
+      if node._ctx is None or node._ctx is F.NO_GRAPH: continue   # a leaf, or made under no_grad: no graph behind it
       node._ctx.check_inputs_unwritten()
       grads = node._ctx.backward(total.lazydata)
       grads = grads if isinstance(grads, tuple) else (grads,)

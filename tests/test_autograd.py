@@ -256,6 +256,15 @@ def test_detach_cuts_the_graph():
   np.testing.assert_allclose(x.grad.numpy(), np.exp(2.0 * x_val.astype(np.float64)), **TOL)
 
 
+def test_backward_from_a_result_made_under_inference_mode_raises_as_torch():
+  """It keeps tinygrad's requires_grad, but no graph reaches x: backward() raised nothing and left x.grad None."""
+  x = Tensor(sample(SHAPE), requires_grad=True)
+  with Tensor.inference_mode(): loss = (x * x).sum()
+  assert loss.requires_grad
+  with pytest.raises(RuntimeError, match="no_grad or Tensor.inference_mode"): loss.backward()
+  assert x.grad is None
+
+
 def test_inference_mode_records_no_graph():
   x = Tensor(sample(SHAPE), requires_grad=True)
   assert Tensor.no_grad is False
