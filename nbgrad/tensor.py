@@ -440,6 +440,13 @@ class Tensor:
       return getattr(a, op[0])(b) if isinstance(a, Tensor) else getattr(b, op[1])(a)
     return getattr(ufunc, method)(*(np.asarray(i) if isinstance(i, Tensor) else i for i in inputs), **kwargs)
 
+  def __array_function__(self, func, types, args, kwargs):
+    """numpy's functions on tensors run as numpy runs them on anything else (calling the tensor's methods or reading
+    its values), but for np.nonzero (and np.argwhere, which calls it), whose tuple of index arrays numpy's
+    a.nonzero() gives and torch's t.nonzero() does not."""
+    if func is np.nonzero: return np.nonzero(*(np.asarray(a) if isinstance(a, Tensor) else a for a in args), **kwargs)
+    return func._implementation(*args, **kwargs)
+
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
       self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of, self._views = data, requires_grad, None, None, None, None
@@ -546,7 +553,8 @@ class Tensor:
     """torch's: -1 on the CPU, the GPU's index on CUDA."""
     return int(self.device.partition(":")[2] or 0) if self.is_cuda else -1
   @property
-  def is_leaf(self) -> bool: return not self.requires_grad or self._ctx is None   # torch's: made by the user, or with no graph
+  def is_leaf(self) -> bool: return not self.requires_grad or not self._in_graph()   # torch's: made by the user, or with no graph
+  def _in_graph(self) -> bool: return self._ctx is not None and self._ctx is not F.NO_GRAPH   # made by an op that recorded it
   def retain_grad(self) -> Tensor:
     """Nothing to do: backward() keeps the gradient of every tensor it passes through, not only of leaves."""
     return self
@@ -648,7 +656,7 @@ class Tensor:
     """The same values outside the graph. Of a parameter (a leaf that requires grad) it is a view, as torch's shares
     the storage: an in-place op on it writes into the parameter (torch's w.detach().normal_())."""
     out = _detached(self)
-    if self.requires_grad and self._ctx is None: out._record_view(self, _MadeBy, {"make": _detached})
+    if self.requires_grad and not self._in_graph(): out._record_view(self, _MadeBy, {"make": _detached})
     return out
 
   def contiguous(self) -> Tensor:
@@ -688,14 +696,14 @@ class Tensor:
     if self._view_of is not None or (not self.requires_grad and is_window_of_a_buffer(self)):
       written = self
       while written._view_of is not None: written = written._view_of[0]
-      if written.requires_grad and written._ctx is not None:
+      if written.requires_grad and written._in_graph():
         raise NotImplementedError(f"assign into a view of a tensor of shape {written.shape} computed from tensors that require grad "
                                   "is not supported: its gradient would still flow through the overwritten elements")
       set_index(self, Ellipsis, x)   # as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
-    if (self.requires_grad and self._ctx is None) or not x.requires_grad:   # a parameter's update (w - lr * g) keeps it a leaf
+    if (self.requires_grad and not self._in_graph()) or not x.requires_grad:   # a parameter's update (w - lr * g) keeps it a leaf
       value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
       if self._ctx is not None: self._ctx, self.requires_grad = None, x.requires_grad   # its history is overwritten
     else:   # a tensor given a value that requires grad takes x's graph, as torch's copy_
@@ -1199,6 +1207,9 @@ class Tensor:
     return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+    """dim0 and dim1 swapped (tinygrad's and torch's); given one order of all dims (numpy's a.transpose(order), which
+    np.moveaxis calls), permuted by it."""
+    if isinstance(dim0, (list, tuple)): return self.permute(dim0)
     a, b = resolve_axis(dim0, self.ndim), resolve_axis(dim1, self.ndim)
     if self.ndim == 0: return self   # axes 0 and -1 of a 0-d tensor, as torch allows
     order = list(range(self.ndim))
@@ -2230,7 +2241,7 @@ class Tensor:
     numpy); a float result cannot go into an int tensor, nor a non-bool into a bool one. A result that is part of a
     gradient graph raises, as in tinygrad (torch raises for a leaf): the graph would go on reading self as it was,
     and the gradients came out wrong. Under Tensor.no_grad (an optimizer's w -= lr * w.grad) no graph is made."""
-    if result.requires_grad and result._ctx is not None:
+    if result.requires_grad and result._in_graph():
       raise InPlaceNeedsGradient(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
                          "(or detach(), or run it under Tensor.no_grad / Tensor.inference_mode())")
     if result.dtype != self.dtype:
@@ -3497,7 +3508,7 @@ class Tensor:
     """self becomes make(self), its elements in another shape or order, and is returned. Its history stays behind a
     stand-in that make reads, so the gradient flows back through make; tensors that shared self's elements (views of it,
     or the one it is a view of) share them with it still, and a .grad is changed as self is."""
-    if self.requires_grad and self._ctx is None and not Tensor.no_grad:
+    if self.requires_grad and not self._in_graph() and not Tensor.no_grad:
       raise RuntimeError(f"{op}: a leaf tensor that requires grad (shape {self.shape}) cannot be changed in place, as in torch; "
                          "detach() it, or change it under Tensor.inference_mode()")
     before = Tensor(self.lazydata, requires_grad=self.requires_grad)
@@ -3540,7 +3551,7 @@ class Tensor:
   @property
   def retains_grad(self) -> bool:
     """Whether backward keeps this non-leaf's gradient in .grad: nbgrad keeps every one's (see retain_grad)."""
-    return bool(self.requires_grad) and self._ctx is not None
+    return bool(self.requires_grad) and self._in_graph()
   def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
     """fill_value on the main diagonal, in place (torch's): of a matrix, or of a tensor whose dims are all one length;
     with wrap, a tall matrix's diagonal starts again below a row left out."""

@@ -86,6 +86,21 @@ def test_divmod_and_astype_as_numpy(dtype):
   assert converted.dtype == dtypes.float16 and converted.numpy().tolist() == a.astype(np.float16).tolist()
 
 
+def test_numpy_functions_on_tensors_answer_as_on_arrays():
+  """np.nonzero gives numpy's tuple of index arrays (t.nonzero() is torch's (n, ndim) tensor), so np.argwhere, which
+  calls it, is numpy's too; np.moveaxis calls a.transpose(order); the rest still reach the tensor's methods."""
+  a = np.array([[3.0, 0.0, 2.0], [0.0, 5.0, 4.0]], np.float32)
+  t = Tensor(a)
+  rows, cols = np.nonzero(t)
+  np.testing.assert_array_equal(rows, np.nonzero(a)[0])
+  np.testing.assert_array_equal(cols, np.nonzero(a)[1])
+  assert len(np.nonzero(Tensor([0, 3, 0, 4]))) == 1
+  np.testing.assert_array_equal(np.argwhere(t), np.argwhere(a))
+  np.testing.assert_array_equal(np.moveaxis(t, 0, 1), np.moveaxis(a, 0, 1))
+  np.testing.assert_array_equal(t.transpose([1, 0]).numpy(), a.transpose([1, 0]))
+  assert isinstance(np.sum(t, axis=0), Tensor) and t.nonzero().shape == (4, 2)
+
+
 def test_numpy_s_ravel_swapaxes_and_copy():
   a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
   t = Tensor(a, requires_grad=True)
