@@ -42,7 +42,8 @@ def _index_items(indices) -> tuple:
   from nbgrad.dtype import dtypes
   if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
-  return tuple(int(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and dtypes.is_int(i.dtype) else i for i in indices)
+  return tuple(int(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and dtypes.is_int(i.dtype) else
+               bool(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and i.dtype == dtypes.bool else i for i in indices)
 
 
 def _normalize(indices, shape: tuple[int, ...]) -> list:
@@ -52,10 +53,11 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
   indices = _index_items(indices)
   if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have one ellipsis (...)")
   masks = [_bool_mask(i) for i in indices]
-  consumed = sum(1 if m is None else m.ndim for i, m in zip(indices, masks) if i is not None and i is not Ellipsis)
+  adds_a_dim = [i is None or isinstance(i, (bool, np.bool_)) for i in indices]   # None, and numpy's x[True] and x[False]
+  consumed = sum(1 if m is None else m.ndim for i, m, new in zip(indices, masks, adds_a_dim) if not new and i is not Ellipsis)
   if consumed > len(shape): raise IndexError(f"too many indices: {consumed} for a tensor with {len(shape)} dims")
   out, dim = [], 0
-  for i, mask in zip(indices, masks):
+  for i, mask, new in zip(indices, masks, adds_a_dim):
     if i is Ellipsis:
       out.extend([slice(None)] * (len(shape) - consumed))
       dim += len(shape) - consumed
@@ -67,7 +69,7 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
       dim += mask.ndim
     else:
       out.append(i)
-      if i is not None: dim += 1
+      if not new: dim += 1
   if not any(i is Ellipsis for i in indices): out.extend([slice(None)] * (len(shape) - consumed))
   return out
 
@@ -75,6 +77,7 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
 def basic_index(tensor, indices):
   if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices)   # x[idx], the common case
   items = _normalize(indices, tensor.shape)
+  if any(isinstance(i, (bool, np.bool_)) for i in items): return _scalar_bool_index(tensor, items)
   for i in items:
     if _is_array_index(i): return advanced_index(tensor, items)
     if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
@@ -114,6 +117,17 @@ def basic_index(tensor, indices):
   # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
   if x is not tensor: x._record_view(tensor, BasicIndex, {"indices": tuple(items)})
   return x
+
+
+def _scalar_bool_index(tensor, items):
+  """numpy's x[True] and x[False]: a new dim of 1 or of 0 where each stands (with basic indices beside them)."""
+  if any(_is_array_index(i) for i in items): raise IndexError("a True or False index beside index arrays is not supported")
+  out = basic_index(tensor, tuple(None if isinstance(i, (bool, np.bool_)) else i for i in items))
+  dims, dim = [], 0
+  for i in items:
+    if isinstance(i, (bool, np.bool_)) and not i: dims.append(dim)
+    if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)): dim += 1
+  return out.shrink(tuple((0, 0) if d in dims else None for d in range(out.ndim))) if dims else out
 
 
 class BasicIndex:

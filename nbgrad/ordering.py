@@ -216,11 +216,12 @@ def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = Fa
 def histc(x, bins: int = 100, min: float = 0, max: float = 0):  # noqa: A002
   """torch's histc: counts of the values in bins equal parts of [min, max] (the last part closed), NaN and values
   outside left out; min == max (the default) takes the values' own range, widened by 1 each way if they are all
-  equal (computed here)."""
+  equal (computed here). A range that is not finite raises ValueError."""
   from nbgrad.tensor import _check_int
   _check_int("histc bins", bins, low=1)
   floats = x._float_input()
   low, high = float(min), float(max)
+  if not (math.isfinite(low) and math.isfinite(high)): raise ValueError(f"histc range [{low}, {high}] is not finite")
   if low == high:
     low, high = _value_range(floats, (0.0, 0.0))
     if low == high: low, high = low - 1, high + 1
@@ -232,10 +233,13 @@ def histc(x, bins: int = 100, min: float = 0, max: float = 0):  # noqa: A002
 
 
 def _value_range(x, empty: tuple[float, float]) -> tuple[float, float]:
-  """The lowest and highest value that is not NaN, read here (empty when there is none)."""
+  """The lowest and highest value, read here (empty when there is none); ValueError, as numpy's and torch's, when
+  that range is not finite (a NaN or an infinity among the values)."""
   held = x.numpy().reshape(-1)
-  values = held[~np.isnan(held)]
-  return (float(values.min()), float(values.max())) if values.size else empty
+  if not held.size: return empty
+  low, high = float(held.min()), float(held.max())
+  if not (math.isfinite(low) and math.isfinite(high)): raise ValueError(f"the range of the values, [{low}, {high}], is not finite")
+  return low, high
 
 
 def histogram(x, bins=100, range=None, weight=None, density: bool = False):  # noqa: A002

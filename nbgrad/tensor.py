@@ -1821,11 +1821,13 @@ class Tensor:
   def tanhshrink(self) -> Tensor: return self - self.tanh()
 
   # binary
-  def add(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
+  def add(self, x, reverse=False, *, alpha=1) -> Tensor:
+    """self + x (torch's alpha: self + alpha * x)."""
+    a, b = self._broadcasted(x if alpha == 1 else self._operand_or_number(x) * alpha, reverse)
     return F.Add.apply(a, b)
-  def sub(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
+  def sub(self, x, reverse=False, *, alpha=1) -> Tensor:
+    """self - x (torch's alpha: self - alpha * x)."""
+    a, b = self._broadcasted(x if alpha == 1 else self._operand_or_number(x) * alpha, reverse)
     return F.Sub.apply(a, b)
   def mul(self, x, reverse=False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
@@ -2251,8 +2253,8 @@ class Tensor:
     return self.assign(result)
 
   # torch's in-place methods: the result stored back as x += y stores it (see _in_place), the tensor returned
-  def add_(self, x, alpha=1) -> Tensor: return self._in_place(self.add(x if alpha == 1 else self._operand_or_number(x) * alpha))
-  def sub_(self, x, alpha=1) -> Tensor: return self._in_place(self.sub(x if alpha == 1 else self._operand_or_number(x) * alpha))
+  def add_(self, x, alpha=1) -> Tensor: return self._in_place(self.add(x, alpha=alpha))
+  def sub_(self, x, alpha=1) -> Tensor: return self._in_place(self.sub(x, alpha=alpha))
   def mul_(self, x) -> Tensor: return self._in_place(self.mul(x))
   def div_(self, x) -> Tensor: return self._in_place(self.div(x))
   def clamp_(self, min=None, max=None) -> Tensor: return self._in_place(self.clamp(min, max))  # noqa: A002

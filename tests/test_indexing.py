@@ -868,3 +868,14 @@ def test_scatter_reduce_maximum_without_self_shares_among_the_landed_only():
   assert out.tolist() == [5.0, 0.0]
   (out * Tensor([2.0, 3.0])).sum().backward()
   assert base.grad.tolist() == [0.0, 3.0] and src.grad.tolist() == [1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("index", [True, False, (True, 1), (0, False), (Ellipsis, True), (slice(None), None, False), (np.True_, slice(1, 3))],
+                         ids=["true", "false", "true_int", "int_false", "ellipsis_true", "none_false", "numpy_true"])
+def test_a_scalar_bool_index_adds_a_dim_of_one_or_zero_as_numpy(index):
+  """numpy's (and torch's) x[True] is x[None], x[False] the same dim with no element; a 0-d bool tensor too."""
+  a = np.arange(12.0).reshape(3, 4)
+  got = Tensor(a)[index]
+  assert got.shape == a[index].shape
+  np.testing.assert_array_equal(got.numpy(), a[index])
+  assert Tensor(a)[Tensor(True)].shape == (1, 3, 4) and Tensor(a)[Tensor(False)].shape == (0, 3, 4)

@@ -416,6 +416,17 @@ def test_clamp_gives_torch_s_gradient_at_its_bounds(call):
   np.testing.assert_array_equal(call(x).numpy(), call(xt).detach().numpy())
 
 
+def test_add_and_sub_take_torch_s_alpha():
+  a, b = np.array([1.0, -2.0, 3.5]), np.array([0.5, 4.0, -1.0])
+  x, xt = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+  y, yt = Tensor(b, requires_grad=True), torch.tensor(b, requires_grad=True)
+  (x.add(y, alpha=2) * x.sub(y, alpha=-0.5)).sum().backward()
+  (xt.add(yt, alpha=2) * xt.sub(yt, alpha=-0.5)).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+  np.testing.assert_array_equal(y.grad.numpy(), yt.grad.numpy())
+  np.testing.assert_array_equal(Tensor(a).add(3, alpha=2).numpy(), torch.tensor(a).add(3, alpha=2).numpy())
+
+
 def test_random_fills_draw_their_distributions():
   Tensor.manual_seed(3)
   t = Tensor.zeros(200_000)

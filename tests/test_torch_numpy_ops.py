@@ -693,7 +693,11 @@ def test_histc_as_torch():
   for kwargs in [dict(bins=5, min=0, max=5), dict(bins=4), dict(bins=7, min=-0.5, max=3.25)]:
     data = values if "min" in kwargs else values[~np.isnan(values)]   # torch finds no range with a NaN among them
     np.testing.assert_array_equal(Tensor(data).histc(**kwargs).numpy(), torch.histc(torch.tensor(data, dtype=torch.float32), **kwargs).numpy())
-  assert Tensor(values).histc(4).tolist() == Tensor(values[~np.isnan(values)]).histc(4).tolist()   # NaN left out
+  for bad in ([1.0, NAN, 2.0], [1.0, np.inf]):   # its own range not finite: torch and numpy raise
+    with pytest.raises(ValueError, match="not finite"): Tensor(bad).histc(4)
+    with pytest.raises(ValueError, match="not finite"): Tensor(bad).histogram(4)
+    with pytest.raises(RuntimeError, match="not finite"): torch.histc(torch.tensor(bad), 4)
+  with pytest.raises(ValueError, match="not finite"): Tensor([1.0]).histc(3, min=0, max=np.inf)
   np.testing.assert_array_equal(Tensor([2.0, 2.0]).histc(3).numpy(), torch.histc(torch.tensor([2.0, 2.0]), bins=3).numpy())
   assert Tensor([1, 2, 2]).histc(2).dtype == dtypes.float32 and Tensor(np.zeros(0)).histc(3).tolist() == [0.0, 0.0, 0.0]
   with pytest.raises(ValueError, match="min <= max"): Tensor([1.0]).histc(3, min=2, max=1)
