@@ -126,9 +126,12 @@ def masked_scatter(x, mask, source):
   return put(x, type(x)(taken.astype(np.int32), device=x.device), source.flatten()[:taken.size])
 
 
-def scatter(x, dim: int, index, src):
-  """x with src's elements (or one number) written at their positions; of a repeated position the last stays."""
-  return _reduced(x, dim, index, src, "set", True, "scatter")
+def scatter(x, dim: int, index, src, reduce=None):
+  """x with src's elements (or one number) written at their positions; of a repeated position the last stays.
+  torch's reduce "add" or "multiply" combines them with x's values instead (scatter_reduce's "sum" and "prod")."""
+  if reduce is None: return _reduced(x, dim, index, src, "set", True, "scatter")
+  if reduce not in ("add", "multiply"): raise ValueError(f"scatter reduce must be 'add' or 'multiply', got {reduce!r}")
+  return _reduced(x, dim, index, src, "sum" if reduce == "add" else "prod", True, "scatter")
 
 
 def scatter_reduce(x, dim: int, index, src, reduce: str, include_self: bool = True):

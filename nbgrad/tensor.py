@@ -2845,7 +2845,7 @@ class Tensor:
 
   # writes at gathered positions (nbgrad/scatter.py): gather's adjoints
   def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor: return scatter.scatter_add(self, dim, index, src)
-  def scatter(self, dim: int, index: Tensor, src) -> Tensor: return scatter.scatter(self, dim, index, src)
+  def scatter(self, dim: int, index: Tensor, src, reduce: Optional[str] = None) -> Tensor: return scatter.scatter(self, dim, index, src, reduce)
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     return scatter.scatter_reduce(self, dim, index, src, reduce, include_self)
   def index_add(self, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor: return scatter.index_add(self, dim, index, source, alpha)

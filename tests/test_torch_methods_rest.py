@@ -409,3 +409,14 @@ def test_index_reduce_in_place_as_torch():
   ours, theirs = Tensor(values), torch.tensor(values)
   assert ours.index_reduce_(0, Tensor([2, 0]), Tensor(source), "prod") is ours
   assert_as_torch(ours, theirs.index_reduce_(0, torch.tensor([2, 0]), torch.tensor(source), "prod"))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")   # torch's: its reduce= is deprecated
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_torch_s_reduce(reduce):
+  values, index, src = np.arange(12.0).reshape(3, 4) + 1, np.array([[0, 1, 2, 0], [2, 0, 0, 1]]), np.arange(8.0).reshape(2, 4) + 2
+  got = Tensor(values).scatter(0, Tensor(index), Tensor(src), reduce=reduce)
+  np.testing.assert_array_equal(got.numpy(), torch.tensor(values).scatter(0, torch.tensor(index), torch.tensor(src), reduce=reduce).numpy())
+  got = Tensor(values).scatter(1, Tensor(index), 2.0, reduce=reduce)
+  np.testing.assert_array_equal(got.numpy(), torch.tensor(values).scatter(1, torch.tensor(index), 2.0, reduce=reduce).numpy())
+  with pytest.raises(ValueError, match="'add' or 'multiply'"): Tensor(values).scatter(0, Tensor(index), 1.0, reduce="sum")
