@@ -52,8 +52,16 @@ def inverse(x):
 
 
 def det(x):
-  """The determinants of square matrices (..., n, n); the gradient is det * inv^T (the matrix must be invertible)."""
-  gradient = lambda a, d, g: (g * d).unsqueeze(-1).unsqueeze(-1) * _transposed(inverse(a))
+  """The determinants of square matrices (..., n, n). The gradient is the transposed adjugate, from the SVD
+  U diag(S) V^T: det(U) det(V^T) U diag(c) V^T, c_i the product of the other singular values. That is det * inv^T
+  where the matrix is invertible, and finite where it is singular (inv^T raised there)."""
+  def gradient(a, d, g):
+    u, values, vh = svd(a)
+    ones = values[..., :1].ones_like()
+    before = ones.cat(values[..., :-1], dim=-1).cumprod(-1)   # the products of the values before each and after it
+    after = values[..., 1:].cat(ones, dim=-1).flip(-1).cumprod(-1).flip(-1)
+    sign = det(u) * det(vh)
+    return (g * sign).unsqueeze(-1).unsqueeze(-1) * ((u * (before * after).unsqueeze(-2)) @ vh)
   return _as_input(x, _factorized("determinant", gradient, _matrices(x, "det")))
 
 

@@ -347,3 +347,16 @@ def test_bad_input_raises_when_built():
   singular, ones = [[0.0, 0.0], [0.0, 1.0]], [[1.0], [1.0]]   # a zero on the diagonal: inf, as torch's
   np.testing.assert_array_equal(Tensor(singular).solve_triangular(Tensor(ones), upper=True).numpy(),
                                 torch.linalg.solve_triangular(torch.tensor(singular), torch.tensor(ones), upper=True).numpy())
+
+
+@pytest.mark.parametrize("matrix", [[[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]],
+                                    [[0.0, 0.0], [0.0, 0.0]], [[2.0, 1.0], [1.0, 3.0]], [[5.0]]], ids=["rank1", "rank2", "zero", "invertible", "1x1"])
+def test_det_gradient_is_the_cofactor_matrix_also_where_singular(matrix):
+  """d det / dA is the matrix of cofactors (the transposed adjugate): det * inv^T raised where A is singular."""
+  a = np.array(matrix)
+  n = a.shape[0]
+  minors = lambda i, j: np.delete(np.delete(a, i, 0), j, 1)
+  cofactors = np.array([[(-1) ** (i + j) * (np.linalg.det(minors(i, j)) if n > 1 else 1.0) for j in range(n)] for i in range(n)])
+  t = Tensor(a, requires_grad=True)
+  t.det().backward()
+  np.testing.assert_allclose(t.grad.numpy(), cofactors, atol=1e-12)
