@@ -93,6 +93,7 @@ def _middle(x, dim, keepdim: bool, skip_nan: bool):
   from nbgrad.tensor import resolve_axis
   if dim is None:
     value = _middle(x.flatten(), 0, False, skip_nan)[0]
+    if x.requires_grad: value = _shared_among_ties(x, value)
     return value.reshape((1,) * x.ndim) if keepdim else value
   dim = resolve_axis(dim, x.ndim)
   if x.ndim == 0: return tuple(t.reshape(()) for t in _middle(x.reshape(1), 0, keepdim, skip_nan))
@@ -103,6 +104,15 @@ def _middle(x, dim, keepdim: bool, skip_nan: bool):
   position = ((counted - 1) // 2).maximum(0) if skip_nan else (counted < n).where(counted, (n - 1) // 2)
   picked = values.gather(dim, position), order.gather(dim, position)
   return picked if keepdim else tuple(t.squeeze(dim) for t in picked)
+
+
+def _shared_among_ties(x, value):
+  """value, one of x's elements, with its gradient shared evenly among the elements equal to it (NaN among the
+  NaNs), as torch's median of all elements shares it."""
+  from nbgrad.autograd import custom
+  kept, given = value.detach(), x.detach()
+  ties = (given == kept) | (given.isnan() & kept.isnan())
+  return custom(lambda _: kept.lazydata, lambda x, result, grad: (None if x is None else grad * ties.cast(grad.dtype) / ties.sum().cast(grad.dtype),), x)
 
 
 def quantile(x, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear"):

@@ -1908,10 +1908,10 @@ class Tensor:
   def fmax(self, x) -> Tensor:
     """The larger of each pair, a NaN losing to a number (numpy's and torch's fmax)."""
     a, b = self._broadcasted(x)
-    return a.isnan().where(b, b.isnan().where(a, a.maximum(b)))
+    return (b.isnan() | (a >= b)).where(a, b)   # a tie (two NaNs too) is self's, its gradient too (torch's)
   def fmin(self, x) -> Tensor:
     a, b = self._broadcasted(x)
-    return a.isnan().where(b, b.isnan().where(a, a.minimum(b)))
+    return (b.isnan() | (a <= b)).where(a, b)
 
   def float_power(self, x) -> Tensor:
     """self ** x in float64 (torch's float_power)."""

@@ -420,3 +420,24 @@ def test_scatter_with_torch_s_reduce(reduce):
   got = Tensor(values).scatter(1, Tensor(index), 2.0, reduce=reduce)
   np.testing.assert_array_equal(got.numpy(), torch.tensor(values).scatter(1, torch.tensor(index), 2.0, reduce=reduce).numpy())
   with pytest.raises(ValueError, match="'add' or 'multiply'"): Tensor(values).scatter(0, Tensor(index), 1.0, reduce="sum")
+
+
+@pytest.mark.parametrize("values", [[3.0, 1.0, 2.0, 2.0], [1.0, math.nan, 2.0, math.nan], [5.0, 5.0, 5.0], [[1.0, 2.0], [2.0, 3.0]]],
+                         ids=["ties", "nan", "all_equal", "matrix"])
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_of_all_elements_shares_its_gradient_among_ties_as_torch(values, op):
+  x, xt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  getattr(x, op)().backward()
+  getattr(xt, op)().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("op", ["fmax", "fmin"])
+def test_fmax_and_fmin_give_a_tie_s_gradient_to_self_as_torch(op):
+  a, b = [1.0, math.nan, 2.0, 3.0, math.nan], [math.nan, 1.0, 2.0, 1.0, math.nan]
+  x, y = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  xt, yt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  getattr(x, op)(y).sum().backward()
+  getattr(xt, op)(yt).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+  np.testing.assert_array_equal(y.grad.numpy(), yt.grad.numpy())
