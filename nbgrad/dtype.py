@@ -114,9 +114,10 @@ if _env_default_float:
 
 
 def to_dtype(x) -> DType:
-  """Accepts a DType, a dtype name ('float32', 'half') or a numpy dtype / type."""
+  """Accepts a DType, a dtype name ('float32', 'half'), a numpy dtype / type or a torch dtype (torch.float64)."""
   if isinstance(x, DType): return x
   if x is None: raise TypeError("a dtype is needed, got None")
+  if type(x).__module__ == "torch" and str(x).startswith("torch."): x = str(x)[len("torch."):]   # torch need not be loaded here
   if isinstance(x, str):
     if x in DTYPES_BY_NAME: return DTYPES_BY_NAME[x]
     if x in _ALIASES: return _ALIASES[x]

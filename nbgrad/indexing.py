@@ -21,6 +21,14 @@ def _is_int_tensor(i) -> bool:
   return isinstance(i, Tensor) and dtypes.is_int(i.dtype)
 
 
+def foreign_array(x):
+  """An array of another library (a torch CPU tensor: anything numpy can read through __array__ that is not a
+  Tensor, a numpy array or a number) as a numpy array; anything else as it is."""
+  from nbgrad.tensor import Tensor
+  if hasattr(x, "__array__") and not isinstance(x, (Tensor, np.ndarray, np.generic)): return np.asarray(x)
+  return x
+
+
 def _is_array_index(i) -> bool:
   from nbgrad.tensor import Tensor
   return isinstance(i, (Tensor, list, tuple, np.ndarray))
@@ -42,6 +50,7 @@ def _index_items(indices) -> tuple:
   from nbgrad.dtype import dtypes
   if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
+  indices = tuple(foreign_array(i) for i in indices)
   return tuple(int(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and dtypes.is_int(i.dtype) else
                bool(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and i.dtype == dtypes.bool else i for i in indices)
 
@@ -332,6 +341,7 @@ def set_index(tensor, indices, value):
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
   indices = tuple(_assigned_index(i) for i in _index_items(indices))
   target = tensor[indices]   # checks the indices before anything changes (numpy checks positions' ranges)
+  value = foreign_array(value)
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
     raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)

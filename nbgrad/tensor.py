@@ -25,7 +25,7 @@ from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   UnsupportedDType, \
   NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
-from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices
+from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices, foreign_array
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
 
@@ -301,6 +301,8 @@ def _numpy_reduction(fn):
   def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, unbiased=None, initial=_NO_INITIAL, where=True, **kwargs):
     if out is not None: raise TypeError(f"Tensor.{name} returns a new Tensor; it writes no out= array")
     if keepdims is not None: kwargs["keepdim"] = keepdims
+    given = [k for k, v in (("ddof", ddof), ("unbiased", unbiased), ("correction", kwargs.get("correction"))) if v is not None]
+    if len(given) > 1: raise TypeError(f"Tensor.{name} takes one of ddof, unbiased and correction, got {' and '.join(given)}")
     if ddof is not None: kwargs["correction"] = ddof
     if unbiased is not None: kwargs["correction"] = int(unbiased)   # torch's older keyword
     x = self if dtype is None else self.cast(dtype)
@@ -739,6 +741,7 @@ class Tensor:
     """These values on another device; gradients flow back through the copy. A gradient already collected comes
     along, as in tinygrad. As torch's, a dtype (t.to(dtypes.float16), t.to(np.float32), t.to("float16"), or dtype=)
     casts."""
+    if isinstance(device, Tensor): return self.to(device.device, device.dtype if dtype is None else dtype)   # torch's t.to(other)
     if device is not None and (not isinstance(device, str) or device in dtypes.fields()):
       if dtype is not None: raise TypeError(f"Tensor.to got two dtypes: {device!r} and {dtype!r}")
       device, dtype = None, device
@@ -1231,8 +1234,10 @@ class Tensor:
     return self.transpose() if self.ndim == 2 else self
 
   def narrow(self, dim: int, start: int, length: int) -> Tensor:
-    """The length elements from start along dim, a view (torch's narrow; a negative start counts from the end)."""
+    """The length elements from start along dim, a view (torch's narrow; a negative start counts from the end; start
+    may be a 0-d int tensor, as torch's)."""
     dim = resolve_axis(dim, self.ndim)
+    if isinstance(start, Tensor) and start.ndim == 0 and dtypes.is_int(start.dtype): start = int(start.item())
     _check_int("narrow start", start, low=None)
     _check_int("narrow length", length)
     size = self.shape[dim]
@@ -1464,7 +1469,9 @@ class Tensor:
     return x._broadcast_to(shape), y._broadcast_to(shape)
 
   def _from_numpy_operand(self, y):
-    """A numpy operand as torch takes it: an array is a tensor of its dtype on this device, a 0-d one a scalar."""
+    """A numpy operand as torch takes it: an array is a tensor of its dtype on this device, a 0-d one a scalar (so is
+    another library's array, a torch CPU tensor)."""
+    y = foreign_array(y)
     if not isinstance(y, np.ndarray): return y
     return y.item() if y.ndim == 0 else self._operand(y, "operand")
 
@@ -2144,6 +2151,7 @@ class Tensor:
     mask = self._operand(mask, "mask")
     if mask.dtype != dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
     shape = broadcast_shape(self.shape, mask.shape)
+    if not shape: return self.reshape(1)[mask.reshape(1)]   # 0-d: a mask of one element
     return self._broadcast_to(shape)[mask._broadcast_to(shape)]
 
   # comparisons
@@ -2171,6 +2179,8 @@ class Tensor:
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """|self - other| <= atol + rtol * |other| elementwise (numpy's and torch's isclose); equal infinities are
     close, and NaNs are close to each other when equal_nan."""
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+      if not tolerance >= 0: raise ValueError(f"isclose {name} must be >= 0, got {tolerance}")
     a, b = self._broadcasted(other)
     close = (a == b) | (((a - b).abs() <= atol + rtol * b.abs()) & b.isfinite())   # inf is close to itself only
     return close | (a.isnan() & b.isnan()) if equal_nan else close
@@ -2258,7 +2268,12 @@ class Tensor:
   def mul_(self, x) -> Tensor: return self._in_place(self.mul(x))
   def div_(self, x) -> Tensor: return self._in_place(self.div(x))
   def clamp_(self, min=None, max=None) -> Tensor: return self._in_place(self.clamp(min, max))  # noqa: A002
-  def fill_(self, value) -> Tensor: return self._in_place(self.full_like(value))
+  def fill_(self, value) -> Tensor:
+    """Every element set to value: a number, or a 0-d tensor (torch's)."""
+    if isinstance(value, Tensor):
+      if value.ndim: raise ValueError(f"fill_ takes a number or a 0-d tensor, got a tensor of shape {value.shape}")
+      return self._in_place(value.cast(self.dtype).expand(self.shape))
+    return self._in_place(self.full_like(value))
   def zero_(self) -> Tensor: return self.fill_(0)
   def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
     return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
@@ -2411,6 +2426,7 @@ class Tensor:
     """torch's Tensor.norm: the p-norm of the elements over dim (all of them by default), p = 2 (or "fro"), 1, inf,
     -inf, 0 (the count of nonzero elements) or any other number."""
     if p == "fro": p = 2
+    if p == "nuc": return self.matrix_norm("nuc", (-2, -1) if dim is None else dim, keepdim)
     axis = dim
     _check_number("norm p", p)
     magnitude = self.abs()

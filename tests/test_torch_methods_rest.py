@@ -441,3 +441,23 @@ def test_fmax_and_fmin_give_a_tie_s_gradient_to_self_as_torch(op):
   getattr(xt, op)(yt).sum().backward()
   np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
   np.testing.assert_array_equal(y.grad.numpy(), yt.grad.numpy())
+
+
+def test_torch_s_argument_forms():
+  """torch tensors as operands, indices and assigned values (read through __array__), torch dtypes, t.to(other),
+  fill_ of a 0-d tensor, narrow from a 0-d tensor, norm('nuc'), masked_select of a 0-d tensor."""
+  a = np.arange(12.0).reshape(3, 4)
+  t, tt = Tensor(a), torch.tensor(a)
+  np.testing.assert_array_equal(t[torch.tensor([0, 2])].numpy(), tt[torch.tensor([0, 2])].numpy())
+  np.testing.assert_array_equal((t * torch.ones(4, dtype=torch.float64)).numpy(), (tt * torch.ones(4, dtype=torch.float64)).numpy())
+  written = Tensor(a.copy())
+  written[1] = torch.full((4,), 7.0)
+  assert written.numpy()[1].tolist() == [7.0] * 4
+  assert t.to(torch.float32).dtype == dtypes.float32 and t.to(Tensor([1], dtype=dtypes.int16)).dtype == dtypes.int16
+  assert Tensor(a.copy()).fill_(Tensor(2.5)).numpy().tolist() == tt.clone().fill_(torch.tensor(2.5)).numpy().tolist()
+  np.testing.assert_array_equal(t.narrow(1, Tensor(1), 2).numpy(), tt.narrow(1, torch.tensor(1), 2).numpy())
+  np.testing.assert_allclose(t.norm("nuc").item(), tt.norm("nuc").item(), rtol=1e-12)
+  assert Tensor(0.5).masked_select(Tensor(True)).tolist() == torch.tensor(0.5).masked_select(torch.tensor(True)).tolist()
+  with pytest.raises(ValueError, match="0-d tensor"): Tensor(a).fill_(Tensor([1.0, 2.0]))
+  with pytest.raises(ValueError, match="rtol must be >= 0"): t.isclose(t, rtol=-1)
+  with pytest.raises(TypeError, match="one of ddof, unbiased and correction"): t.std(unbiased=True, correction=0)
