@@ -3240,7 +3240,7 @@ class Tensor:
   # ---- linear algebra
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The elements (i, i + offset) of the matrices that dims dim1 and dim2 hold, along a new last dim (numpy's and
-    torch's diagonal)."""
+    torch's diagonal): a view, which in-place ops write through (x.diagonal().add_(1))."""
     _check_int("diagonal offset", offset, low=None)
     if self.ndim < 2: raise ValueError(f"diagonal needs at least 2 dims, got shape {self.shape}")
     first, second = resolve_axis(dim1, self.ndim), resolve_axis(dim2, self.ndim)
@@ -3249,10 +3249,15 @@ class Tensor:
     lead, (rows, cols) = matrices.shape[:-2], matrices.shape[-2:]
     top, left = min(max(0, -offset), rows), min(max(0, offset), cols)
     k = max(0, min(rows - top, cols - left))
-    square = matrices.shrink(tuple((0, s) for s in lead) + ((top, top + k), (left, left + k)))
-    # the flat k x k elements padded to k rows of k + 1: each row then starts with a diagonal element
-    rows_of_k1 = square.flatten(-2).pad(((0, 0),) * len(lead) + ((0, k),)).reshape(lead + (k, k + 1))
-    return rows_of_k1.shrink(tuple((0, s) for s in lead) + ((0, k), (0, 1))).reshape(lead + (k,))
+    # the flat matrix from the first diagonal element on, padded to k rows of cols + 1: each row then starts with a
+    # diagonal element (of a realized matrix, a strided window of its buffer: writes go through)
+    start = top * cols + left
+    end = start + k * (cols + 1)
+    flat = matrices.flatten(-2).pad(((0, 0),) * len(lead) + ((0, max(0, end - rows * cols)),))
+    rows_of_cols1 = flat.shrink(tuple((0, s) for s in lead) + ((start, end),)).reshape(lead + (k, cols + 1))
+    out = rows_of_cols1.shrink(tuple((0, s) for s in lead) + ((0, k), (0, 1))).reshape(lead + (k,))
+    out._record_view(self, _MadeBy, {"make": lambda t: t.diagonal(offset, dim1, dim2)})   # the pad is no view step
+    return out
 
   def diag(self, diagonal: int = 0) -> Tensor:
     """A 1-D tensor put on the given diagonal of a square matrix of zeros, or a matrix's diagonal (torch.diag, np.diag)."""

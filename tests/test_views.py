@@ -5,7 +5,9 @@ import itertools
 import random
 import numpy as np
 import pytest
+import torch
 
+from nbgrad import Tensor
 from nbgrad.graph.view import View, contiguous_strides, prod
 
 PADDED = -1   # numpy's value for an element the view reads as padding
@@ -169,3 +171,16 @@ def test_a_reshape_no_single_level_expresses_still_reads_its_buffer_in_order():
   kernels = GlobalCounters.kernel_count
   np.testing.assert_array_equal(y.numpy(), (values + 1).reshape(2, 8, 3))
   assert y.contiguous() is y and GlobalCounters.kernel_count == kernels
+
+
+@pytest.mark.parametrize("shape, offset, dims", [((4, 4), 0, (0, 1)), ((4, 4), 1, (0, 1)), ((3, 5), -2, (0, 1)), ((5, 3), 2, (0, 1)),
+                                                 ((2, 3, 4), 1, (-2, -1)), ((2, 3, 4), -1, (1, 2))], ids=str)
+def test_in_place_ops_on_a_diagonal_write_into_the_matrix_as_torch(shape, offset, dims):
+  """diagonal() is a view of the matrix (of its buffer, a window with a stride of cols + 1): x.diagonal().add_(1)
+  changes x, as in torch (the write went to a copy)."""
+  values = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+  x, xt = Tensor(values.copy()).realize(), torch.tensor(values.copy())
+  np.testing.assert_array_equal(x.diagonal(offset, *dims).numpy(), np.diagonal(values, offset, *dims))
+  x.diagonal(offset, *dims).mul_(-2).add_(0.5)
+  xt.diagonal(offset, *dims).mul_(-2).add_(0.5)
+  np.testing.assert_array_equal(x.numpy(), xt.numpy())
