@@ -105,7 +105,6 @@ def test_a_loop_over_a_refinement_reads_a_reshaped_mean_through_strides():
 
 def _tensor_ops(ops):
   """random_chain's ops as Tensor methods (pad reads 0 where numpy's chain reads PADDED)."""
-  from nbgrad import Tensor
   calls = {"reshape": Tensor.reshape, "permute": Tensor.permute, "flip": lambda t, axes: t.flip(axes) if axes else t,
            "pad": Tensor.pad, "shrink": Tensor.shrink, "expand": Tensor.expand}
   return [lambda t, f=calls[method], a=arg: f(t, a) for method, _, arg in ops]
