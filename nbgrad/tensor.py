@@ -1077,7 +1077,10 @@ class Tensor:
     if math.prod(new) != self.numel(): raise ShapeMismatch(f"cannot reshape {self.shape} ({self.numel()} elements) to {new}")
     return self if new == self.shape else F.Reshape.apply(self, shape=new)
 
-  def view(self, shape, *args) -> Tensor: return self.reshape(shape, *args)
+  def view(self, shape, *args) -> Tensor:
+    """reshape; given a dtype instead (torch's view(dtype)), the same bits read as that dtype (bitcast)."""
+    if not args and _is_dtype_like(shape): return self.bitcast(shape)
+    return self.reshape(shape, *args)
 
   def broadcast_to(self, shape) -> Tensor:
     """numpy's and torch's broadcast_to: self's dims matched from the right, size-1 dims stretched, new ones in front."""
@@ -3619,6 +3622,11 @@ class _MadeBy:
   (Tensor._view_in_place), a parameter's detach()."""
   @staticmethod
   def apply(tensor, make): return make(tensor)
+
+
+def _is_dtype_like(x) -> bool:
+  """A DType, a numpy dtype or scalar type, or a torch dtype: what view() reads as a dtype, not a shape."""
+  return isinstance(x, (DType, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic)) or type(x).__module__ == "torch"
 
 
 def _detached(t: Tensor) -> Tensor: return Tensor(t.lazydata, device=t.device, requires_grad=False)

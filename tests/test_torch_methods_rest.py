@@ -461,3 +461,10 @@ def test_torch_s_argument_forms():
   with pytest.raises(ValueError, match="0-d tensor"): Tensor(a).fill_(Tensor([1.0, 2.0]))
   with pytest.raises(ValueError, match="rtol must be >= 0"): t.isclose(t, rtol=-1)
   with pytest.raises(TypeError, match="one of ddof, unbiased and correction"): t.std(unbiased=True, correction=0)
+
+
+def test_view_of_a_dtype_reads_the_bits_as_torch():
+  values = np.array([1.0, -2.0, 0.5, np.inf], np.float32)
+  for ours, theirs in ((dtypes.int32, torch.int32), (np.int32, torch.int32), (torch.int32, torch.int32)):
+    np.testing.assert_array_equal(Tensor(values).view(ours).numpy(), torch.tensor(values).view(theirs).numpy())
+  assert Tensor(values).view(2, 2).shape == (2, 2) and Tensor(values).view((4, 1)).shape == (4, 1)
