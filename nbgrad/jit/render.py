@@ -644,7 +644,7 @@ class Renderer:
         self.emit(depth + 1, f"if xpart == 0: acc{number} = block{number}")   # a short row: one block, nothing more
         self.emit(depth + 1, "else:")
         self.add_compensated(depth + 2, f"acc{number}", f"block{number}", f"error{number}", f"rounded{number}")
-        self.emit(depth, f"if error{number} != 0 and np.isfinite(acc{number}): acc{number} = acc{number} + error{number}")
+        self.add_kept_error(depth, f"acc{number}", f"error{number}")
       else: self.accumulate_row(self.loops(depth, reduce), op, expr, f"acc{number}", expr is reused)
       self.finish_accumulator(depth, op, expr.dtype, f"acc{number}")
     if k.full and reused is not None:
@@ -690,7 +690,7 @@ class Renderer:
       self.emit(depth + 1, "for xi in range(xend - xstart):")
       self.add_compensated(depth + 2, f"acc{number}[xi]", f"block{number}[xi]", f"error{number}[xi]", f"rounded{number}")
       self.emit(depth, "for xi in range(xend - xstart):")
-      self.emit(depth + 1, f"if np.isfinite(acc{number}[xi]): acc{number}[xi] = acc{number}[xi] + error{number}[xi]")
+      self.add_kept_error(depth + 1, f"acc{number}[xi]", f"error{number}[xi]")
     if k.full:
       body = self.loops(depth, reduce)
     else:
@@ -729,6 +729,15 @@ class Renderer:
     """Float sums (in float32 or float64) add up blocks with the rounding errors of those additions kept."""
     return op is ReduceOps.SUM and dt.kind == "f" and dt not in ROUNDING
 
+  def combine_into(self, depth: int, op, dt: DType, total: str, value: str, error: Optional[str], rounded: str):
+    """total combined with value by op; with an error variable, a compensated sum (add_compensated)."""
+    if error is None: self.emit(depth, f"{total} = {BINARY[REDUCE_COMBINE[op]](dt, total, value)}")
+    else: self.add_compensated(depth, total, value, error, rounded)
+
+  def add_kept_error(self, depth: int, total: str, error: Optional[str]):
+    """A compensated sum's kept rounding error added in at its end (left out when the sum is inf or nan)."""
+    if error is not None: self.emit(depth, f"if {error} != 0 and np.isfinite({total}): {total} = {total} + {error}")
+
   def add_compensated(self, depth: int, total: str, value: str, error: str, rounded: str):
     """total += value with the rounding error of the sum kept in error (Neumaier's), rounded naming the rounded sum
     (one name per stage: stages of other dtypes do not share it). 1e8 float32 values added up as 763 blocks were
@@ -746,39 +755,35 @@ class Renderer:
     size = self.sizes[first]
     for number, (op, expr) in enumerate(k.stages):
       dt = expr.dtype
-      combine = BINARY[REDUCE_COMBINE[op]]
       # the serial build adds each chunk's result as it goes, in the order the parallel build combines them
       if self.parallel: self.emit(depth, f"part{number} = np.empty({SPLIT_CHUNKS}, dtype={compute_type(dt)})")
       else: self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
-      if self.compensated(op, dt): self.emit(depth, f"error{number} = {reduce_identity(op, dt)}")
+      compensated = self.compensated(op, dt)
+      error = f"error{number}" if compensated else None
+      if compensated: self.emit(depth, f"{error} = {reduce_identity(op, dt)}")
       self.emit(depth, f"for xchunk in {'prange' if self.parallel else 'range'}({SPLIT_CHUNKS}):")
       self.init_accumulator(depth + 1, op, dt, "chunk_acc")
       start, end = f"xchunk * {size} // {SPLIT_CHUNKS}", f"(xchunk + 1) * {size} // {SPLIT_CHUNKS}"
       if dt.kind == "f" and op is ReduceOps.SUM:   # a float sum adds up blocks: rounding grows with the block, not the chunk
-        compensated = self.compensated(op, dt)
+        chunk_error = "chunk_error" if compensated else None
         if compensated: self.emit(depth + 1, f"chunk_error = {reduce_identity(op, dt)}")
         self.emit(depth + 1, f"for xpart in range({start}, {end}, {SUM_BLOCK}):")
         self.emit(depth + 2, f"block_acc = {reduce_identity(op, dt)}")
         self.emit(depth + 2, f"for x{first} in range(xpart, min(xpart + {SUM_BLOCK}, {end})):")
         self.accumulate(self.loops(depth + 3, rest), op, expr, "block_acc")
-        if compensated: self.add_compensated(depth + 2, "chunk_acc", "block_acc", "chunk_error", f"rounded_chunk{number}")
-        else: self.emit(depth + 2, f"chunk_acc = {in_dtype(dt, 'chunk_acc + block_acc')}")
-        if compensated: self.emit(depth + 1, "if np.isfinite(chunk_acc): chunk_acc = chunk_acc + chunk_error")
+        self.combine_into(depth + 2, op, dt, "chunk_acc", "block_acc", chunk_error, f"rounded_chunk{number}")
+        self.add_kept_error(depth + 1, "chunk_acc", chunk_error)
       else:
         self.emit(depth + 1, f"for x{first} in range({start}, {end}):")
         self.accumulate(self.loops(depth + 2, rest), op, expr, "chunk_acc")
       self.finish_accumulator(depth + 1, op, dt, "chunk_acc")
-      compensated = self.compensated(op, dt)
-      if not self.parallel:
-        if compensated: self.add_compensated(depth + 1, f"acc{number}", "chunk_acc", f"error{number}", f"rounded{number}")
-        else: self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', 'chunk_acc')}")
+      if not self.parallel: self.combine_into(depth + 1, op, dt, f"acc{number}", "chunk_acc", error, f"rounded{number}")
       else:
         self.emit(depth + 1, f"part{number}[xchunk] = chunk_acc")
         self.emit(depth, f"acc{number} = {reduce_identity(op, dt)}")
         self.emit(depth, f"for xchunk in range({SPLIT_CHUNKS}):")   # NaN-aware combine of the partials
-        if compensated: self.add_compensated(depth + 1, f"acc{number}", f"part{number}[xchunk]", f"error{number}", f"rounded{number}")
-        else: self.emit(depth + 1, f"acc{number} = {combine(dt, f'acc{number}', f'part{number}[xchunk]')}")
-      if compensated: self.emit(depth, f"if np.isfinite(acc{number}): acc{number} = acc{number} + error{number}")
+        self.combine_into(depth + 1, op, dt, f"acc{number}", f"part{number}[xchunk]", error, f"rounded{number}")
+      self.add_kept_error(depth, f"acc{number}", error)
     if k.full: self.store(self.loops(depth, reduce, parallel_first=True))
     else:
       for d in reduce: self.emit(depth, f"x{d} = 0")
