@@ -158,6 +158,7 @@ def test_factorizations_refuse_and_raise():
   assert u.dtype == s.dtype == v.dtype == dtypes.float16 and s.tolist() == [1.0, 1.0]
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")   # torch's: its Tensor.cholesky is deprecated
 @pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4)], ids=str)
 def test_svd_without_vectors_and_cholesky_upper_as_torch_s_tensor_methods(shape):
   """compute_uv=False: the values and U, V of zeros (m x m, n x n), as torch's; cholesky(upper=True) is L^T."""
