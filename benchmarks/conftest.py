@@ -108,6 +108,13 @@ def sort_inputs():
 
 
 @pytest.fixture(scope="session")
+def search_inputs():
+    """1M sorted float32 values, and 100k float32 values to place among them."""
+    rng = np.random.default_rng(6)
+    return np.sort(rng.standard_normal(1 << 20, dtype=np.float32)), rng.standard_normal(100_000, dtype=np.float32)
+
+
+@pytest.fixture(scope="session")
 def embedding_inputs():
     """An embedding table (50000 x 256 float32), a (64, 128) grid of int64 tokens, and a gradient for the lookup."""
     rng = np.random.default_rng(3)

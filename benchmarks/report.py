@@ -31,7 +31,7 @@ GROUP_TITLES = {
             "matrix (after warm-up)",
     "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",
     "sort": "Stable sorts, float32: 1M values; the rows of a 1024x1024 matrix, its columns' order (argsort), and the "
-            "top 10 of each row (after warm-up)",
+            "top 10 of each row; 100k values placed among 1M sorted ones (searchsorted) (after warm-up)",
     "random": "16M float32 random values from a seeded generator (after warm-up)",
     "optim": "One Adam step of four 1024x1024 and four 1024 float32 parameters (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",

@@ -279,6 +279,12 @@ WORKLOADS = {
         torch=lambda v, m: torch.topk(m, 10, dim=1).values,
         nbgrad=lambda v, m: m.topk(10, 1)[0],
         rtol=0.0, atol=0.0),
+    "searchsorted": Workload(
+        "search_inputs",
+        numpy=lambda s, q: np.searchsorted(s, q),
+        torch=lambda s, q: torch.searchsorted(s, q),
+        nbgrad=lambda s, q: s.searchsorted(q),
+        rtol=0.0, atol=0.0),
 }
 
 
@@ -652,6 +658,12 @@ def test_sort_argsort_columns(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_sort_topk_rows(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "topk_rows")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_searchsorted(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "searchsorted")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 import numpy as np
-from nbgrad.dtype import dtypes
-from nbgrad.graph.sort import argsort as argsort_node
+from nbgrad.dtype import dtypes, least_upper_dtype
+from nbgrad.graph.sort import argsort as argsort_node, searchsorted as searchsorted_node
 from nbgrad.helpers import ShapeMismatch
 
 
@@ -158,7 +158,7 @@ def _quantile(x, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
 def searchsorted(x, values, right: bool = False, side: Optional[str] = None):
   """For sorted rows x (..., M), the int32 positions where values (..., K) would go to keep each row sorted:
   before equal elements (right, side="right": after them), NaN sorting last, as torch's and numpy's searchsorted.
-  A 1-D x serves values of any shape. Each position counts the elements before it (O(M) per value)."""
+  A 1-D x serves values of any shape. A binary search in the values' common dtype (graph/sort.py's node)."""
   if side is not None:
     if side not in ("left", "right"): raise ValueError(f"searchsorted side must be 'left' or 'right', got {side!r}")
     right = side == "right"
@@ -166,12 +166,15 @@ def searchsorted(x, values, right: bool = False, side: Optional[str] = None):
   if x.ndim == 0: raise ValueError("searchsorted needs a sorted sequence of at least 1 dim, got a 0-d tensor")
   if x.ndim > 1 and (values.ndim != x.ndim or values.shape[:-1] != x.shape[:-1]):
     raise ShapeMismatch(f"searchsorted of {values.shape} values in rows {x.shape}: the leading dims must match")
-  rows = x.unsqueeze(-2) if x.ndim > 1 else x
-  point = values.unsqueeze(-1)
-  sequence_nan, point_nan = rows != rows, point != point   # NaN above every number
-  before = sequence_nan.logical_not() & (point_nan | (rows < point))
-  if right: before = before | (rows == point) | (sequence_nan & point_nan)
-  return before.sum(-1)
+  x._check_same_device(values)
+  common = least_upper_dtype(x.dtype, values.dtype)
+  if common in (dtypes.float16, dtypes.bfloat16): common = dtypes.float32   # stored as bits: searched as float32
+  if common == dtypes.bool: common = dtypes.int8
+  length = x.shape[-1]
+  rows = x.reshape(-1, length) if x.ndim > 1 else x.reshape(1, length)
+  points = values.reshape(rows.shape[0], -1) if x.ndim > 1 else values.reshape(1, values.numel())
+  found = searchsorted_node(rows.cast(common).lazydata, points.cast(common).lazydata, right)
+  return type(x)(found, device=x.device).reshape(values.shape)._cut_from(x, values)._after_op()
 
 
 def bucketize(x, boundaries, right: bool = False):

@@ -53,3 +53,16 @@ def test_dim_and_axis_together_raise(call):
 def test_axis_out_of_range_raises():
   with pytest.raises(IndexError): Tensor(values).sort(axis=3)
   with pytest.raises(IndexError): Tensor(values).topk(1, axis=-4)
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16"])
+def test_searchsorted_of_many_values_in_a_long_sequence_as_numpy(right, dtype):
+  """A binary search per value (the count of the elements before each was O(length) per value: 100k values in 1M
+  took 6 s): numpy's positions, ties and NaN included."""
+  rng = np.random.default_rng(11)
+  sequence = np.sort(rng.integers(-500, 500, 200_000)).astype(dtype)
+  values = rng.integers(-600, 600, 30_000).astype(dtype)
+  if dtype != "int64": sequence[-3:], values[:2] = np.nan, np.nan
+  side = "right" if right else "left"
+  np.testing.assert_array_equal(Tensor(sequence).searchsorted(Tensor(values), side=side).numpy(), np.searchsorted(sequence, values, side=side))

@@ -1,5 +1,6 @@
-"""The sorting permutation as a custom graph node: a stable sort along an axis, which no fused loop nest expresses.
-The node reads one contiguous buffer and fills its own with the int32 positions along the axis that order it."""
+"""Sorting's custom graph nodes, which no fused loop nest expresses: the sorting permutation (a stable sort along an
+axis: the node reads one contiguous buffer and fills its own with the int32 positions along the axis that order it),
+and the binary search of values in sorted rows."""
 from __future__ import annotations
 import math
 from dataclasses import dataclass
@@ -38,3 +39,28 @@ def argsort(x: LazyBuffer, axis: int, descending: bool, k: Optional[int] = None)
   order = ArgSort(x.dtype, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), descending, k)
   shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
   return LazyBuffer.load(LoadOps.CUSTOM, shape, dtypes.int32, x.device, arg=order, srcs=(x,))
+
+
+@dataclass(frozen=True)
+class SearchSorted:
+  """The positions at which each of the (rows, count) values would go in the sorted rows (rows, length) of the same
+  row: before equal elements, or after them (right); NaN above every number."""
+  rows: int
+  length: int
+  count: int
+  right: bool
+
+  @property
+  def name(self) -> str: return f"searchsorted_{self.rows}_{self.length}_{self.count}" + ("_right" if self.right else "")
+
+  def run(self, out, sequence, values):
+    from nbgrad.jit.sort import binary_search   # the CPU routine
+    binary_search(out.reshape(self.rows, self.count), sequence.reshape(self.rows, self.length), values.reshape(self.rows, self.count), self.right)
+
+
+def searchsorted(sequence: LazyBuffer, values: LazyBuffer, right: bool) -> LazyBuffer:
+  """int32 positions of values (rows, count) in the sorted rows of sequence (rows, length), both of one dtype."""
+  sequence, values = sequence.in_flat_order(), values.in_flat_order()
+  (rows, length), count = sequence.shape, values.shape[1]
+  search = SearchSorted(rows, length, count, right)
+  return LazyBuffer.load(LoadOps.CUSTOM, values.shape, dtypes.int32, values.device, arg=search, srcs=(sequence, values))
