@@ -97,8 +97,9 @@ BINARY = {
   BinaryOps.MOD: lambda dt, a, b: in_dtype(dt, f"({a} % {b})" if dt.kind == "f" else f"{_int_division(dt, 'mod')}({a}, {b})"),
   BinaryOps.POW: lambda dt, a, b: f"({a} ** {b})" if dt.itemsize == 8 else in_dtype(dt, f"pow_f32({a}, {b})"),
   BinaryOps.ATAN2: lambda dt, a, b: f"atan2_f64({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"atan2_f32({a}, {b})"),
-  BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"max({a}, {b})",
-  BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"min({a}, {b})",
+  # bools: | and & (any() and all() reduce with them: vector ors, where max() of bools ran a branch per element)
+  BinaryOps.MAX: lambda dt, a, b: f"fmax({a}, {b})" if dt.kind == "f" else f"({a} | {b})" if dt.kind == "b" else f"max({a}, {b})",
+  BinaryOps.MIN: lambda dt, a, b: f"fmin({a}, {b})" if dt.kind == "f" else f"({a} & {b})" if dt.kind == "b" else f"min({a}, {b})",
   BinaryOps.CMPLT: lambda dt, a, b: f"({a} < {b})",
   BinaryOps.CMPEQ: lambda dt, a, b: f"({a} == {b})",
   BinaryOps.CMPNE: lambda dt, a, b: f"({a} != {b})",
