@@ -25,8 +25,8 @@ GROUP_TITLES = {
     "movement": "Movement, float32: cat of 8 realized 1024x512 pieces along each axis; a 4096x4096 matrix's transpose "
                 "copied, and added to the matrix; 16x64x56x56 images copied channels-last; attention's heads (16x8x256x64) merged "
                 "to 16x256x512 (after warm-up)",
-    "reduce": "Reductions, 16M / 4096x4096 float32; softmax over attention's heads merged back (16x8x256x64 to 16x256x512) "
-              "(after warm-up)",
+    "reduce": "Reductions, 16M / 4096x4096 float32 (any: of x > 3 along rows); softmax over attention's heads merged back "
+              "(16x8x256x64 to 16x256x512) (after warm-up)",
     "norm": "Normalization, float32: GroupNorm of 8 groups on 16x64x56x56 images; layernorm of the rows of a 4096x4096 "
             "matrix (after warm-up)",
     "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",

@@ -222,6 +222,12 @@ WORKLOADS = {
         torch=lambda m: m.amax(dim=0),
         nbgrad=lambda m: m.max(axis=0),
         rtol=0.0, atol=0.0),
+    "any_axis1": Workload(
+        "matrix",
+        numpy=lambda m: (m > 3).any(axis=1),
+        torch=lambda m: (m > 3).any(dim=1),
+        nbgrad=lambda m: (m > 3).any(axis=1),
+        rtol=0.0, atol=0.0),
     "softmax_lastaxis": Workload(
         "matrix",
         numpy=numpy_softmax,
@@ -584,6 +590,12 @@ def test_reduce_sum_transposed_axis1(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_reduce_max_axis0(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "max_axis0")
+
+
+@pytest.mark.benchmark(group="reduce")
+@pytest.mark.parametrize("lib", LIBS)
+def test_reduce_any_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "any_axis1")
 
 
 @pytest.mark.benchmark(group="reduce")
