@@ -85,6 +85,11 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
 
 def basic_index(tensor, indices):
   if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices)   # x[idx], the common case
+  if isinstance(indices, (type(tensor), np.ndarray)) and (mask := _bool_mask(indices)) is not None and mask.ndim > 1 and \
+     mask.shape == tensor.shape[:mask.ndim]:
+    # x[mask] over its leading dims: those dims as one, read at the flat mask's positions (one index array, not one
+    # per dim: 8x faster for a 1000x1000 mask)
+    return basic_index(tensor.reshape((-1,) + tensor.shape[mask.ndim:]), mask.reshape(-1))
   items = _normalize(indices, tensor.shape)
   if any(isinstance(i, (bool, np.bool_)) for i in items): return _scalar_bool_index(tensor, items)
   for i in items:
@@ -340,15 +345,19 @@ def set_index(tensor, indices, value):
   if isinstance(value, Tensor) and value.requires_grad:
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
   indices = tuple(_assigned_index(i) for i in _index_items(indices))
-  target = tensor[indices]   # checks the indices before anything changes (numpy checks positions' ranges)
+  # the shape the indices pick, found by numpy on a stand-in of no size, which raises IndexError for a position out
+  # of range before anything changes (reading tensor[indices] computed the elements: a mask's took 8 ms of 1M)
+  target_shape = np.broadcast_to(np.empty((), np.bool_), tensor.shape)[indices].shape
   value = foreign_array(value)
   if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
     raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
   if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
-  extra = value.ndim - target.ndim
+  extra = value.ndim - len(target_shape)
   if extra > 0 and all(s == 1 for s in value.shape[:extra]): value = value.reshape(value.shape[extra:])   # as numpy and torch
-  values = value.cast(tensor.dtype)._broadcast_to(target.shape).numpy()
-  if values.size == 0: return   # no element to write (an empty tensor or slot), as in numpy
+  if len(value.shape) > len(target_shape) or any(v not in (1, t) for v, t in zip(reversed(value.shape), reversed(target_shape))):
+    raise ValueError(f"cannot assign values of shape {value.shape} to the elements of shape {target_shape} the index picks")
+  if math.prod(target_shape) == 0: return   # no element to write (an empty tensor or slot), as in numpy
+  values = value.cast(tensor.dtype).numpy()   # numpy's assignment broadcasts them
   window = writable_window(tensor)
   if (recorder := devices.recording.recorder) is not None: recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
   base, device = tensor.lazydata.base, devices.backend(tensor.device)
