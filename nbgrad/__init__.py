@@ -35,8 +35,8 @@ if "NUMBA_THREADING_LAYER" not in os.environ and _openmp_already_loaded():
 from nbgrad.dtype import dtypes, DType   # noqa: E402  (the settings above come first)
 from nbgrad.device import Device   # noqa: E402
 from nbgrad.tensor import Tensor   # noqa: E402
-from nbgrad.helpers import eager, GlobalCounters, Context   # noqa: E402
+from nbgrad.helpers import eager, GlobalCounters, Context, fetch   # noqa: E402
 from nbgrad.replay import TinyJit   # noqa: E402
 from nbgrad import helpers   # noqa: E402
 
-__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "Context", "TinyJit", "helpers"]
+__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "Context", "TinyJit", "fetch", "helpers"]

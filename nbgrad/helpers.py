@@ -1,10 +1,17 @@
 """Settings read from the environment, counters, and small shared helpers."""
 from __future__ import annotations
 import contextlib
+import hashlib
 import math
 import os
+import pathlib
+import re
+import shutil
+import tempfile
 import time
+import urllib.request
 import weakref
+from typing import Optional, Union
 
 
 def getenv(key: str, default=0):
@@ -64,8 +71,58 @@ class Timing(contextlib.ContextDecorator):
     if self.enabled: print(f"{self.prefix}{self.elapsed * 1e-6:6.2f} ms" + (self.on_exit(self.elapsed) if self.on_exit else ""))
 
 
+# the small helpers tinygrad's examples import from its helpers
 def prod(values) -> int: return math.prod(values)
 def flatten(nested) -> list: return [item for inner in nested for item in inner]
+def dedup(items) -> list: return list(dict.fromkeys(items))   # first occurrences, in order
+def all_int(values) -> bool: return all(isinstance(v, int) for v in values)
+def round_up(number: int, multiple: int) -> int: return -(-number // multiple) * multiple
+def make_pair(x, count: int = 2) -> tuple: return (x,) * count if isinstance(x, int) else tuple(x)
+def partition(items, predicate) -> tuple[list, list]:
+  """(the items for which predicate holds, the others), each in order."""
+  kept, rest = [], []
+  for item in items: (kept if predicate(item) else rest).append(item)
+  return kept, rest
+
+
+def argfix(*args) -> tuple:
+  """f(1, 2) and f((1, 2)) alike: one tuple or list argument stands for all of them."""
+  if len(args) == 1 and isinstance(args[0], (tuple, list)): return tuple(args[0])
+  return args
+
+
+_COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+
+
+def colored(text, color: Optional[str], background: bool = False) -> str:
+  """text in a terminal color (an upper-case name: its bright form), or as it is for color None."""
+  if color is None: return text
+  code = 30 + _COLORS.index(color.lower()) + (60 if color.isupper() else 0) + (10 if background else 0)
+  return f"\x1b[{code}m{text}\x1b[0m"
+
+
+def ansistrip(text: str) -> str: return re.sub(r"\x1b\[[0-9;]*m", "", text)
+def ansilen(text: str) -> int: return len(ansistrip(text))
+
+
+def fetch(url: str, name: Optional[Union[str, os.PathLike]] = None, allow_caching: bool = not getenv("DISABLE_HTTP_CACHE")) -> pathlib.Path:
+  """The file at url, downloaded once into the cache folder (downloads/, named by the url's hash or by name) and
+  its path returned; a local path or file:// url is returned as it is. allow_caching=False downloads it again."""
+  if url.startswith(("/", ".")): return pathlib.Path(url)
+  if url.startswith("file://"): return pathlib.Path(url[len("file://"):])
+  path = pathlib.Path(name) if name is not None and os.path.isabs(name) else \
+    pathlib.Path(cache_dir()) / "downloads" / (str(name) if name is not None else hashlib.md5(url.encode()).hexdigest())
+  if path.is_file() and allow_caching: return path
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with urllib.request.urlopen(url, timeout=60) as response:
+    if response.status != 200: raise RuntimeError(f"fetch of {url} failed with HTTP status {response.status}")
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as part:   # renamed whole: no half file is cached
+      try: shutil.copyfileobj(response, part)
+      except BaseException:
+        os.unlink(part.name)
+        raise
+  os.replace(part.name, path)
+  return path
 
 
 class HashedKey:

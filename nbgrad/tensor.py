@@ -1030,7 +1030,8 @@ class Tensor:
       cdf = cdf / cdf[:, -1:]
       count = num_samples if replacement else 1
       u = Tensor.rand(count, rows, 1, device=self.device)
-      pick = (u.expand(count, rows, categories) >= cdf).sum(2).permute(1, 0).minimum(categories - 1)
+      # the categories whose cumulative share is at most u, counted by a binary search in the (sorted) cdf
+      pick = cdf.searchsorted(u.reshape(count, rows).permute(1, 0), right=True).minimum(categories - 1)
       picks.append(pick)
       if not replacement:
         chosen = pick.reshape(rows, 1) == Tensor.arange(categories, device=self.device).reshape(1, categories)
