@@ -1375,7 +1375,10 @@ class Tensor:
     dim = resolve_axis(dim, self.ndim, extra=1)
     for t in others:
       if t.shape != self.shape: raise ShapeMismatch(f"stack needs equal shapes: {self.shape} and {t.shape}")
-    return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
+    if dim == self.ndim or self.shape[dim] == 0: return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
+    # joined along dim, then that dim split in (tensor, its own length): one reshape, not one per tensor
+    joined = tensors[0].cat(*tensors[1:], dim=dim) if others else tensors[0]
+    return joined.reshape(self.shape[:dim] + (len(tensors), self.shape[dim]) + self.shape[dim + 1:])
 
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
     dim = resolve_axis(dim, self.ndim)
