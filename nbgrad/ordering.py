@@ -203,10 +203,11 @@ def unique(x, sorted: bool = True, return_inverse: bool = False, return_counts: 
   of each element's value (return_inverse) and how often each appears (return_counts). Computed here."""
   from nbgrad.tensor import Tensor, resolve_axis
   axis = None if dim is None else resolve_axis(dim, x.ndim)
-  found = np.unique(x.numpy(), return_inverse=True, return_counts=True, axis=axis)
-  out = [Tensor(found[0], dtype=x.dtype, device=x.device)]
-  if return_inverse: out.append(Tensor(found[1].astype(np.int32).reshape(x.shape if axis is None else -1), device=x.device))
-  if return_counts: out.append(Tensor(found[2].astype(np.int32), device=x.device))
+  found = np.unique(x.numpy(), return_inverse=return_inverse, return_counts=return_counts, axis=axis)   # only what is asked
+  values, *rest = found if isinstance(found, tuple) else (found,)
+  out = [Tensor(values, dtype=x.dtype, device=x.device)]
+  if return_inverse: out.append(Tensor(rest.pop(0).astype(np.int32).reshape(x.shape if axis is None else -1), device=x.device))
+  if return_counts: out.append(Tensor(rest.pop(0).astype(np.int32), device=x.device))
   return out[0] if len(out) == 1 else tuple(out)
 
 
