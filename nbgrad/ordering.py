@@ -170,9 +170,9 @@ def searchsorted(x, values, right: bool = False, side: Optional[str] = None):
   common = least_upper_dtype(x.dtype, values.dtype)
   if common in (dtypes.float16, dtypes.bfloat16): common = dtypes.float32   # stored as bits: searched as float32
   if common == dtypes.bool: common = dtypes.int8
-  length = x.shape[-1]
-  rows = x.reshape(-1, length) if x.ndim > 1 else x.reshape(1, length)
-  points = values.reshape(rows.shape[0], -1) if x.ndim > 1 else values.reshape(1, values.numel())
+  length, row_count = x.shape[-1], math.prod(x.shape[:-1])
+  rows = x.reshape(row_count, length)
+  points = values.reshape(row_count, values.shape[-1] if x.ndim > 1 else values.numel())
   found = searchsorted_node(rows.cast(common).lazydata, points.cast(common).lazydata, right)
   return type(x)(found, device=x.device).reshape(values.shape)._cut_from(x, values)._after_op()
 

@@ -658,7 +658,8 @@ class Tensor:
     """The same values outside the graph. Of a parameter (a leaf that requires grad) it is a view, as torch's shares
     the storage: an in-place op on it writes into the parameter (torch's w.detach().normal_())."""
     out = _detached(self)
-    if self.requires_grad and not self._in_graph(): out._record_view(self, _MadeBy, {"make": _detached})
+    # a parameter's, and a view's (w.detach().detach(), w[0].detach()): writes into it reach what it views
+    if (self.requires_grad and not self._in_graph()) or self._view_of is not None: out._record_view(self, _MadeBy, {"make": _detached})
     return out
 
   def contiguous(self) -> Tensor:
@@ -707,7 +708,8 @@ class Tensor:
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
     if (self.requires_grad and not self._in_graph()) or not x.requires_grad:   # a parameter's update (w - lr * g) keeps it a leaf
       value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
-      if self._ctx is not None: self._ctx, self.requires_grad = None, x.requires_grad   # its history is overwritten
+      if self._in_graph(): self._ctx, self.requires_grad = None, x.requires_grad   # its history is overwritten
+      elif self._ctx is F.NO_GRAPH: self._ctx = None   # made under no_grad: now a leaf with new values
     else:   # a tensor given a value that requires grad takes x's graph, as torch's copy_
       carried = F.Assigned.apply(x)
       value, self._ctx, self.requires_grad = carried.lazydata, carried._ctx, carried.requires_grad
@@ -1483,8 +1485,10 @@ class Tensor:
     return y.item() if y.ndim == 0 else self._operand(y, "operand")
 
   def _operand(self, y, name: str, optional=False) -> Optional[Tensor]:
-    """A tensor argument of an op; a numpy array (a numpy user's habit) becomes a tensor of its dtype here."""
+    """A tensor argument of an op; a numpy array (a numpy user's habit, or another library's array read through
+    numpy) becomes a tensor of its dtype here."""
     if isinstance(y, Tensor) or (optional and y is None): return y
+    y = foreign_array(y)
     if isinstance(y, np.ndarray): return Tensor(y, device=self.device)
     raise TypeError(f"{name} must be a Tensor or a numpy array, got {type(y).__name__}")
 
@@ -2127,6 +2131,7 @@ class Tensor:
     if not self.requires_grad or Tensor.no_grad or values.dtype != self.dtype or values.shape != self.shape or \
        any(isinstance(b, Tensor) and b.requires_grad for b in (min, max)): return values
     kept, given = values.detach(), self.detach()
+    if isinstance(min, (int, float, np.number)) and isinstance(max, (int, float, np.number)) and min > max: return _with_derivatives((self,), kept, (lambda: kept.zeros_like(),))   # all max
     return _with_derivatives((self,), kept, (lambda: (kept == given).cast(self.dtype),))
 
   def _clip_bound(self, bound):
@@ -2164,6 +2169,9 @@ class Tensor:
   # comparisons
   def _compare(self, op, x, reverse=False) -> Tensor:
     x = self._from_numpy_operand(x)   # numpy hands its scalars to __array_ufunc__ as 0-d arrays
+    if self.dtype == dtypes.bool and _is_int(x) and not isinstance(x, (bool, np.bool_)):
+      # bools against an int compare as the numbers 0 and 1, exactly (torch's); an int past int64 as int64's end
+      return self.cast(dtypes.int64)._compare(op, min(max(int(x), dtypes.min(dtypes.int64)), dtypes.max(dtypes.int64)), reverse)
     a, b = self._broadcasted(x, reverse)
     return a._nondiff(op, b)
   def __lt__(self, x) -> Tensor: return self._compare(BinaryOps.CMPLT, x)
@@ -3630,7 +3638,8 @@ class _MadeBy:
 
 def _is_dtype_like(x) -> bool:
   """A DType, a numpy dtype or scalar type, or a torch dtype: what view() reads as a dtype, not a shape."""
-  return isinstance(x, (DType, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic)) or type(x).__module__ == "torch"
+  return isinstance(x, (DType, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic)) or \
+    (type(x).__module__ == "torch" and type(x).__name__ == "dtype")
 
 
 def _detached(t: Tensor) -> Tensor: return Tensor(t.lazydata, device=t.device, requires_grad=False)

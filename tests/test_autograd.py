@@ -265,6 +265,20 @@ def test_backward_from_a_result_made_under_inference_mode_raises_as_torch():
   assert x.grad is None
 
 
+def test_a_parameter_made_under_inference_mode_trains_as_a_leaf():
+  """Its first optimizer step must not take the detached update's requires_grad (its second step found no gradient)."""
+  from nbgrad.nn import optim
+  with Tensor.inference_mode(): w = Tensor.ones(3, requires_grad=True) * 0.5
+  opt = optim.SGD([w], lr=0.1)
+  with Tensor.train():
+    for _ in range(2):
+      opt.zero_grad()
+      (w * w).sum().backward()
+      opt.step()
+  assert w.requires_grad and w.is_leaf
+  np.testing.assert_allclose(w.numpy(), np.full(3, 0.32), rtol=1e-6)   # 0.5 - 0.1 * 1.0, then 0.4 - 0.1 * 0.8
+
+
 def test_inference_mode_records_no_graph():
   x = Tensor(sample(SHAPE), requires_grad=True)
   assert Tensor.no_grad is False

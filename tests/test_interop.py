@@ -262,18 +262,17 @@ def test_a_python_number_does_not_make_a_result_need_grad():
 
 
 def wrapped(value: int, name: str) -> int:
-  """value taken into the int dtype name (bool compares in int32) as two's complement wrap-around."""
-  info = np.iinfo("int32" if name == "bool" else name)
+  """value taken into the int dtype name as two's complement wrap-around."""
+  info = np.iinfo(name)
   bits = 8 * np.dtype(info.dtype).itemsize
   return (int(value) - info.min) % 2**bits + info.min
 
 
-@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "uint64", "bool"])
+@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "uint32", "int64", "uint64"])
 def test_comparing_with_an_int_beyond_the_dtype_wraps_it_first(name):
-  """A Python int takes an int tensor's dtype (bool's: int32) in comparisons as in arithmetic, wrapped into it as
-  tinygrad and torch do (uint8 > -1 is False, uint8 == -1 True at 255), whatever its size; int64's and uint64's
-  extremes stay exact."""
-  extremes = [] if name == "bool" else [int(np.iinfo(name).min), int(np.iinfo(name).max)]
+  """A Python int takes an int tensor's dtype in comparisons as in arithmetic, wrapped into it as tinygrad and torch
+  do (uint8 > -1 is False, uint8 == -1 True at 255), whatever its size; int64's and uint64's extremes stay exact."""
+  extremes = [int(np.iinfo(name).min), int(np.iinfo(name).max)]
   a = np.array([5, 0, 100] + extremes, getattr(np, name))
   t = Tensor(a)
   for big in (2**40, -(2**40), 2**63, -(2**63) - 1, 2**64, 2**70, -(2**70), 300, -1, np.uint64(2**63), np.int64(-1)):
@@ -296,6 +295,15 @@ def test_comparisons_maximum_and_minimum_with_ints_past_the_dtype_as_torch(name)
     np.testing.assert_array_equal(t.maximum(big).numpy(), torch.maximum(tt, w).numpy())
     np.testing.assert_array_equal(t.minimum(big).numpy(), torch.minimum(tt, w).numpy())
   np.testing.assert_array_equal(Tensor(a).clip(-1000, 1000).numpy(), a)
+
+
+def test_bools_against_an_int_compare_as_0_and_1_as_torch():
+  b, bt = Tensor([False, True]), torch.tensor([False, True])
+  for big in (2, 1, 0, -1, 2**40, -(2**40), 2**70):
+    for op in (operator.lt, operator.gt, operator.eq, operator.ne, operator.le, operator.ge):
+      expected = op(np.array([0, 1], dtype=object), big).astype(bool).tolist()
+      assert op(b, big).tolist() == expected and op(big, b).tolist() == op(big, np.array([0, 1], dtype=object)).astype(bool).tolist()
+      if abs(big) < 2**63: assert op(b, big).tolist() == op(bt, big).tolist()
 
 
 def test_comparing_with_numpy_integers_on_either_side_wraps_them_as_python_ints():

@@ -66,3 +66,10 @@ def test_searchsorted_of_many_values_in_a_long_sequence_as_numpy(right, dtype):
   if dtype != "int64": sequence[-3:], values[:2] = np.nan, np.nan
   side = "right" if right else "left"
   np.testing.assert_array_equal(Tensor(sequence).searchsorted(Tensor(values), side=side).numpy(), np.searchsorted(sequence, values, side=side))
+
+
+def test_searchsorted_of_empty_rows_or_no_rows_as_torch():
+  for rows, values in (((0, 4), (0, 3)), ((2, 0), (2, 3)), ((3,), (0,)), ((0,), (2, 2))):
+    got = Tensor(np.zeros(rows, np.float32)).searchsorted(Tensor(np.zeros(values, np.float32)))
+    expected = torch.searchsorted(torch.zeros(rows), torch.zeros(values))
+    assert got.shape == tuple(expected.shape) and got.numpy().tolist() == expected.numpy().tolist()

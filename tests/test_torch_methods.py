@@ -395,6 +395,7 @@ def test_in_place_ops_on_a_detached_parameter_write_into_it_as_torch(make):
   w.detach().fill_(3.0)
   assert w.numpy().tolist() == np.full(w.shape, 3.0).tolist() and w.requires_grad and w.is_leaf
   w.detach().mul_(2).add_(1)
+  w.detach().detach().add_(0)   # a view of the view writes through too
   detached = w.detach()
   np.testing.assert_array_equal(w.numpy(), np.full(w.shape, 7.0))
   (w * w).sum().backward()
@@ -404,7 +405,8 @@ def test_in_place_ops_on_a_detached_parameter_write_into_it_as_torch(make):
 
 
 @pytest.mark.parametrize("call", [lambda t: t.clamp(min=0.0), lambda t: t.clamp(-1.0, 1.0), lambda t: t.clamp(max=1.0),
-                                  lambda t: t.clamp_min(0.0), lambda t: t.clamp_max(2.0)], ids=["min", "both", "max", "clamp_min", "clamp_max"])
+                                  lambda t: t.clamp_min(0.0), lambda t: t.clamp_max(2.0), lambda t: t.clamp(2.0, 0.5)],
+                         ids=["min", "both", "max", "clamp_min", "clamp_max", "min_above_max"])
 def test_clamp_gives_torch_s_gradient_at_its_bounds(call):
   """All of the gradient where a value equals a bound, as torch's clamp (tinygrad's clip splits it there)."""
   values = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0])

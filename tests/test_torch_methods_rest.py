@@ -456,6 +456,7 @@ def test_torch_s_argument_forms():
   assert t.to(torch.float32).dtype == dtypes.float32 and t.to(Tensor([1], dtype=dtypes.int16)).dtype == dtypes.int16
   assert Tensor(a.copy()).fill_(Tensor(2.5)).numpy().tolist() == tt.clone().fill_(torch.tensor(2.5)).numpy().tolist()
   np.testing.assert_array_equal(t.narrow(1, Tensor(1), 2).numpy(), tt.narrow(1, torch.tensor(1), 2).numpy())
+  np.testing.assert_array_equal((t @ torch.eye(4, dtype=torch.float64)).numpy(), a)
   np.testing.assert_allclose(t.norm("nuc").item(), tt.norm("nuc").item(), rtol=1e-12)
   assert Tensor(0.5).masked_select(Tensor(True)).tolist() == torch.tensor(0.5).masked_select(torch.tensor(True)).tolist()
   with pytest.raises(ValueError, match="0-d tensor"): Tensor(a).fill_(Tensor([1.0, 2.0]))
@@ -468,3 +469,4 @@ def test_view_of_a_dtype_reads_the_bits_as_torch():
   for ours, theirs in ((dtypes.int32, torch.int32), (np.int32, torch.int32), (torch.int32, torch.int32)):
     np.testing.assert_array_equal(Tensor(values).view(ours).numpy(), torch.tensor(values).view(theirs).numpy())
   assert Tensor(values).view(2, 2).shape == (2, 2) and Tensor(values).view((4, 1)).shape == (4, 1)
+  assert Tensor(values).view(torch.Size([2, 2])).shape == (2, 2)

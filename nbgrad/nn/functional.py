@@ -281,8 +281,16 @@ def _from_method(name: str, method: str):
   return function
 
 
+# the name torch gives a loss's first input, where it is not input (it may come as a keyword)
+FIRST_INPUT = {"margin_ranking_loss": "input1", "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor"}
+
+
 def _loss_from_method(name: str, parameters: tuple):
-  def function(input, *args, **kwargs):
+  first = FIRST_INPUT.get(name, "input")
+
+  def function(*args, **kwargs):
+    if not args and first not in kwargs: raise TypeError(f"F.{name} needs its first input ({first})")
+    input, args = (args[0], args[1:]) if args else (kwargs.pop(first), ())
     if len(args) > len(parameters): raise TypeError(f"F.{name} takes at most {len(parameters) + 1} positional arguments, got {len(args) + 1}")
     for parameter, value in zip(parameters, args):
       if parameter in kwargs: raise TypeError(f"F.{name} got two values for {parameter!r}")
