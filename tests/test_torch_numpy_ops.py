@@ -314,7 +314,7 @@ def test_norm_of_zeros_ints_and_halves():
   half = Tensor(np.full(4096, 2.0, np.float16)).norm()
   assert half.dtype == dtypes.float16 and half.item() == 128.0   # summed in float32: float16 would stop at 2048 terms
   assert Tensor.zeros(0).norm().item() == 0.0
-  with pytest.raises(TypeError, match="norm p"): Tensor(X).norm("nuc")
+  with pytest.raises(TypeError, match="norm p"): Tensor(X).norm("nuclear")   # "fro" and "nuc" are the named ones
 
 
 # ---- movement: roll, diagonal, diag, trace, outer, repeat_interleave, masked_select
