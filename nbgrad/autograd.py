@@ -3,10 +3,12 @@ backward from the same primitives, so backward graphs fuse and cache like forwar
 from __future__ import annotations
 import itertools
 import math
+import numpy as np
 from dataclasses import dataclass
 from nbgrad import linalg
 from nbgrad.dtype import DType, dtypes
 from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.view import Affine
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum, running
 from nbgrad.graph.take import take, scatter_add
@@ -602,12 +604,52 @@ class Copy(Function):
 
 class Windows(Function):
   """Every sliding window over the last len(kernel) dims, as one strided view: (..., *spatial) -> (..., *out, *kernel)."""
+  is_view = True
   def forward(self, x, kernel, stride, dilation):
     self.input_shape, self.args = x.shape, (kernel, stride, dilation)
     return x.windows(kernel, stride, dilation)
   def backward(self, grad):
     if shifted_terms(*self.args) > MAX_SHIFTED_TERMS: return window_sums_by_dim(grad, self.input_shape, *self.args)
     return one_window_sum(grad, self.input_shape, *self.args)
+
+
+class Diagonal(Function):
+  """The elements (i, i + offset) of the matrices in dims dim1 and dim2, along a new last dim: a view; its gradient
+  is zeros with grad on that diagonal."""
+  is_view = True
+  def forward(self, x, offset, dim1, dim2):
+    self.input_shape, self.args = x.shape, (offset, dim1, dim2)
+    return x.mapped(Affine.diagonal(x.shape, offset, dim1, dim2))
+  def backward(self, grad):
+    offset, first, second = self.args
+    rows, cols, (*lead, count) = self.input_shape[first], self.input_shape[second], grad.shape
+    if count == 0: return LazyBuffer.full(0, self.input_shape, grad.dtype, grad.device)
+    keep = ((0, 0),) * len(lead)
+    # each diagonal element followed by cols zeros, laid from the first one's flat position on: the next lands
+    # one row down and one column right
+    spread = grad.reshape((*lead, count, 1)).pad(keep + ((0, 0), (0, cols))).reshape((*lead, count * (cols + 1)))
+    start = max(0, -offset) * cols + max(0, offset)
+    spread = spread.shrink(tuple((0, n) for n in lead) + ((0, min(count * (cols + 1), rows * cols - start)),))
+    matrices = spread.pad(keep + ((start, rows * cols - start - spread.shape[-1]),)).reshape((*lead, rows, cols))
+    order = [d for d in range(len(self.input_shape)) if d not in (first, second)] + [first, second]
+    return matrices.permute(tuple(order.index(d) for d in range(len(order))))
+
+
+class AsStrided(Function):
+  """The elements at storage_offset + sum(i_k * stride_k) of x's flattened elements, in shape size: a view; each
+  gradient element goes back to the position it read (summed where positions repeat)."""
+  is_view = True
+  def forward(self, x, size, stride, storage_offset):
+    self.input_shape, self.args = x.shape, (size, stride, storage_offset)
+    flat = x.reshape((math.prod(x.shape),))
+    return flat.mapped(Affine(size, flat.shape, ((stride, storage_offset),)))
+  def backward(self, grad):
+    size, stride, offset = self.args
+    positions = offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - k - 1)) * st for k, (n, st) in enumerate(zip(size, stride)))
+    flat = np.ascontiguousarray(np.broadcast_to(positions, size), np.int64 if math.prod(self.input_shape) >= 2**31 else np.int32).reshape(-1)
+    positions = LazyBuffer.from_buffer(flat, size, dtypes.from_np(flat.dtype), "CPU")
+    if positions.device != grad.device: positions = positions.copy_to(grad.device)
+    return scatter_add(grad, positions, (math.prod(self.input_shape),), 0).reshape(self.input_shape)
 
 
 # Each term of the shifted sum is a padded load in the kernel that adds them, and compile time grows with

@@ -1304,17 +1304,14 @@ class Tensor:
     return x[(slice(None),) * dim + (Tensor(np.repeat(np.arange(counts.size), counts), device=self.device),)]
 
   def unfold(self, dim: int, size: int, step: int) -> Tensor:
-    """The windows of size elements along dim, step apart, as a new last dim (torch's Tensor.unfold)."""
+    """The windows of size elements along dim, step apart, as a new last dim (torch's Tensor.unfold): a view."""
     _check_int("unfold size", size)
     _check_int("unfold step", step, low=1)
     dim = resolve_axis(dim, self.ndim)
     length = self.shape[dim] if self.ndim else 1
     if size > length: raise ValueError(f"unfold size {size} is more than the {length} elements along dim {dim} of {self.shape}")
     if self.ndim == 0: return self.reshape(1)   # torch: a 0-d tensor's one window
-    count = (length - size) // step + 1
-    starts = np.arange(count)[:, None] * step + np.arange(size)[None, :]
-    windows = self.index_select(dim, Tensor(starts.reshape(-1), device=self.device))
-    return windows.reshape(self.shape[:dim] + (count, size) + self.shape[dim + 1:]).movedim(dim + 1, -1)
+    return self.movedim(dim, -1)._windows((size,), (step,), (1,)).movedim(-2, dim)
 
   def rot90(self, k: int = 1, dims=(0, 1)) -> Tensor:
     """Rotated k quarter turns in the plane of dims, from the first dim toward the second (numpy's and torch's rot90)."""
@@ -2911,16 +2908,14 @@ class Tensor:
 
   def as_strided(self, size, stride, storage_offset: int = 0) -> Tensor:
     """The elements at storage_offset + sum(i_k * stride_k) of the contiguous (flattened) tensor, in shape size
-    (torch's as_strided over a contiguous tensor); a copy, with the gradient adding up where positions repeat."""
+    (torch's as_strided over a contiguous tensor): a view, which in-place ops write through; the gradient adds up where
+    positions repeat."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride) or not all(_is_int(v) and v >= 0 for v in size + stride + (storage_offset,)):
       raise ValueError(f"as_strided needs sizes and strides of one length, ints >= 0, got {size}, {stride} and offset {storage_offset}")
-    positions = storage_offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - k - 1)) * st
-                                     for k, (n, st) in enumerate(zip(size, stride)))
-    positions = np.broadcast_to(positions, size)
-    if positions.size and positions.max() >= self.numel():
+    if math.prod(size) and storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) >= self.numel():
       raise IndexError(f"as_strided of size {size}, stride {stride} and offset {storage_offset} reads past the {self.numel()} elements of {self.shape}")
-    return self.flatten()[Tensor(positions.astype(np.int64 if self.numel() >= 2**31 else np.int32), device=self.device)]
+    return F.AsStrided.apply(self, size=size, stride=stride, storage_offset=storage_offset)
 
   # ---- sampling at positions (nbgrad/sampling.py): torch's F.unfold, F.fold, F.grid_sample, F.affine_grid
   def im2col(self, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -3260,19 +3255,7 @@ class Tensor:
     if self.ndim < 2: raise ValueError(f"diagonal needs at least 2 dims, got shape {self.shape}")
     first, second = resolve_axis(dim1, self.ndim), resolve_axis(dim2, self.ndim)
     if first == second: raise ValueError(f"diagonal dims must differ, got {dim1} and {dim2}")
-    matrices = self.permute([d for d in range(self.ndim) if d not in (first, second)] + [first, second])
-    lead, (rows, cols) = matrices.shape[:-2], matrices.shape[-2:]
-    top, left = min(max(0, -offset), rows), min(max(0, offset), cols)
-    k = max(0, min(rows - top, cols - left))
-    # the flat matrix from the first diagonal element on, padded to k rows of cols + 1: each row then starts with a
-    # diagonal element (of a realized matrix, a strided window of its buffer: writes go through)
-    start = top * cols + left
-    end = start + k * (cols + 1)
-    flat = matrices.flatten(-2).pad(((0, 0),) * len(lead) + ((0, max(0, end - rows * cols)),))
-    rows_of_cols1 = flat.shrink(tuple((0, s) for s in lead) + ((start, end),)).reshape(lead + (k, cols + 1))
-    out = rows_of_cols1.shrink(tuple((0, s) for s in lead) + ((0, k), (0, 1))).reshape(lead + (k,))
-    out._record_view(self, _MadeBy, {"make": lambda t: t.diagonal(offset, dim1, dim2)})   # the pad is no view step
-    return out
+    return F.Diagonal.apply(self, offset=offset, dim1=first, dim2=second)
 
   def diag(self, diagonal: int = 0) -> Tensor:
     """A 1-D tensor put on the given diagonal of a square matrix of zeros, or a matrix's diagonal (torch.diag, np.diag)."""

@@ -12,6 +12,7 @@ from against_torch import grads_match
 
 INF, NAN = math.inf, math.nan
 X = np.array([[1.5, -2.0, 0.25, 3.0], [0.0, 0.5, -1.0, 4.0], [-0.75, 2.5, 1.0, -3.5]])
+CUBE = np.arange(24.0).reshape(2, 3, 4) * 0.5 - 5.75
 
 
 # ---- log1p and expm1: no digits lost near 0
@@ -339,6 +340,12 @@ def test_diagonal_as_torch(offset, dim1, dim2):
   grads_match(lambda t: t.diagonal(offset, dim1, dim2), lambda t: torch.diagonal(t, offset, dim1, dim2), X)
 
 
+@pytest.mark.parametrize("make", [lambda t: t.permute(2, 0, 1).diagonal(1, 0, 2), lambda t: t.transpose(1, 2).diagonal(-1, 2, 0),
+                                  lambda t: t[:, 1:].diagonal(0, -1, -2), lambda t: t.unfold(2, 2, 1).diagonal(0, 1, 3)], ids=range(4))
+def test_diagonal_of_views_of_a_cube_as_torch(make):
+  grads_match(make, make, CUBE)
+
+
 def test_diagonal_of_batches_views_and_errors():
   cube = np.arange(60.0).reshape(3, 4, 5)
   for args in [(0, 0, 2), (1, 2, 1), (-1, 1, 2), (0, 0, 1)]:
@@ -616,6 +623,11 @@ def test_interpolate_of_ints_same_sizes_and_bad_input():
 @pytest.mark.parametrize("dim,size,step", [(0, 2, 1), (1, 3, 1), (1, 2, 2), (-1, 4, 3), (0, 3, 5)])
 def test_unfold_as_torch(dim, size, step):
   grads_match(lambda t: t.unfold(dim, size, step), lambda t: t.unfold(dim, size, step), X)
+
+
+@pytest.mark.parametrize("dim,size,step", [(0, 2, 1), (1, 2, 1), (2, 3, 2), (-1, 1, 1)])
+def test_unfold_of_a_cube_as_torch(dim, size, step):
+  grads_match(lambda t: t.unfold(dim, size, step).unfold(0, 1, 1), lambda t: t.unfold(dim, size, step).unfold(0, 1, 1), CUBE)
 
 
 def test_unfold_of_0d_and_bad_sizes():

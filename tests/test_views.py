@@ -183,3 +183,43 @@ def test_in_place_ops_on_a_diagonal_write_into_the_matrix_as_torch(shape, offset
   x.diagonal(offset, *dims).mul_(-2).add_(0.5)
   xt.diagonal(offset, *dims).mul_(-2).add_(0.5)
   np.testing.assert_array_equal(x.numpy(), xt.numpy())
+
+
+# views of views: each takes the view of the one before, in nbgrad and in torch
+VIEW_CHAINS = {
+  "diagonal of a transpose": lambda x: x.T.diagonal(),
+  "diagonal of a slice": lambda x: x[:, 1:].diagonal(),
+  "diagonal of a transposed slice": lambda x: x[1:, 1:].T.diagonal(-1),
+  "diagonal over permuted dims": lambda x: x.reshape(2, 2, 6).permute(2, 0, 1).diagonal(0, 1, 2),
+  "diagonal of every other row": lambda x: x[::2].diagonal(1),
+  "unfold of columns": lambda x: x.unfold(1, 2, 2),
+  "unfold of rows of a transpose": lambda x: x.T.unfold(1, 3, 1)[:, ::3],
+  "as_strided": lambda x: x.as_strided((2, 2), (1, 6), 1),
+  "as_strided of a reshape": lambda x: x.reshape(3, 8).as_strided((3, 2), (5, 2), 2),   # offsets count from the buffer's start in torch
+}
+
+
+@pytest.mark.parametrize("name", VIEW_CHAINS)
+def test_in_place_ops_on_diagonal_unfold_and_as_strided_views_write_into_the_source_as_torch(name):
+  """diagonal(), unfold() and as_strided() of any strided view are views too: writes into them reach the tensor
+  they came from (they went to a copy where the source was not a contiguous matrix)."""
+  values = np.arange(24, dtype=np.float32).reshape(4, 6)
+  x, xt = Tensor(values.copy()), torch.tensor(values.copy())
+  view, view_t = VIEW_CHAINS[name](x), VIEW_CHAINS[name](xt)
+  np.testing.assert_array_equal(view.numpy(), view_t.numpy())
+  view.mul_(-2).add_(0.5)
+  view_t.mul_(-2).add_(0.5)
+  np.testing.assert_array_equal(x.numpy(), xt.numpy())
+  np.testing.assert_array_equal(view.numpy(), view_t.numpy())
+
+
+def test_overlapping_unfold_windows_are_written_through_and_read_back_after_a_write():
+  values = np.arange(6, dtype=np.float32)
+  x, xt = Tensor(values.copy()), torch.tensor(values.copy())
+  windows, windows_t = x.unfold(0, 3, 1), xt.unfold(0, 3, 1)
+  x[2] = 100.0
+  xt[2] = 100.0
+  np.testing.assert_array_equal(windows.numpy(), windows_t.numpy())
+  windows.zero_()
+  windows_t.zero_()
+  np.testing.assert_array_equal(x.numpy(), xt.numpy())

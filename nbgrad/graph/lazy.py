@@ -174,6 +174,10 @@ class LazyBuffer:
     """(..., *spatial) -> (..., *out, *kernel): every sliding window, as one strided view."""
     return self._moved(self.view.windows(tuple(kernel), tuple(stride), tuple(dilation)))
 
+  def mapped(self, top) -> LazyBuffer:
+    """These elements read through the affine map top (a diagonal, a strided window of the flat elements)."""
+    return self._moved(self.view.mapped(top))
+
   def flip(self, axes) -> LazyBuffer:
     axes = tuple(a for a in axes if self.shape[a] > 1)
     return self._moved(self.view.flip(axes)) if axes else self

@@ -173,6 +173,19 @@ class Affine:
       rows.append((tuple(s if e == lead + j else d if e == lead + dims + j else 0 for e in range(len(new_shape))), 0))
     return Affine(new_shape, self.shape, tuple(rows)).then(self)
 
+  @staticmethod
+  def diagonal(shape, offset: int, first: int, second: int) -> Affine:
+    """Elements (i, i + offset) of the matrices in dims first and second of shape, along a new last dim after the
+    other dims (numpy's diagonal)."""
+    lead = [d for d in range(len(shape)) if d not in (first, second)]
+    top, left = min(max(0, -offset), shape[first]), min(max(0, offset), shape[second])
+    count = max(0, min(shape[first] - top, shape[second] - left))
+    out_shape = tuple(shape[d] for d in lead) + (count,)
+    def row(d):
+      if d in (first, second): return tuple(int(e == len(lead)) for e in range(len(out_shape))), top if d == first else left
+      return tuple(int(e == lead.index(d)) for e in range(len(out_shape))), 0
+    return Affine(out_shape, tuple(shape), tuple(row(d) for d in range(len(shape))))
+
   def then(self, other: Affine) -> Affine:
     """This map followed by other (other.shape == self.base_shape)."""
     if other.identity_map: return self
@@ -266,6 +279,9 @@ class View:
   @functools.lru_cache(maxsize=1 << 14)
   def pad(self, arg) -> View: return self._top(self.levels[0].pad(arg))
   def windows(self, kernel, stride, dilation) -> View: return self._top(self.levels[0].windows(kernel, stride, dilation))
+  def mapped(self, top: Affine) -> View:
+    """The view that reads this one's elements through top (top.base_shape == self.shape)."""
+    return self._top(top.then(self.levels[0]))
 
   @functools.lru_cache(maxsize=1 << 14)
   def reshape(self, shape) -> View:
