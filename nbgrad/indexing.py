@@ -134,13 +134,18 @@ def basic_index(tensor, indices):
 
 
 def _scalar_bool_index(tensor, items):
-  """numpy's x[True] and x[False]: a new dim of 1 or of 0 where each stands (with basic indices beside them)."""
-  if any(_is_array_index(i) for i in items): raise IndexError("a True or False index beside index arrays is not supported")
-  out = basic_index(tensor, tuple(None if isinstance(i, (bool, np.bool_)) else i for i in items))
+  """numpy's x[True] and x[False]: each a 0-d mask, a new dim of 1 read at [0] or at no position. One alone among
+  basic indices is a view, a dim of 1 or 0 where it stands; several, or one beside index arrays, are index arrays that
+  broadcast with the others (x[True, True] has one new dim, x[True, [0, 1]] reads two rows)."""
+  def is_bool(i): return isinstance(i, (bool, np.bool_))
+  if sum(map(is_bool, items)) > 1 or any(_is_array_index(i) for i in items):
+    widened = basic_index(tensor, tuple(None if i is None or is_bool(i) else slice(None) for i in items))
+    return basic_index(widened, tuple(np.arange(int(i)) if is_bool(i) else slice(None) if i is None else i for i in items))
+  out = basic_index(tensor, tuple(None if is_bool(i) else i for i in items))
   dims, dim = [], 0
   for i in items:
-    if isinstance(i, (bool, np.bool_)) and not i: dims.append(dim)
-    if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)): dim += 1
+    if is_bool(i) and not i: dims.append(dim)
+    if not isinstance(i, (int, np.integer)) or is_bool(i): dim += 1
   return out.shrink(tuple((0, 0) if d in dims else None for d in range(out.ndim))) if dims else out
 
 

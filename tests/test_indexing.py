@@ -881,6 +881,22 @@ def test_a_scalar_bool_index_adds_a_dim_of_one_or_zero_as_numpy(index):
   assert Tensor(a)[Tensor(True)].shape == (1, 3, 4) and Tensor(a)[Tensor(False)].shape == (0, 3, 4)
 
 
+@pytest.mark.parametrize("index", [(True, True), (True, 0, True), (False, True), (True, slice(None), True), (True, Ellipsis, False),
+                                   (True, [2, 0]), (np.True_, None, [1, 0], True)], ids=str)
+def test_several_scalar_bools_or_one_beside_index_arrays_broadcast_as_numpy(index):
+  """Each True or False is a 0-d mask, an index array of one position or none on a new dim: several of them make one
+  dim (numpy's and torch's x[True, True] is x[None]; it was a dim each) and one broadcasts with index arrays (it
+  raised)."""
+  a = make((3, 4))
+  t = Tensor(a, requires_grad=True)
+  got = t[index]
+  np.testing.assert_array_equal(got.numpy(), a[index])
+  (got * 2).sum().backward()
+  expected = np.zeros_like(a)
+  np.add.at(expected, index, 2.0)
+  np.testing.assert_array_equal(t.grad.numpy(), expected)
+
+
 @pytest.mark.parametrize("mask_dims", [2, 3])
 @pytest.mark.parametrize("kind", ["tensor", "array"])
 def test_a_mask_over_leading_dims_reads_and_writes_as_numpy(mask_dims, kind):
