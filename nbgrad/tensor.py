@@ -1081,9 +1081,20 @@ class Tensor:
     return self if new == self.shape else F.Reshape.apply(self, shape=new)
 
   def view(self, shape, *args) -> Tensor:
-    """reshape; given a dtype instead (torch's view(dtype)), the same bits read as that dtype (bitcast)."""
-    if not args and _is_dtype_like(shape): return self.bitcast(shape)
+    """reshape; given a dtype instead (torch's view(dtype)), the same bits read as that dtype: of another item size,
+    the last dim holds as many more or fewer elements (float32 (2, 3) as int8 is (2, 12)), a new tensor."""
+    if not args and _is_dtype_like(shape): return self._bits_as(to_dtype(shape))
     return self.reshape(shape, *args)
+
+  def _bits_as(self, dtype: DType) -> Tensor:
+    if dtype.itemsize == self.dtype.itemsize: return self.bitcast(dtype)
+    if self.requires_grad: raise RuntimeError("view(dtype) has no gradient: detach() the tensor first")
+    if self.ndim == 0 or self.shape[-1] * self.dtype.itemsize % dtype.itemsize:
+      raise ValueError(f"view({dtype}) of a {self.dtype} tensor of shape {self.shape}: its last dim of {self.dtype.itemsize}-byte "
+                       f"elements must hold a whole number of {dtype.itemsize}-byte ones")
+    unsigned = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+    bits = self.bitcast(unsigned[self.dtype.itemsize]).numpy().view(unsigned[dtype.itemsize].np)
+    return Tensor(bits, device=self.device).bitcast(dtype)
 
   def broadcast_to(self, shape) -> Tensor:
     """numpy's and torch's broadcast_to: self's dims matched from the right, size-1 dims stretched, new ones in front."""

@@ -470,3 +470,23 @@ def test_view_of_a_dtype_reads_the_bits_as_torch():
     np.testing.assert_array_equal(Tensor(values).view(ours).numpy(), torch.tensor(values).view(theirs).numpy())
   assert Tensor(values).view(2, 2).shape == (2, 2) and Tensor(values).view((4, 1)).shape == (4, 1)
   assert Tensor(values).view(torch.Size([2, 2])).shape == (2, 2)
+
+
+@pytest.mark.parametrize("source, target", [("float32", "int8"), ("float32", "float16"), ("int8", "float32"), ("float32", "bfloat16"),
+                                            ("bfloat16", "uint8"), ("bool", "int16"), ("float64", "uint8"), ("uint8", "float64")])
+def test_view_of_a_dtype_of_another_item_size_resizes_the_last_dim_as_torch(source, target):
+  """torch's view(dtype) of another item size: the last dim holds the same bytes as more or fewer elements."""
+  base = torch.tensor([[1.5, -2.0, 3.0, 0.0, 1e-3, float("inf"), -0.0, 7.25]]).repeat(2, 1)
+  if source == "bool": base = base > 0
+  elif source in ("int8", "uint8"): base = torch.arange(-8, 8).reshape(2, 8) % 100
+  theirs = base.to(getattr(torch, source))
+  ours = Tensor(base.float().numpy() if source == "bfloat16" else theirs.numpy(), dtype=getattr(dtypes, source))
+  got, expected = ours.view(getattr(dtypes, target)), theirs.view(getattr(torch, target))
+  assert got.shape == tuple(expected.shape) and got.dtype == getattr(dtypes, target)
+  np.testing.assert_array_equal(got.numpy(), expected.float().numpy() if target == "bfloat16" else expected.numpy())
+
+
+def test_view_of_a_dtype_of_another_item_size_needs_a_last_dim_of_whole_elements():
+  with pytest.raises(ValueError, match=r"shape \(3,\).*whole number of 8-byte"): Tensor([1.0, 2.0, 3.0]).view(dtypes.float64)
+  with pytest.raises(ValueError, match=r"shape \(\)"): Tensor(1.0).view(dtypes.int8)
+  with pytest.raises(RuntimeError, match="no gradient"): Tensor([1.0], requires_grad=True).view(dtypes.int8)
