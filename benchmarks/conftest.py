@@ -115,6 +115,16 @@ def search_inputs():
 
 
 @pytest.fixture(scope="session")
+def ctc_inputs():
+    """Speech-sized CTC: log-probabilities of 200 frames x 32 samples x 40 classes (float32), 32 padded label rows
+    of 20 to 40 labels (int64, never the blank 0), and each sample's frame and label counts."""
+    rng = np.random.default_rng(7)
+    logits = rng.standard_normal((200, 32, 40)).astype(np.float32)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return log_probs, rng.integers(1, 40, (32, 40)), rng.integers(150, 201, 32), rng.integers(20, 41, 32)
+
+
+@pytest.fixture(scope="session")
 def embedding_inputs():
     """An embedding table (50000 x 256 float32), a (64, 128) grid of int64 tokens, and a gradient for the lookup."""
     rng = np.random.default_rng(3)

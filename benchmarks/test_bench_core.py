@@ -291,6 +291,13 @@ WORKLOADS = {
         torch=lambda s, q: torch.searchsorted(s, q),
         nbgrad=lambda s, q: s.searchsorted(q),
         rtol=0.0, atol=0.0),
+    # numpy has no CTC loss: torch's answer is the reference, and numpy's row is left out
+    "ctc_loss": Workload(
+        "ctc_inputs",
+        numpy=lambda *args: F.ctc_loss(*map(torch.from_numpy, args), reduction="none").numpy(),
+        torch=lambda *args: F.ctc_loss(*args, reduction="none"),
+        nbgrad=lambda log_probs, *labels: log_probs.ctc_loss(*labels, reduction="none"),
+        rtol=1e-4, atol=1e-4),
 }
 
 
@@ -676,6 +683,12 @@ def test_sort_topk_rows(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_sort_searchsorted(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "searchsorted")
+
+
+@pytest.mark.benchmark(group="loss")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_loss_ctc(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "ctc_loss")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -316,3 +316,63 @@ def softmin(x, dim=None, dtype=None):
   if dtype is not None: x = x.cast(dtype)
   if dim is None: dim = 0 if x.ndim in (0, 1, 3) else 1
   return (-x).softmax(dim)
+
+
+def ctc_loss(x, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+  """torch's F.ctc_loss (connectionist temporal classification) of log-probabilities x (frames, batch, classes), or
+  (frames, classes) for one sample: each sample's loss is -log of the summed probability of every alignment of its
+  labels (never blank) to its first input_lengths frames, class blank between and around them. targets are the
+  labels, (batch, longest) padded or all samples' one after another; 'mean' divides each loss by its label count
+  (at least 1) before the mean over the batch. An impossible alignment costs inf (0 with zero_infinity). The
+  gradient with respect to x is torch's: that with respect to the logits x came from through log_softmax."""
+  from nbgrad.autograd import custom
+  from nbgrad.dtype import dtypes
+  from nbgrad.graph.ctc import ctc_losses, ctc_gradient
+  name = "ctc_loss"
+  check_reduction(name, reduction)
+  if not dtypes.is_float(x.dtype): raise TypeError(f"{name} needs float log-probabilities, got {x.dtype}")
+  if x.dtype.itemsize < 4: return ctc_loss(x.float(), targets, input_lengths, target_lengths, blank, reduction, zero_infinity).cast(x.dtype)
+  if x.ndim not in (2, 3): raise ShapeMismatch(f"{name} needs log_probs of shape (frames, batch, classes) or (frames, classes), got {x.shape}")
+  one_sample = x.ndim == 2
+  log_probs = x.unsqueeze(1) if one_sample else x
+  frames, batch, classes = log_probs.shape
+  if not 0 <= blank < classes: raise ValueError(f"{name} blank {blank} is not a class of the {classes} in log_probs of shape {x.shape}")
+  labels = _whole_numbers(name, "targets", targets)
+  frame_counts = _whole_numbers(name, "input_lengths", input_lengths).reshape(-1)
+  label_counts = _whole_numbers(name, "target_lengths", target_lengths).reshape(-1)
+  for what, counts in (("input_lengths", frame_counts), ("target_lengths", label_counts)):
+    if counts.shape != (batch,): raise ShapeMismatch(f"{name} needs {batch} {what} (one per sample), got {counts.size}")
+  if frame_counts.min(initial=0) < 0 or frame_counts.max(initial=0) > frames:
+    raise ValueError(f"{name} input_lengths must be in [0, {frames}] (the frames of log_probs), got {frame_counts.tolist()}")
+  if label_counts.min(initial=0) < 0: raise ValueError(f"{name} target_lengths must be >= 0, got {label_counts.tolist()}")
+  if labels.ndim == 2 and not one_sample:
+    if labels.shape[0] != batch or label_counts.max(initial=0) > labels.shape[1]:
+      raise ShapeMismatch(f"{name}: padded targets of shape {labels.shape} do not hold target_lengths {label_counts.tolist()} for a batch of {batch}")
+    starts = np.arange(batch) * labels.shape[1]
+  elif labels.ndim == 1:
+    if label_counts.sum() > labels.size:
+      raise ShapeMismatch(f"{name}: {labels.size} targets are fewer than target_lengths {label_counts.tolist()} add up to")
+    starts = np.cumsum(label_counts) - label_counts
+  else: raise ShapeMismatch(f"{name} needs targets of 1 dim{'' if one_sample else ' or 2 dims (batch, longest)'}, got shape {labels.shape}")
+  labels = labels.reshape(-1)
+  used = labels[np.concatenate([np.arange(s, s + n) for s, n in zip(starts, label_counts)] + [np.zeros(0, np.int64)])]
+  if used.size and (used.min() < 0 or used.max() >= classes): raise IndexError(f"{name} target labels must be in [0, {classes}), got {used.tolist()}")
+  sources = tuple(type(x)(a.astype(np.int64), device=x.device) for a in (labels, starts, frame_counts, label_counts))
+
+  def gradient(log_probs, *rest):
+    *sources, losses, upstream = rest
+    grad = ctc_gradient(log_probs.lazydata, [s.lazydata for s in sources], losses.lazydata, upstream.lazydata, blank, zero_infinity)
+    return (type(x)(grad),) + (None,) * len(sources)
+  losses = custom(lambda lp, *labels: ctc_losses(lp, labels, blank), gradient, log_probs, *sources)
+  if zero_infinity: losses = (losses == math.inf).where(0, losses)
+  if reduction == "mean": return (losses / sources[3].clamp(1).cast(losses.dtype)).mean()
+  return losses.sum() if reduction == "sum" else losses.reshape(()) if one_sample else losses
+
+
+def _whole_numbers(name: str, what: str, value) -> np.ndarray:
+  """A tensor, array, sequence or number of whole numbers as an int64 array (read now: the loss checks them when it
+  is built)."""
+  array = np.asarray(value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value)
+  if array.dtype.kind == "f" and np.all(np.mod(array, 1) == 0): array = array.astype(np.int64)
+  if array.dtype.kind not in "iu": raise TypeError(f"{name} {what} must be whole numbers, got {array.dtype}")
+  return array.astype(np.int64)

@@ -3256,7 +3256,7 @@ class Tensor:
   from nbgrad.losses import mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, gaussian_nll_loss, poisson_nll_loss, \
     binary_cross_entropy, binary_cross_entropy_with_logits, soft_margin_loss, multilabel_soft_margin_loss, \
     margin_ranking_loss, hinge_embedding_loss, cosine_embedding_loss, triplet_margin_loss, pairwise_distance, pdist, \
-    multi_margin_loss, multilabel_margin_loss, softmin
+    multi_margin_loss, multilabel_margin_loss, softmin, ctc_loss
 
   # ---- linear algebra
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from against_torch import grads_match
 from nbgrad import Tensor, dtypes
+import nbgrad.nn.functional as F_nb
 
 
 class Const:
@@ -338,3 +339,89 @@ CALLS = {
 def test_an_unknown_reduction_names_the_loss_and_the_value(method):
   with pytest.raises(ValueError, match=f"{method} reduction must be .*'average'"):
     getattr(Tensor(P), method)(*[Tensor(a) for a in CALLS[method]], reduction="average")
+
+
+# ---- connectionist temporal classification
+def _ctc_case(frames=12, batch=4, classes=6, longest=5, seed=0):
+  """Log-probabilities (frames, batch, classes), padded labels (with repeats, which need a blank between them) and
+  lengths: full, shorter, and one sample whose labels cannot fit its frames."""
+  rng = np.random.default_rng(seed)
+  logits = rng.normal(size=(frames, batch, classes))
+  log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  labels = rng.integers(1, classes, size=(batch, longest))
+  labels[0, 1] = labels[0, 2]
+  input_lengths = np.array([frames, frames - 3, 2, frames][:batch])
+  target_lengths = np.array([longest, 3, 2, 0][:batch])
+  labels[2, :2] = 3   # two equal labels in 2 frames: impossible
+  return log_probs, labels, input_lengths, target_lengths
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_and_its_gradient_as_torch(reduction, zero_infinity):
+  log_probs, labels, input_lengths, target_lengths = _ctc_case()
+  def ours(x): return x.ctc_loss(Tensor(labels), Tensor(input_lengths), target_lengths.tolist(), 0, reduction, zero_infinity)
+  def theirs(x): return F.ctc_loss(x, torch.tensor(labels), torch.tensor(input_lengths), torch.tensor(target_lengths), 0, reduction, zero_infinity)
+  if zero_infinity: grads_match(ours, theirs, log_probs)
+  else:   # the impossible sample: inf, and a nan gradient over its frames, as torch's
+    x, xt = Tensor(log_probs, requires_grad=True), torch.tensor(log_probs, requires_grad=True)
+    loss, expected = ours(x), theirs(xt)
+    np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-9)
+    loss.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_ctc_loss_of_concatenated_targets_one_sample_another_blank_and_float32_as_torch():
+  log_probs, labels, input_lengths, target_lengths = _ctc_case(seed=1)
+  concatenated = np.concatenate([row[:n] for row, n in zip(labels, target_lengths)])
+  grads_match(lambda x: F_nb.ctc_loss(x, Tensor(concatenated), tuple(input_lengths), tuple(target_lengths), zero_infinity=True, reduction="sum"),
+              lambda x: F.ctc_loss(x, torch.tensor(concatenated), tuple(input_lengths), tuple(target_lengths), zero_infinity=True, reduction="sum"),
+              log_probs)
+  grads_match(lambda x: x.ctc_loss(Tensor(labels[0]), Tensor(12), Tensor(5)),
+              lambda x: F.ctc_loss(x, torch.tensor(labels[0]), torch.tensor(12), torch.tensor(5)), log_probs[:, 0])
+  moved = np.roll(log_probs, 1, axis=-1)   # class 5 as the blank, which no label is
+  labels = np.where(labels == 5, 0, labels)
+  grads_match(lambda x: x.ctc_loss(Tensor(labels), input_lengths, target_lengths, blank=5, zero_infinity=True),
+              lambda x: F.ctc_loss(x, torch.tensor(labels), torch.tensor(input_lengths), torch.tensor(target_lengths), blank=5, zero_infinity=True), moved)
+  single = Tensor(log_probs.astype(np.float32)).ctc_loss(Tensor(labels), input_lengths, target_lengths, zero_infinity=True, reduction="none")
+  expected = F.ctc_loss(torch.tensor(log_probs, dtype=torch.float32), torch.tensor(labels), torch.tensor(input_lengths),
+                        torch.tensor(target_lengths), zero_infinity=True, reduction="none")
+  assert single.dtype == dtypes.float32
+  np.testing.assert_allclose(single.numpy(), expected.numpy(), rtol=1e-5)
+
+
+def test_ctc_loss_trains_logits_through_log_softmax_as_torch():
+  """torch's gradient with respect to log_probs is the one with respect to the logits behind a log_softmax (not the
+  true derivative), so chained through log_softmax both give the logits' true gradient."""
+  log_probs, labels, input_lengths, target_lengths = _ctc_case(seed=2)
+  grads_match(lambda x: x.log_softmax(-1).ctc_loss(Tensor(labels), input_lengths, target_lengths, zero_infinity=True),
+              lambda x: F.ctc_loss(x.log_softmax(-1), torch.tensor(labels), torch.tensor(input_lengths), torch.tensor(target_lengths), zero_infinity=True),
+              log_probs * 3)
+
+
+def test_ctc_loss_of_a_model_sure_of_the_blank_is_finite_as_torch():
+  """Labels at log-probability -900 (a model that predicts blanks, as early in training): the alignments differ by
+  far more than float64's range from one another, and the loss is still torch's finite value, not inf."""
+  log_probs = np.full((30, 2, 5), -900.0)
+  log_probs[:, :, 0] = 0.0
+  log_probs[::3, 1, :] = -5.0
+  labels = np.array([[1, 2, 3, 4, 1, 2], [2, 2, 2, 3, 3, 1]])
+  grads_match(lambda x: x.ctc_loss(Tensor(labels), [30, 25], [6, 6], reduction="none"),
+              lambda x: F.ctc_loss(x, torch.tensor(labels), torch.tensor([30, 25]), torch.tensor([6, 6]), reduction="none"), log_probs, tol=1e-9)
+
+
+def test_ctc_loss_refuses_bad_shapes_lengths_and_labels():
+  log_probs, labels, input_lengths, target_lengths = _ctc_case()
+  x = Tensor(log_probs)
+  with pytest.raises(ValueError, match=r"input_lengths must be in \[0, 12\]"): x.ctc_loss(labels, [13, 1, 1, 1], target_lengths)
+  with pytest.raises(ValueError, match="target_lengths must be >= 0"): x.ctc_loss(labels, input_lengths, [1, -1, 1, 1])
+  with pytest.raises(ValueError, match="needs 4 input_lengths"): x.ctc_loss(labels, [1, 1], target_lengths)
+  with pytest.raises(ValueError, match="do not hold target_lengths"): x.ctc_loss(labels, input_lengths, [6, 1, 1, 1])
+  with pytest.raises(ValueError, match="fewer than target_lengths"): x.ctc_loss(labels[0], input_lengths, [3, 3, 0, 0])
+  with pytest.raises(IndexError, match=r"labels must be in \[0, 6\)"): x.ctc_loss(labels + 3, input_lengths, target_lengths)
+  with pytest.raises(ValueError, match="blank 6 is not a class"): x.ctc_loss(labels, input_lengths, target_lengths, blank=6)
+  with pytest.raises(TypeError, match="whole numbers"): x.ctc_loss(labels * 0.5, input_lengths, target_lengths)
+  with pytest.raises(TypeError, match="float log-probabilities"): Tensor(labels).ctc_loss(labels, input_lengths, target_lengths)
+  with pytest.raises(ValueError, match="reduction"): x.ctc_loss(labels, input_lengths, target_lengths, reduction="max")
+  with pytest.raises(ValueError, match=r"got \(12,\)"): Tensor(log_probs[:, 0, 0]).ctc_loss(labels, input_lengths, target_lengths)

@@ -270,6 +270,7 @@ LOSSES = {
   "multi_margin_loss": ("target", "p", "margin", "weight", "size_average", "reduce", "reduction"),
   "cosine_embedding_loss": ("input2", "target", "margin", "size_average", "reduce", "reduction"),
   "triplet_margin_loss": ("positive", "negative", "margin", "p", "eps", "swap", "size_average", "reduce", "reduction"),
+  "ctc_loss": ("targets", "input_lengths", "target_lengths", "blank", "reduction", "zero_infinity"),
 }
 
 
@@ -282,7 +283,7 @@ def _from_method(name: str, method: str):
 
 
 # the name torch gives a loss's first input, where it is not input (it may come as a keyword)
-FIRST_INPUT = {"margin_ranking_loss": "input1", "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor"}
+FIRST_INPUT = {"margin_ranking_loss": "input1", "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor", "ctc_loss": "log_probs"}
 
 
 def _loss_from_method(name: str, parameters: tuple):
