@@ -23,7 +23,7 @@ def _label(targets, start, s, blank):
 
 
 @njit(cache=True, nogil=True)
-def _can_skip(targets, start, s, blank):
+def _can_skip(targets, start, s):
   """Whether position s may be reached from s - 2: a label differing from the one before it (not a blank)."""
   return s >= 2 and s % 2 == 1 and targets[start + s // 2] != targets[start + s // 2 - 1]
 
@@ -61,7 +61,7 @@ def _alphas(log_probs, n, targets, start, frames, length, blank):
     if top == -np.inf: break
     for s in range(positions): shifted[s] = math.exp(previous[s] - top)
     for s in range(positions):
-      skip = _can_skip(targets, start, s, blank)
+      skip = _can_skip(targets, start, s)
       total = _combined(shifted, top, previous[s], previous[s - 1], previous[s - 2], s, s >= 1, skip)
       alpha[t, s] = total + log_probs[t, n, _label(targets, start, s, blank)]
   return alpha
@@ -108,7 +108,7 @@ def ctc_gradient(out, log_probs, targets, starts, input_lengths, target_lengths,
       for s in range(positions): shifted[positions - 1 - s] = math.exp(following[s] - top)   # read from the end
       for s in range(positions):
         mirrored = positions - 1 - s
-        skip = s + 2 < positions and _can_skip(targets, start, s + 2, blank)
+        skip = s + 2 < positions and _can_skip(targets, start, s + 2)
         total = _combined(shifted, top, following[s], following[min(s + 1, positions - 1)], following[min(s + 2, positions - 1)],
                           mirrored, s + 1 < positions, skip)
         beta[t, s] = total + log_probs[t, n, _label(targets, start, s, blank)]
