@@ -24,6 +24,12 @@ class DType:
     return np.float32 if self.name == "bfloat16" else np.dtype(self.storage).type
 
   @property
+  def dtype(self) -> np.dtype:
+    """numpy's dtype of the values (float32 for bfloat16), which np.dtype(), np.zeros(3, dtype=t.dtype) and
+    array.astype(t.dtype) read."""
+    return np.dtype(self.np)
+
+  @property
   def fmt(self):
     """The struct / memoryview format character (None for bfloat16, which has none), as tinygrad's DType.fmt."""
     return None if self.name == "bfloat16" else np.dtype(self.storage).char
@@ -121,7 +127,10 @@ def to_dtype(x) -> DType:
   if isinstance(x, str):
     if x in DTYPES_BY_NAME: return DTYPES_BY_NAME[x]
     if x in _ALIASES: return _ALIASES[x]
-    raise TypeError(f"unknown dtype {x!r}; known: {', '.join(DTYPES_BY_NAME)}")
+    try:
+      return dtypes.from_np(np.dtype(x))   # numpy's codes: 'f4', '<i8', '?'
+    except (TypeError, ValueError):
+      raise TypeError(f"unknown dtype {x!r}; known: {', '.join(DTYPES_BY_NAME)}") from None
   try:
     return dtypes.from_np(np.dtype(x))
   except (TypeError, ValueError):

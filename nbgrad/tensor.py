@@ -2230,7 +2230,8 @@ class Tensor:
   def __sub__(self, x) -> Tensor: return self.sub(x)
   def __rsub__(self, x) -> Tensor: return self.sub(x, True)
   def __mul__(self, x) -> Tensor: return self.mul(x)
-  def __rmul__(self, x) -> Tensor: return self.mul(x, True)
+  def __rmul__(self, x) -> Tensor:   # a sequence times a one-element int tensor repeats the sequence, as torch's
+    return NotImplemented if isinstance(x, (list, tuple, str, bytes)) else self.mul(x, True)
   def __truediv__(self, x) -> Tensor: return self.div(x)
   def __rtruediv__(self, x) -> Tensor: return self.div(x, True)
   def __floordiv__(self, x) -> Tensor: return self.floordiv(x)

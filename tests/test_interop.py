@@ -72,6 +72,8 @@ def test_operators_numpy_and_torch_have():
   assert [10, 20, 30][Tensor(2)] == 30 and list(range(Tensor([3])))[-1] == 2
   with pytest.raises(TypeError):
     [10, 20][Tensor(1.0)]
+  assert [0] * Tensor(3) == [0] * tt[0, 2].item() == [0, 0, 0] and "ab" * Tensor([2]) == "abab" and (1,) * Tensor(2) == (1, 1)
+  with pytest.raises(TypeError, match="one-element integer"): [0] * Tensor([1, 2])
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
@@ -201,6 +203,20 @@ def test_dtypes_surface():
   assert dtypes.float32.fmt == "f" and dtypes.int64.fmt == np.dtype(np.int64).char and dtypes.bfloat16.fmt is None
   assert dtypes.float16.count == 1 and dtypes.float16.scalar() == dtypes.float16
   assert Tensor([1, 2]).data().format == dtypes.int32.fmt
+
+
+@pytest.mark.parametrize("name", ["bool", "int8", "uint16", "int32", "uint64", "float16", "bfloat16", "float32", "float64"])
+def test_numpy_reads_a_dtype_and_numpy_s_codes_name_one(name):
+  """np.dtype(t.dtype), np.zeros(n, dtype=t.dtype), astype and np.finfo take nbgrad's dtypes (the dtype numpy()
+  gives: float32 for bfloat16), and numpy's codes ('f4', '<i8') name nbgrad's."""
+  dtype = getattr(dtypes, name)
+  expected = np.float32 if name == "bfloat16" else np.dtype(name)
+  assert np.dtype(dtype) == expected == Tensor([1, 0], dtype=dtype).numpy().dtype
+  assert np.zeros(2, dtype=dtype).dtype == expected and np.arange(3).astype(Tensor([1], dtype=dtype).dtype).dtype == expected
+  if name != "bfloat16":
+    assert Tensor([1, 0], dtype=np.dtype(name).str).dtype == dtype and Tensor([1]).cast(np.dtype(name).char).dtype == dtype
+  assert np.finfo(dtypes.float16).eps == np.finfo(np.float16).eps
+  with pytest.raises(TypeError, match="unknown dtype 'c8'"): Tensor([1], dtype="c8")
 
 
 def test_construction_from_ranges_memoryviews_and_tensors_as_torch():
