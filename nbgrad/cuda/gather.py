@@ -43,11 +43,12 @@ def _scatter_add_kernel(out, grad, positions, row, dim_size):
 
 
 @cuda.jit(cache=True)
-def _slot_kernel(out, source, slot_start, slot_size, total_size):
-  """source, seen as (outer, slot_size), goes into out seen as (outer, total_size) at column slot_start."""
-  for e in range(cuda.grid(1), source.size, cuda.gridsize(1)):
+def _slot_kernel(out, source, slot_start, slot_size, total_size, count, first, step):
+  """The count elements of source seen as rows of slot_size, row r from first + r * step, go into out seen as
+  (rows, total_size) at column slot_start."""
+  for e in range(cuda.grid(1), count, cuda.gridsize(1)):
     outer = e // slot_size
-    out[outer * total_size + slot_start + e - outer * slot_size] = source[e]
+    out[outer * total_size + slot_start + e - outer * slot_size] = source[first + outer * step + e - outer * slot_size]
 
 
 def take(out, x, positions, offset: int, row: int, dim_size: int, row_step: int):
@@ -62,10 +63,11 @@ def scatter_add(out, grad, positions, row: int, dim_size: int):
   if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row), np.int64(dim_size))
 
 
-def concatenate(out, sources, outer: int, sizes: tuple, inner: int):
+def concatenate(out, sources, outer: int, sizes: tuple, inner: int, windows: tuple):
   start = 0
-  for size, source in zip(sizes, sources):
-    if source.size:
-      _slot_kernel[_blocks(source.size), THREADS](_bits(out), _bits(source), np.int64(start * inner), np.int64(size * inner),
-                                                  np.int64(sum(sizes) * inner))
+  for size, source, (first, step) in zip(sizes, sources, windows):
+    count = outer * size * inner
+    if count:
+      _slot_kernel[_blocks(count), THREADS](_bits(out), _bits(source), np.int64(start * inner), np.int64(size * inner),
+                                            np.int64(sum(sizes) * inner), np.int64(count), np.int64(first), np.int64(step))
     start += size

@@ -1,11 +1,15 @@
 """Concatenation of many tensors as a custom graph node: each source is copied into its slot of the output.
 As a fused kernel (a sum of padded sources) every output element tests every source, and a kernel reading a few
-hundred sources took minutes to compile; the copies cost one pass over the data whatever their number."""
+hundred sources took minutes to compile; the copies cost one pass over the data whatever their number. A source
+that is a window of a buffer whose slot part of each row lies in order (x[:, 3:] of a matrix, roll's pieces) is
+read there, not copied first."""
 from __future__ import annotations
 import math
 from dataclasses import dataclass
+from typing import Optional
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
+from nbgrad.graph.view import contiguous_strides
 
 # cat of up to this many tensors is one fused kernel (a sum of padded pieces, fused with their producers); more are
 # copied into their slots: stacking 600 rows as padded pieces took 55 s to compile, and the copies 1 ms
@@ -14,26 +18,42 @@ CAT_FUSED_MAX = 8
 
 @dataclass(frozen=True)
 class Concatenate:
-  """out (outer, sum(sizes), inner), contiguous, holds source i (outer, sizes[i], inner) in its slot."""
+  """out (outer, sum(sizes), inner), contiguous, holds source i (outer, sizes[i], inner) in its slot; row r of source
+  i starts at windows[i] = (start, row_step) as start + r * row_step of its buffer, its sizes[i] * inner elements in
+  order."""
   outer: int
   sizes: tuple[int, ...]
   inner: int
+  windows: tuple[tuple[int, int], ...]
 
   @property
   def name(self) -> str: return f"concat_{len(self.sizes)}"
 
   def run(self, out, *sources):
     from nbgrad.jit.concat import concatenate   # the CPU routine: the graph layer does not load a device's code
-    concatenate(out, sources, self.outer, self.sizes, self.inner)
+    concatenate(out, sources, self.outer, self.sizes, self.inner, self.windows)
 
   def run_cuda(self, backend, out, *sources):
     from nbgrad.cuda.gather import concatenate
-    concatenate(out, sources, self.outer, self.sizes, self.inner)
+    concatenate(out, sources, self.outer, self.sizes, self.inner, self.windows)
 
 
 def concatenate(pieces: list[LazyBuffer], dim: int) -> LazyBuffer:
   """The pieces (one dtype, equal shapes but in dim) joined along dim."""
   first = pieces[0]
   shape = first.shape[:dim] + (sum(p.shape[dim] for p in pieces),) + first.shape[dim + 1:]
-  arg = Concatenate(math.prod(first.shape[:dim]), tuple(p.shape[dim] for p in pieces), math.prod(first.shape[dim + 1:]))
-  return LazyBuffer.load(LoadOps.CUSTOM, shape, first.dtype, first.device, arg=arg, srcs=tuple(p.in_flat_order() for p in pieces))
+  read = [_rows_in_place(p, dim) or _rows_in_place(p.in_flat_order(), dim) for p in pieces]
+  arg = Concatenate(math.prod(first.shape[:dim]), tuple(p.shape[dim] for p in pieces), math.prod(first.shape[dim + 1:]),
+                    tuple(window for _, window in read))
+  return LazyBuffer.load(LoadOps.CUSTOM, shape, first.dtype, first.device, arg=arg, srcs=tuple(base for base, _ in read))
+
+
+def _rows_in_place(piece: LazyBuffer, dim: int) -> Optional[tuple[LazyBuffer, tuple[int, int]]]:
+  """piece's base and where its rows (its dims before dim as one) start and step in it, when each row's elements
+  (dim and the dims after it) lie there in order and the rows a fixed step apart; None otherwise."""
+  if piece.base.op is LoadOps.CONST or (window := piece.view.strided()) is None: return None
+  strides, start = window
+  in_order = all(s == c for s, c, n in zip(strides[dim:], contiguous_strides(piece.shape[dim:]), piece.shape[dim:]) if n != 1)
+  rows = [(s, n) for s, n in zip(strides[:dim], piece.shape[:dim]) if n != 1]
+  if not in_order or any(outer != inner * n for (outer, _), (inner, n) in zip(rows, rows[1:])): return None
+  return piece.base, (start, rows[-1][0] if rows else 0)
