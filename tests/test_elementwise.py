@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from against_torch import grads_match
 from nbgrad import Tensor, dtypes
 
 NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -342,6 +343,22 @@ def test_float32_pow_within_an_ulp_for_large_exponents():
     keep = (np.abs(want) > 1.2e-38) & (np.abs(want) < 3e38)
     ulps = np.abs(got[keep] - want[keep]) / np.spacing(np.abs(want[keep]).astype(np.float32)).astype(np.float64)
     assert ulps.max() <= 1, f"{name}: {ulps.max():.1f} ulps"
+
+
+@pytest.mark.parametrize("exponent", [4, 7, -5, 1000, 2**20 + 1, -(10**6)])
+@pytest.mark.parametrize("npdt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_a_float_to_a_python_int_power_within_an_ulp_as_torch(npdt, exponent):
+  """Past 3 a float to an int power is the POW op: multiplying by squares lost up to 200 ulps (float32 ** 1000) and
+  1e5 (float64 ** (2 ** 20 + 1)); the sign of a negative base to an odd power and the gradient stay torch's."""
+  values = np.concatenate([1 + np.linspace(-1e-3, 1e-3, 101), -1 - np.linspace(0, 1e-4, 11), [0.0, -0.0, 2.0, 0.5]]).astype(npdt)
+  got = (Tensor(values) ** exponent).numpy()
+  with np.errstate(over="ignore", divide="ignore"): expected = np.power(values.astype(np.longdouble), exponent)
+  finite = np.isfinite(expected) & (np.abs(expected) > np.finfo(npdt).tiny) & (np.abs(expected) < np.finfo(npdt).max)
+  ulps = np.abs(got[finite] - expected[finite]) / np.spacing(np.abs(expected[finite]).astype(npdt))
+  assert ulps.max() <= 1, f"{ulps.max():.1f} ulps at {values[finite][np.argmax(ulps)]!r}"
+  np.testing.assert_array_equal(np.signbit(got[~finite]), np.signbit(torch.from_numpy(values[~finite]).pow(exponent).numpy()))
+  if abs(exponent) < 100:
+    grads_match(lambda t: t ** exponent, lambda t: t ** exponent, values[values != 0].astype(np.float64))
 
 
 def test_float32_sigmoid_far_out_relative_to_torch():
