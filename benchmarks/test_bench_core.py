@@ -285,6 +285,12 @@ WORKLOADS = {
         torch=lambda v, m: torch.topk(m, 10, dim=1).values,
         nbgrad=lambda v, m: m.topk(10, 1)[0],
         rtol=0.0, atol=0.0),
+    "topk_1000_of_1m": Workload(
+        "sort_inputs",
+        numpy=lambda v, m: np.sort(v[np.argpartition(v, -1000)[-1000:]])[::-1],
+        torch=lambda v, m: torch.topk(v, 1000).values,
+        nbgrad=lambda v, m: v.topk(1000)[0],
+        rtol=0.0, atol=0.0),
     "searchsorted": Workload(
         "search_inputs",
         numpy=lambda s, q: np.searchsorted(s, q),
@@ -677,6 +683,12 @@ def test_sort_argsort_columns(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_sort_topk_rows(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "topk_rows")
+
+
+@pytest.mark.benchmark(group="sort")
+@pytest.mark.parametrize("lib", LIBS)
+def test_sort_topk_1000_of_1m(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "topk_1000_of_1m")
 
 
 @pytest.mark.benchmark(group="sort")

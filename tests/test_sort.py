@@ -107,6 +107,28 @@ def test_topk_is_the_start_of_the_stable_sort(name, largest):
     np.testing.assert_array_equal(tensor_of(values, name).topk(k, 1, largest=largest)[1].numpy(), full[:, :k], err_msg=f"k={k}")
 
 
+@pytest.mark.parametrize("name", DTYPES)
+def test_a_topk_of_up_to_a_quarter_of_the_row_is_the_start_of_the_stable_sort(name):
+  """More than the 64 kept as the row streams by, up to a quarter of it: the k-th key is found a byte at a time and
+  the keys up to it sorted (with every dtype's extremes, NaN, -0.0 and ties at the k-th value)."""
+  values = values_of(name, (2, 2000))
+  values[1, ::3] = values[1, 0]   # a third of the row one value
+  for largest in (True, False):
+    full = tensor_of(values, name).argsort(1, descending=largest).numpy()
+    for k in (65, 300, 500):
+      got_values, got_indices = tensor_of(values, name).topk(k, 1, largest=largest)
+      np.testing.assert_array_equal(got_indices.numpy(), full[:, :k], err_msg=f"k={k} largest={largest}")
+      np.testing.assert_array_equal(got_values.numpy(), np.take_along_axis(tensor_of(values, name).numpy(), full[:, :k], 1))
+
+
+def test_topk_of_a_long_row_as_torch():
+  values = rng.standard_normal(1 << 18).astype(np.float32)
+  got_values, got_indices = Tensor(values).topk(1000)
+  expected_values, expected_indices = torch.topk(torch.from_numpy(values), 1000)
+  np.testing.assert_array_equal(got_values.numpy(), expected_values.numpy())
+  np.testing.assert_array_equal(got_indices.numpy(), expected_indices.numpy())
+
+
 def test_topk_refuses_a_k_past_the_axis():
   with pytest.raises(ValueError, match="k=5 is more than the 4 elements"): Tensor.ones(3, 4).topk(5)
   with pytest.raises(ValueError): Tensor.ones(3, 4).topk(-1)

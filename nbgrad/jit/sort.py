@@ -83,7 +83,8 @@ def _sorted_positions(keys, scratch, width):
 def _sort_row(bits, order, scratch, width, kind, infinity, descending):
   """order = the positions of the len(order) first values of a row (bits, strided) in a stable sort. Up to
   SELECT_MAX of them (topk) are kept in order as the row streams by, each value compared with the last kept one
-  and inserted only when it comes before (the top 10 of each row of 1024: 16 -> 1.2 ms); else the whole row sorts."""
+  and inserted only when it comes before (the top 10 of each row of 1024: 16 -> 1.2 ms); up to a quarter of the row,
+  those up to the k-th value are picked and sorted (the top 1000 of 1M: 18 -> 2.5 ms); else the whole row sorts."""
   n, k = len(bits), len(order)
   sign = np.int64(-1) << (8 * width - 1)
   if 0 < k <= SELECT_MAX and k < n:
@@ -102,8 +103,46 @@ def _sort_row(bits, order, scratch, width, kind, infinity, descending):
     return
   keys = scratch[4, :n]
   for i in range(n): keys[i] = _key(bits[i], kind, sign, infinity, descending)
+  if k <= n // 4:   # a topk of more: the k-th key found digit by digit, and only the keys up to it sorted
+    kth, before = _kth_key(keys, k, scratch[3], width)
+    chosen, positions, ties = scratch[3], keys, k - before   # positions overwrite the keys already read
+    count = 0
+    for i in range(n):
+      key = keys[i]
+      if key < kth or (key == kth and ties > 0):
+        ties -= key == kth
+        chosen[count], positions[count] = key, i
+        count += 1
+    in_order = _sorted_positions(chosen[:k], scratch, width)
+    for i in range(k): order[i] = positions[in_order[i]]
+    return
   positions = _sorted_positions(keys, scratch, width)
   for i in range(k): order[i] = positions[i]
+
+
+@njit(cache=True, nogil=True)
+def _kth_key(keys, k, candidates, width):
+  """The k-th smallest of keys, and how many keys are smaller: the most significant byte first, each pass counting
+  the digits of the keys that share the digits found so far (copied into candidates) and keeping the digit in
+  which the k-th falls."""
+  source, count, rank, before = keys, len(keys), k, 0
+  counts = np.empty(256, np.int64)
+  for byte in range(width - 1, -1, -1):
+    flip = 128 if byte == width - 1 else 0   # the sign bit: negative keys first
+    counts[:] = 0
+    for i in range(count): counts[((source[i] >> (8 * byte)) & 255) ^ flip] += 1
+    digit, below = 0, 0
+    while below + counts[digit] < rank:
+      below += counts[digit]
+      digit += 1
+    rank, before = rank - below, before + below
+    kept = 0
+    for i in range(count):   # candidates may be source: kept <= i, so nothing is overwritten before it is read
+      if ((source[i] >> (8 * byte)) & 255) ^ flip == digit:
+        candidates[kept] = source[i]
+        kept += 1
+    source, count = candidates, kept
+  return source[0], before
 
 
 @CachedEntry
