@@ -92,6 +92,12 @@ WORKLOADS = {
         torch=lambda x, y: torch.div(x, 7, rounding_mode="floor"),
         nbgrad=lambda x, y: x // 7,
         rtol=0.0, atol=0.0),
+    "int64_floordiv_const": Workload(
+        "int_vectors",
+        numpy=lambda x, y: x.astype(np.int64) // np.int64(7),
+        torch=lambda x, y: torch.div(x.long(), 7, rounding_mode="floor"),
+        nbgrad=lambda x, y: x.cast("int64") // 7,
+        rtol=0.0, atol=0.0),
     "int_floordiv_mod": Workload(
         "int_vectors",
         numpy=lambda x, y: x // y + x % y,
@@ -479,6 +485,12 @@ def test_elementwise_tanh(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_int_floordiv_const(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "int_floordiv_const")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_int64_floordiv_const(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "int64_floordiv_const")
 
 
 @pytest.mark.benchmark(group="elementwise")

@@ -983,13 +983,19 @@ def test_integer_division_by_zero_is_zero_as_in_numpy(name):
   check(Tensor(a).div(Tensor(zero), upcast=False), zero, name)
 
 
-@pytest.mark.parametrize("name", ["int8", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("name", ["int8", "uint16", "int32", "uint32", "int64", "uint64"])
 def test_integer_division_over_the_whole_range_matches_numpy(name):
-  """Ints of up to 32 bits divide in float64, truncated: exact for every pair, which random pairs over the whole
-  range (and small divisors of either sign) check against numpy."""
+  """Ints of up to 32 bits, and 64-bit dividends of magnitude below 2**53, divide in float64, truncated: exact for
+  every pair, which random pairs over the whole range (64-bit ones around 2**53 too, and small divisors of either
+  sign) check against numpy."""
   info, rng = np.iinfo(NP[name]), np.random.default_rng(11)
-  a = rng.integers(info.min, info.max, 20000, endpoint=True).astype(NP[name])
-  b = np.concatenate([rng.integers(info.min, info.max, 10000, endpoint=True), rng.integers(-9 if info.min else 1, 10, 10000)]).astype(NP[name])
+  a = rng.integers(info.min, info.max, 20000, endpoint=True, dtype=NP[name])
+  if info.bits == 64:
+    near = np.concatenate([2**53 + np.arange(-3, 4), 2**53 * rng.random(2000)]).astype(np.int64)
+    a[:len(near)] = near.astype(NP[name])
+    a[len(near):2 * len(near)] = (-near).astype(NP[name])
+  b = np.concatenate([rng.integers(info.min, info.max, 10000, endpoint=True, dtype=NP[name]),
+                      rng.integers(-9 if info.min else 1, 10, 10000).astype(NP[name])])
   b[b == 0] = 1
   with np.errstate(over="ignore"):
     check(Tensor(a) // Tensor(b), a // b, name)
