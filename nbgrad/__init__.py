@@ -37,6 +37,6 @@ from nbgrad.device import Device   # noqa: E402
 from nbgrad.tensor import Tensor   # noqa: E402
 from nbgrad.helpers import eager, GlobalCounters, Context, fetch   # noqa: E402
 from nbgrad.replay import TinyJit   # noqa: E402
-from nbgrad import helpers   # noqa: E402
+from nbgrad import helpers, nn   # noqa: E402
 
-__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "Context", "TinyJit", "fetch", "helpers"]
+__all__ = ["Tensor", "Device", "dtypes", "DType", "eager", "GlobalCounters", "Context", "TinyJit", "fetch", "helpers", "nn"]

@@ -196,6 +196,11 @@ def test_tinygrad_keyword_names_and_return_types():
   assert t.realize(do_update_stats=False) is t and isinstance(t.schedule(seen=None), list)
 
 
+def test_the_package_names_nn_as_tinygrad_s_does():
+  import nbgrad
+  assert nbgrad.nn.Linear(2, 3).weight.shape == (3, 2) and callable(nbgrad.nn.optim.Adam) and "nn" in nbgrad.__all__
+
+
 def test_dtypes_surface():
   assert dtypes.from_py(1.0) == dtypes.default_float and dtypes.from_py(True) == dtypes.bool and dtypes.from_py(3) == dtypes.default_int
   assert dtypes.as_const(2.7, dtypes.int32) == 2 and dtypes.as_const(1, dtypes.float32) == 1.0 and dtypes.as_const(2, dtypes.bool) is True
