@@ -2107,13 +2107,15 @@ class Tensor:
   def logical_xor(self, x) -> Tensor: return self._logical(BinaryOps.XOR, x)
 
   def _shift(self, op, x) -> Tensor:
-    if not dtypes.is_int(self.dtype): raise DTypeMismatch(f"shifts need an int tensor, got {self.dtype}")
     x = self._from_numpy_operand(x)
     if isinstance(x, np.integer): x = int(x)
-    if isinstance(x, Tensor):
-      if not dtypes.is_int(x.dtype): raise TypeError(f"shift amounts must be ints, got a {x.dtype} tensor")
-      a, b = self._broadcasted(x.cast(self.dtype), match_dtype=False)
-      return a._nondiff(op, b)
+    if isinstance(x, Tensor):   # shifted in the promoted dtype, as torch's (int8 << an int16 tensor is int16; bools count as ints)
+      dtype = least_upper_dtype(self.dtype, x.dtype)
+      if not dtypes.is_int(dtype):
+        raise DTypeMismatch(f"shifts need int tensors, got {self.dtype} shifted by {x.dtype}")
+      a, b = self._broadcasted(x, match_dtype=False)
+      return a.cast(dtype)._nondiff(op, b.cast(dtype))
+    if not dtypes.is_int(self.dtype): raise DTypeMismatch(f"shifts need an int tensor, got {self.dtype}")
     if not isinstance(x, int) or isinstance(x, bool) or x < 0: raise ValueError(f"shift amount must be an int >= 0, got {x!r}")
     # the count is held in the tensor's dtype: 64 (which means the same as any larger count) fits every int dtype
     return self._nondiff(op, Tensor(LazyBuffer.full(min(x, 64), self.shape, self.dtype, self.device)))

@@ -1070,6 +1070,19 @@ def test_shifts_by_the_width_or_more_as_torch(dtype, size):
                                     getattr(torch_values, op)(torch.from_numpy(counts)).numpy())
 
 
+@pytest.mark.parametrize("left, right", [("int8", "int16"), ("int16", "int8"), ("bool", "int8"), ("int8", "bool"), ("uint8", "int32"),
+                                         ("int64", "int32")])
+def test_shifts_by_a_tensor_take_the_promoted_dtype_as_torch(left, right):
+  """An int8 tensor shifted by an int16 tensor shifts in int16 (it kept int8: 1 << 7 was -128); bools count as ints."""
+  a, b = np.array([1, 0, 1, 3]).astype(left), np.array([7, 1, 0, 2]).astype(right)
+  for op in ("__lshift__", "__rshift__"):
+    got, want = getattr(Tensor(a), op)(Tensor(b)), getattr(torch.from_numpy(a), op)(torch.from_numpy(b))
+    assert got.dtype == DT[str(want.dtype).split(".")[1]]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+  with pytest.raises(TypeError, match="shifts need int tensors"): Tensor([True]) << Tensor([True])
+  with pytest.raises(TypeError, match="shifts need int tensors"): Tensor([1]) << Tensor([1.0])
+
+
 def test_true_division_of_ints_by_an_int_outside_their_range_as_torch():
   """The Python int goes to the float result as it is (it was wrapped to the tensor's dtype first: 1 / 2**40 was inf)."""
   rows = [(np.array([1, 50, -3], np.int32), 2**40, False), (np.array([1, 50], np.int8), 200, False),
