@@ -2122,7 +2122,11 @@ class Tensor:
   def lshift(self, x) -> Tensor: return self._shift(BinaryOps.SHL, x)
   def rshift(self, x) -> Tensor: return self._shift(BinaryOps.SHR, x)
 
-  def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
+  def lerp(self, end, weight) -> Tensor:
+    """self + weight * (end - self), as torch computes it: from end's side for weights of 1/2 and more (exact at 1)."""
+    difference = end - self
+    if not isinstance(weight, Tensor): return self + difference * weight if abs(weight) < 0.5 else end - difference * (1 - weight)
+    return (weight.abs() < 0.5).where(self + difference * weight, end - difference * (1 - weight))
   def addcmul(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) * tensor2
   def addcdiv(self, tensor1, tensor2, value=1) -> Tensor: return self + value * self._operand_or_number(tensor1) / tensor2
   def clip(self, min_=None, max_=None, out=None, *, min=None, max=None) -> Tensor:   # noqa: A002

@@ -1352,6 +1352,16 @@ def test_lerp(fn, ref, out):
   check(fn(), ref(), out, "trans")
 
 
+def test_lerp_is_exact_at_both_ends_as_torch():
+  """From end's side for weights of 1/2 and more, as torch computes it: a weight of 1 gives end itself (it gave
+  self + (end - self), 0.0999999 for 3 -> 0.1)."""
+  start, end = np.array([3.0, -1.5, 1e30, 7.0], np.float32), np.array([0.1, 2.5, -1e30, 1e-8], np.float32)
+  np.testing.assert_array_equal(Tensor(start).lerp(Tensor(end), 1.0).numpy(), end)
+  np.testing.assert_array_equal(Tensor(start).lerp(Tensor(end), 0.0).numpy(), start)
+  weights = np.array([1.0, 0.0, 1.0, 0.0], np.float32)
+  np.testing.assert_array_equal(Tensor(start).lerp(Tensor(end), Tensor(weights)).numpy(), np.where(weights == 1, end, start))
+
+
 def test_ops_leave_inputs_unchanged():
   a, b = Tensor(A34.copy()), Tensor(B34.copy())
   ((a * b + a).relu() - b.exp()).realize()
