@@ -115,6 +115,7 @@ VIEWS = {
   "shrink_step": lambda x: x[1:, ::2] - 1, "expand": lambda x: x[:, :1].expand(4, 6) + x, "reshape_of_permute": lambda x: x.T.reshape(2, 12) * 3,
   "cat_stack": lambda x: x.cat(x * 2, dim=1).stack(x.cat(x, dim=1)), "repeat": lambda x: x.repeat(2, 1),
   "roll_and_circular_pad": lambda x: x.realize().roll((1, -2), (0, 1)).pad(((1, 1), (2, 0)), mode="circular"),
+  "reflect_and_replicate_pads": lambda x: x.realize().pad(((2, 1), (1, 2)), mode="reflect").pad(((1, 0), (0, 2)), mode="replicate"),
 }
 
 

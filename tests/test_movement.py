@@ -532,10 +532,10 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
 @pytest.mark.parametrize("parallel", [False, True], ids=["small", "threads"])
 @pytest.mark.parametrize("npdt", [np.float32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
 def test_cat_reads_windows_of_buffers_in_place(monkeypatch, npdt, parallel):
-  """Pieces that are windows of a buffer whose slot part of each row lies in order (column ranges of a matrix, slabs
-  of a 3-d block, rows read backwards) are read where they are: roll and a circular pad of a computed tensor are
-  one copy each (the pieces were copied out first, a kernel each), and the join of a concatenation's output does not
-  fuse it into a padded sum."""
+  """Pieces that are windows of a buffer whose dims past the joined one lie in order (column ranges of a matrix, slabs
+  of a 3-d block, rows read backwards, a joined dim read backwards or repeated) are read where they are: roll and a
+  circular, reflect or replicate pad of a computed tensor are one copy per dim (the pieces were copied out first, a
+  kernel each), and the join of a concatenation's output does not fuse it into a padded sum."""
   from nbgrad.jit import concat
   if parallel: monkeypatch.setattr(concat, "PARALLEL_MIN_ELEMENTS", 0)
   a = make((6, 5, 40), npdt)
@@ -547,9 +547,10 @@ def test_cat_reads_windows_of_buffers_in_place(monkeypatch, npdt, parallel):
     np.testing.assert_array_equal(make_view(x).numpy(), expected)
   assert [k.name for k in x.roll(3, 1).schedule()] == ["concat_2"]
   assert [k.name for k in x.roll((1, 2), (0, 2)).schedule()] == ["concat_2", "concat_2"]
-  padded = x.pad(((0, 0), (1, 2), (3, 0)), mode="circular")
-  assert [k.name for k in padded.schedule()] == ["concat_3", "concat_2"]
-  np.testing.assert_array_equal(padded.numpy(), np.pad(a, ((0, 0), (1, 2), (3, 0)), mode="wrap"))
+  for mode, numpy_mode in (("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")):   # flipped and repeated edges too
+    padded = x.pad(((0, 0), (1, 2), (3, 0)), mode=mode)
+    assert [k.name for k in padded.schedule()] == ["concat_3", "concat_2"], mode
+    np.testing.assert_array_equal(padded.numpy(), np.pad(a, ((0, 0), (1, 2), (3, 0)), mode=numpy_mode))
 
 
 def test_cat_and_stack_take_a_list_as_torch_writes_them():

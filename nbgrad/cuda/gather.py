@@ -43,12 +43,14 @@ def _scatter_add_kernel(out, grad, positions, row, dim_size):
 
 
 @cuda.jit(cache=True)
-def _slot_kernel(out, source, slot_start, slot_size, total_size, count, first, step):
-  """The count elements of source seen as rows of slot_size, row r from first + r * step, go into out seen as
-  (rows, total_size) at column slot_start."""
+def _slot_kernel(out, source, slot_start, slot_size, total_size, count, inner, first, step, dim_step):
+  """The count elements of source seen as rows of slot_size, element (j, k) of row r (k < inner) at first + r * step
+  + j * dim_step + k, go into out seen as (rows, total_size) at column slot_start."""
   for e in range(cuda.grid(1), count, cuda.gridsize(1)):
     outer = e // slot_size
-    out[outer * total_size + slot_start + e - outer * slot_size] = source[first + outer * step + e - outer * slot_size]
+    along = (e - outer * slot_size) // inner
+    within = e - outer * slot_size - along * inner
+    out[outer * total_size + slot_start + e - outer * slot_size] = source[first + outer * step + along * dim_step + within]
 
 
 def take(out, x, positions, offset: int, row: int, dim_size: int, row_step: int):
@@ -65,9 +67,10 @@ def scatter_add(out, grad, positions, row: int, dim_size: int):
 
 def concatenate(out, sources, outer: int, sizes: tuple, inner: int, windows: tuple):
   start = 0
-  for size, source, (first, step) in zip(sizes, sources, windows):
+  for size, source, (first, step, dim_step) in zip(sizes, sources, windows):
     count = outer * size * inner
     if count:
       _slot_kernel[_blocks(count), THREADS](_bits(out), _bits(source), np.int64(start * inner), np.int64(size * inner),
-                                            np.int64(sum(sizes) * inner), np.int64(count), np.int64(first), np.int64(step))
+                                            np.int64(sum(sizes) * inner), np.int64(count), np.int64(inner), np.int64(first),
+                                            np.int64(step), np.int64(dim_step))
     start += size

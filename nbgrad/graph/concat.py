@@ -1,8 +1,8 @@
 """Concatenation of many tensors as a custom graph node: each source is copied into its slot of the output.
 As a fused kernel (a sum of padded sources) every output element tests every source, and a kernel reading a few
 hundred sources took minutes to compile; the copies cost one pass over the data whatever their number. A source
-that is a window of a buffer whose slot part of each row lies in order (x[:, 3:] of a matrix, roll's pieces) is
-read there, not copied first."""
+that is a window of a buffer whose dims past the joined one lie in order (x[:, 3:] of a matrix, roll's pieces, the
+flipped or repeated edges of a reflect or replicate pad) is read there, not copied first."""
 from __future__ import annotations
 import math
 from dataclasses import dataclass
@@ -18,9 +18,8 @@ CAT_FUSED_MAX = 8
 
 @dataclass(frozen=True)
 class Concatenate:
-  """out (outer, sum(sizes), inner), contiguous, holds source i (outer, sizes[i], inner) in its slot; row r of source
-  i starts at windows[i] = (start, row_step) as start + r * row_step of its buffer, its sizes[i] * inner elements in
-  order."""
+  """out (outer, sum(sizes), inner), contiguous, holds source i (outer, sizes[i], inner) in its slot: element (r, j, k)
+  of source i is at start + r * row_step + j * dim_step + k of its buffer, windows[i] = (start, row_step, dim_step)."""
   outer: int
   sizes: tuple[int, ...]
   inner: int
@@ -48,12 +47,14 @@ def concatenate(pieces: list[LazyBuffer], dim: int) -> LazyBuffer:
   return LazyBuffer.load(LoadOps.CUSTOM, shape, first.dtype, first.device, arg=arg, srcs=tuple(base for base, _ in read))
 
 
-def _rows_in_place(piece: LazyBuffer, dim: int) -> Optional[tuple[LazyBuffer, tuple[int, int]]]:
-  """piece's base and where its rows (its dims before dim as one) start and step in it, when each row's elements
-  (dim and the dims after it) lie there in order and the rows a fixed step apart; None otherwise."""
+def _rows_in_place(piece: LazyBuffer, dim: int) -> Optional[tuple[LazyBuffer, tuple[int, int, int]]]:
+  """piece's base and (start, row step, dim step) of its elements there, when its dims after dim lie in order, dim
+  steps by any amount (backwards after a flip, 0 when expanded) and the rows (its dims before dim as one) a fixed
+  step apart; None otherwise."""
   if piece.base.op is LoadOps.CONST or (window := piece.view.strided()) is None: return None
   strides, start = window
-  in_order = all(s == c for s, c, n in zip(strides[dim:], contiguous_strides(piece.shape[dim:]), piece.shape[dim:]) if n != 1)
+  inner = contiguous_strides(piece.shape[dim:])
+  in_order = all(s == c for s, c, n in zip(strides[dim + 1:], inner[1:], piece.shape[dim + 1:]) if n != 1)
   rows = [(s, n) for s, n in zip(strides[:dim], piece.shape[:dim]) if n != 1]
-  if not in_order or any(outer != inner * n for (outer, _), (inner, n) in zip(rows, rows[1:])): return None
-  return piece.base, (start, rows[-1][0] if rows else 0)
+  if not in_order or any(outer != step * n for (outer, _), (step, n) in zip(rows, rows[1:])): return None
+  return piece.base, (start, rows[-1][0] if rows else 0, strides[dim] if piece.shape[dim] != 1 else inner[0])

@@ -18,43 +18,49 @@ SLOT_GROUP = 8         # sources one launch copies: a tuple of this many arrays,
 
 @CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _copy_slots(out, sources, count, rows, out_row, offsets, widths, starts, steps, span_start, span_end):
-  """Row r of sources[i] (widths[i] elements from starts[i] + r * steps[i]) to out[r * out_row + offsets[i]:][:widths[i]]
-  for i < count, flat arrays of one dtype; the slots of the sources together are [span_start, span_end) of each
-  output row."""
+def _copy_slots(out, sources, count, rows, out_row, offsets, widths, inner, starts, steps, dim_steps, span_start, span_end):
+  """Row r of sources[i] (widths[i] elements, element (j, k) of it at starts[i] + r * steps[i] + j * dim_steps[i] + k
+  for k < inner) to out[r * out_row + offsets[i]:][:widths[i]] for i < count, flat arrays of one dtype; the slots of
+  the sources together are [span_start, span_end) of each output row."""
   blocks = (span_end - span_start + COPY_BLOCK - 1) // COPY_BLOCK
   for item in prange(rows * blocks):
     r = item // blocks
     begin = span_start + item % blocks * COPY_BLOCK
     end = min(span_end, begin + COPY_BLOCK)
     for i in range(count):
-      source, shift = sources[i], starts[i] + r * steps[i] - offsets[i]
-      for j in range(max(begin, offsets[i]), min(end, offsets[i] + widths[i])):
-        out[np.uint64(r * out_row + j)] = source[np.uint64(shift + j)]
+      source, row_start = sources[i], starts[i] + r * steps[i]
+      if dim_steps[i] == inner:   # the row in order
+        for j in range(max(begin, offsets[i]), min(end, offsets[i] + widths[i])):
+          out[np.uint64(r * out_row + j)] = source[np.uint64(row_start + j - offsets[i])]
+      else:
+        for j in range(max(begin, offsets[i]), min(end, offsets[i] + widths[i])):
+          along, within = divmod(j - offsets[i], inner)
+          out[np.uint64(r * out_row + j)] = source[np.uint64(row_start + along * dim_steps[i] + within)]
 
 
 def concatenate(out: np.ndarray, sources: tuple, outer: int, sizes: tuple[int, ...], inner: int, windows: tuple):
-  """out seen as (outer, sum(sizes), inner) takes source i, seen as (outer, sizes[i], inner), in its slot: its rows
-  start at windows[i] = (start, step) as start + r * step in the flat buffer sources[i]."""
+  """out seen as (outer, sum(sizes), inner) takes source i, seen as (outer, sizes[i], inner), in its slot: element
+  (r, j, k) of it is at start + r * row_step + j * dim_step + k in the flat buffer sources[i], windows[i] = (start,
+  row_step, dim_step)."""
   total = sum(sizes)
   starts = np.cumsum((0,) + sizes)
   if out.size < PARALLEL_MIN_ELEMENTS:   # too little to wake the threads for
     slots = out.reshape(outer, total, inner)
-    for start, size, source, (first, step) in zip(starts, sizes, sources, windows):
-      slots[:, start:start + size] = strided_view(source, (outer, size * inner), (step, 1), first).reshape(outer, size, inner)
+    for start, size, source, (first, step, dim_step) in zip(starts, sizes, sources, windows):
+      slots[:, start:start + size] = strided_view(source, (outer, size, inner), (step, dim_step, 1), first)
     return
   bits = np.dtype(f"u{out.itemsize}")   # copied as unsigned ints of the same size: every dtype, bit for bit
   flat = [_read_only(source.reshape(-1).view(bits)) for source in sources]
   unused = _read_only(np.empty(0, bits))
   offsets, widths = starts[:-1] * inner, np.array(sizes, np.int64) * inner
-  firsts, steps = (np.array(column, np.int64) for column in zip(*windows))
+  firsts, steps, dim_steps = (np.array(column, np.int64) for column in zip(*windows))
   for first in range(0, len(sources), SLOT_GROUP):
     group = slice(first, first + SLOT_GROUP)
     count = len(flat[group])
     with LAUNCH_LOCK:
       _copy_slots(out.reshape(-1).view(bits), tuple(flat[group] + [unused] * (SLOT_GROUP - count)), count, outer,
-                  total * inner, offsets[group], widths[group], firsts[group], steps[group], offsets[first],
-                  offsets[first + count - 1] + widths[first + count - 1])
+                  total * inner, offsets[group], widths[group], inner, firsts[group], steps[group], dim_steps[group],
+                  offsets[first], offsets[first + count - 1] + widths[first + count - 1])
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
