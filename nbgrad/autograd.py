@@ -22,7 +22,7 @@ def computed_once(x: LazyBuffer) -> LazyBuffer:
 
 
 class Function:
-  # a view's result reads its input's elements in place (reshape, permute, shrink, flip): it remembers that input,
+  # a view's result reads its input's elements in place (reshape, permute, shrink, expand): it remembers that input,
   # so that a write into it reaches the input as in numpy (indexing.writable_window)
   is_view = False
 
@@ -31,6 +31,11 @@ class Function:
     self.needs_input_grad = [t.requires_grad for t in tensors]
     self.requires_grad = True if any(self.needs_input_grad) else (None if None in self.needs_input_grad else False)
     if self.requires_grad: self.parents = tensors
+
+  @staticmethod
+  def keeps_elements(source: LazyBuffer, out: LazyBuffer) -> bool:
+    """Whether out reads source's elements where they are stored (always, for a view op but reshape)."""
+    return True
 
   def forward(self, *args, **kwargs) -> LazyBuffer: raise NotImplementedError(type(self).__name__)
   def backward(self, grad: LazyBuffer): raise RuntimeError(f"{type(self).__name__} has no gradient")
@@ -55,7 +60,7 @@ class Function:
           out._ctx = CUT
           break
     elif ctx.requires_grad: out._ctx = NO_GRAPH
-    if cls.is_view: out._record_view(tensors[0], cls, kwargs)
+    if cls.is_view and cls.keeps_elements(tensors[0].lazydata, out.lazydata): out._record_view(tensors[0], cls, kwargs)
     return out._after_op()
 
   def check_inputs_unwritten(self):
@@ -488,6 +493,10 @@ class Tiles(Function):
 # ---- movement
 class Reshape(Function):
   is_view = True
+  @staticmethod
+  def keeps_elements(source: LazyBuffer, out: LazyBuffer) -> bool:
+    """A reshape that no strides of the source's buffer express (x.T.reshape(12)) is a copy, as torch's."""
+    return out.view.strided() is not None or source.view.strided() is None
   def forward(self, x, shape):
     self.input_shape = x.shape
     return x.reshape(shape)
@@ -495,6 +504,7 @@ class Reshape(Function):
 
 
 class Expand(Function):
+  is_view = True
   def forward(self, x, shape):
     self.axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if a != b)
     return x.expand(shape)
@@ -587,8 +597,7 @@ def _joined(slices: list[SliceGradient], shape: tuple):
   return concatenate(pieces, dim)
 
 
-class Flip(Function):
-  is_view = True
+class Flip(Function):   # a copy, as torch's (a flip of a buffer reads it in place, but a write into it does not reach it)
   def forward(self, x, axes):
     self.axes = axes
     return x.flip(axes)

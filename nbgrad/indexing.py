@@ -290,13 +290,16 @@ def _as_int64(index, size: int):
   return index.cast(dtypes.int64)
 
 
-def _strided_window(lazy):
-  """(shape, strides, offset) of the elements lazy reads in its realized base buffer, when it reads each of them
-  at most once through one strided window (x, x[1:], x.T); None otherwise (padded, expanded, lazy tensors)."""
+def _strided_window(lazy, repeats: bool = False):
+  """(shape, strides, offset) of the elements lazy reads in its realized base buffer, when it reads them through one
+  strided window (x, x[1:], x.T), each at most once unless repeats (expanded); None otherwise (padded, lazy)."""
   if lazy.base.buffer is None or (window := lazy.view.strided()) is None: return None
   strides, offset = window
-  if any(s == 0 and n > 1 for s, n in zip(strides, lazy.shape)): return None
+  if not repeats and _repeats(strides, lazy.shape): return None
   return lazy.shape, strides, offset
+
+
+def _repeats(strides, shape) -> bool: return any(s == 0 and n > 1 for s, n in zip(strides, shape))
 
 
 def is_window_of_a_buffer(tensor) -> bool:
@@ -307,20 +310,54 @@ def is_window_of_a_buffer(tensor) -> bool:
 
 
 def writable_window(tensor):
-  """The window of a realized buffer that a write into tensor goes to, its pending readers computed first. A view of
-  another tensor (x[0], x.T, x[0][1]) writes into that tensor's buffer, as in numpy, even when the tensor was lazy
-  (Tensor.zeros(2, 2)[0][1] = 9): the tensor is computed into a buffer and the view taken again. Any other tensor,
-  or a view whose source has been given other values since, gets a buffer of its own."""
-  if tensor._view_of is not None:   # even a view with a window: its source may read one element many times (zeros(3))
-    source, view, arguments = tensor._view_of
-    if _same_view(view.apply(source, **arguments), tensor) and writable_window(source) is not None:
-      taken_again = view.apply(source, **arguments).lazydata
-      if _strided_window(taken_again) is not None: tensor.lazydata = taken_again   # else no window expresses it (a copy)
-  if _strided_window(tensor.lazydata) is None: tensor.replace(tensor.contiguous().realize())
-  if (pending := tensor.lazydata.base.pending_readers()):
-    from nbgrad.device import realize
-    realize(pending)
-  return _strided_window(tensor.lazydata)
+  """The window of a realized buffer that a write into tensor goes to, its pending readers computed first and the
+  other views of that buffer copied out. A view of another tensor (x[0], x.T, x[0][1], x.expand(2, 3)[1]) writes
+  into that tensor's buffer, as in numpy and torch, even when the tensor was lazy (Tensor.zeros(2, 2)[0][1] = 9): the
+  tensor is computed into a buffer and the view taken again (an expanded view's window repeats places: the caller
+  checks them). Any other tensor, a view whose source has been given other values since, or a result that reads
+  another tensor's buffer without being a view of it (a flip, a pad: copies in torch), gets a buffer of its own."""
+  taken_again = _taken_again(tensor)
+  if taken_again is not None and taken_again.view.strided() is not None: tensor.lazydata = taken_again
+  if _strided_window(tensor.lazydata, repeats=True) is None: tensor.replace(tensor.contiguous().realize())
+  base = tensor.lazydata.base
+  from nbgrad.device import realize
+  if (pending := base.pending_readers()): realize(pending)
+  family = _view_family(tensor)
+  if (others := [v for v in base.live_views() if id(v) not in family]):
+    copies = [v.contiguous() for v in others]
+    realize(copies)
+    for view, copy in zip(others, copies): view.copied_out(copy)
+  return _strided_window(tensor.lazydata, repeats=True)
+
+
+def _overlapping(shape) -> RuntimeError:
+  return RuntimeError(f"unsupported operation: elements of the written-to tensor (shape {shape}) that refer to a single memory "
+                      "location (an expanded view) would be given different values; clone() it first")
+
+
+def _taken_again(tensor):
+  """tensor's view steps taken again from the tensor they start from, which is computed into a buffer first: the
+  node that reads that buffer as tensor reads it. None for a tensor that is no view (one that reads a buffer without
+  being a view of it is given a buffer of its own), or whose source has been given other values since."""
+  if tensor._view_of is None:
+    lazy = tensor.lazydata
+    if lazy is not lazy.base or _strided_window(lazy) is None: tensor.replace(tensor.contiguous().realize())
+    return tensor.lazydata
+  source, view, arguments = tensor._view_of
+  if not _same_view(view.apply(source, **arguments), tensor) or _taken_again(source) is None: return None
+  return view.apply(source, **arguments).lazydata
+
+
+def _view_family(tensor) -> set:
+  """The ids of the nodes of the tensors that are views of one another with tensor (they share its buffer)."""
+  root = tensor
+  while root._view_of is not None: root = root._view_of[0]
+  family, stack = set(), [root]
+  while stack:
+    t = stack.pop()
+    family.add(id(t.lazydata))
+    stack.extend(v for v in (ref() for ref in t._views or ()) if v is not None and v._view_of is not None and v._view_of[0] is t)
+  return family
 
 
 def _same_view(derived, tensor) -> bool:
@@ -364,6 +401,12 @@ def set_index(tensor, indices, value):
   if math.prod(target_shape) == 0: return   # no element to write (an empty tensor or slot), as in numpy
   values = value.cast(tensor.dtype).numpy()   # numpy's assignment broadcasts them
   window = writable_window(tensor)
+  if _repeats(window[1], window[0]):   # an expanded view: elements that share a place must be given one value
+    if any(_is_array_index(i) for i in indices): raise _overlapping(target_shape)
+    written = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), window[0], window[1])[indices]   # reads no element
+    spread = np.broadcast_to(values, target_shape)
+    if any(s == 0 and n > 1 and not (spread == spread.take([0], axis=d)).all() for d, (s, n) in enumerate(zip(written.strides, written.shape))):
+      raise _overlapping(target_shape)
   if (recorder := devices.recording.recorder) is not None: recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
   base, device = tensor.lazydata.base, devices.backend(tensor.device)
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices

@@ -655,11 +655,14 @@ class Tensor:
   def data(self) -> memoryview: return memoryview(self.numpy())
 
   def detach(self) -> Tensor:
-    """The same values outside the graph. Of a parameter (a leaf that requires grad) it is a view, as torch's shares
-    the storage: an in-place op on it writes into the parameter (torch's w.detach().normal_())."""
+    """The same values outside the graph. Of a tensor whose values are stored (computed, a parameter, a view) it is
+    a view, as torch's shares the storage: an in-place op on it writes into the tensor (torch's w.detach().normal_()
+    of a parameter). Of a result not computed yet it is a tensor of its own: a parameter made as
+    (Tensor.randn(n) * 0.01).detach() is updated by rebinding (a write from Python would keep TinyJit from replaying
+    its training step)."""
     out = _detached(self)
-    # a parameter's, and a view's (w.detach().detach(), w[0].detach()): writes into it reach what it views
-    if (self.requires_grad and not self._in_graph()) or self._view_of is not None: out._record_view(self, _MadeBy, {"make": _detached})
+    if self._view_of is not None or (self.requires_grad and not self._in_graph()) or self.lazydata.base.buffer is not None:
+      out._record_view(self, _MadeBy, {"make": _detached})
     return out
 
   def contiguous(self) -> Tensor:
@@ -1152,7 +1155,7 @@ class Tensor:
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
     if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
-    return F.Flip.apply(self, axes=resolved) if self.ndim else self   # a 0-d tensor's axis 0 or -1 is itself
+    return F.Flip.apply(self, axes=resolved) if self.ndim else F.Assigned.apply(self)   # a 0-d tensor's axis 0 or -1: a copy
 
   def shrink(self, arg) -> Tensor:
     if len(arg) != self.ndim: raise ShapeMismatch(f"shrink {arg} needs one entry per dim of {self.shape}")
@@ -1365,6 +1368,7 @@ class Tensor:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
         raise ShapeMismatch(f"cat needs equal shapes except in dim {dim}: {self.shape} and {t.shape}")
     dtype = least_upper_dtype(*(t.dtype for t in tensors))
+    if len(tensors) == 1: return F.Assigned.apply(self.cast(dtype))   # a tensor of its own, as torch's (stack([x]) is no view of x)
     # copied into their slots when there are many, or when all are stored in buffers anyway (computed already, or
     # made by a node of their own: no producer to fuse with): a fused kernel tests every piece at every element (8
     # realized (64, 128, 32) pieces on the last dim: 14.3 -> 2.0 ms)
@@ -1388,7 +1392,7 @@ class Tensor:
       if t.shape != self.shape: raise ShapeMismatch(f"stack needs equal shapes: {self.shape} and {t.shape}")
     if dim == self.ndim or self.shape[dim] == 0: return tensors[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tensors[1:]], dim=dim)
     # joined along dim, then that dim split in (tensor, its own length): one reshape, not one per tensor
-    joined = tensors[0].cat(*tensors[1:], dim=dim) if others else tensors[0]
+    joined = tensors[0].cat(*tensors[1:], dim=dim)
     return joined.reshape(self.shape[:dim] + (len(tensors), self.shape[dim]) + self.shape[dim + 1:])
 
   def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:

@@ -223,3 +223,68 @@ def test_overlapping_unfold_windows_are_written_through_and_read_back_after_a_wr
   windows.zero_()
   windows_t.zero_()
   np.testing.assert_array_equal(x.numpy(), xt.numpy())
+
+
+def _x(lib):
+  return Tensor.arange(12).reshape(3, 4).float().realize() if lib == "nbgrad" else torch.arange(12).reshape(3, 4).float()
+
+
+def _x3(lib):
+  return Tensor.arange(24).reshape(2, 3, 4).float().realize() if lib == "nbgrad" else torch.arange(24).reshape(2, 3, 4).float()
+
+
+def _pad(x, lib): return x.pad(((0, 0), (1, 1))) if lib == "nbgrad" else torch.nn.functional.pad(x, (1, 1))
+
+
+# programs of views and writes: each returns the tensors whose values torch and nbgrad must agree on afterwards
+ALIASING = {
+  # views: writes through them reach the tensor, writes into it show in them
+  "view merging strided dims": lambda lib: (lambda y: (y[..., :2].view(6, 2).fill_(-1), y)[1:])(_x3(lib)),
+  "flatten of a slice": lambda lib: (lambda y: (y[:, 1:].flatten(0, 1).fill_(-1), y)[1:])(_x3(lib)),
+  "expanded row written": lambda lib: (lambda x: (lambda e: (e.__setitem__(1, 5), x, e)[1:])(x[0:1].expand(2, 4)))(_x(lib)),
+  "expanded view follows": lambda lib: (lambda x: (lambda e: (x.add_(1), e)[1:])(x[0:1].expand(2, 4)))(_x(lib)),
+  "expanded view filled": lambda lib: (lambda x: (lambda e: (e.fill_(3), x, e)[1:])(x[0:1].expand(2, 4)))(_x(lib)),
+  "detach shares": lambda lib: (lambda x: (x.detach().add_(1), x)[1:])(_x(lib)),
+  # copies: neither a write into them reaches the tensor nor one into the tensor shows in them
+  "reshape of a transpose": lambda lib: (lambda x: (lambda v: (x.add_(1), v)[1:])(x.T.reshape(12)))(_x(lib)),
+  "reshape of a transpose written": lambda lib: (lambda x: (lambda v: (v.mul_(-1), x)[1:])(x.T.reshape(12)))(_x(lib)),
+  "pad": lambda lib: (lambda x: (lambda p: (x.__setitem__(0, -1), p)[1:])(_pad(x, lib)))(_x(lib)),
+  "repeat": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x.repeat(2, 1)))(_x(lib)),
+  "tile": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x.tile((2, 1))))(_x(lib)),
+  "flip written": lambda lib: (lambda x: (lambda f: (f.mul_(-1), x)[1:])(x.flip(0)))(_x(lib)),
+  "flip after add_": lambda lib: (lambda x: (lambda f: (x.add_(1), f)[1:])(x.flip(0)))(_x(lib)),
+  "flip after setitem": lambda lib: (lambda x: (lambda f: (x.__setitem__(0, -1), f)[1:])(x.flip(0)))(_x(lib)),
+  "rot90 written": lambda lib: (lambda x: (lambda f: (f.mul_(-1), x)[1:])(x.rot90()))(_x(lib)),
+  "stack of one written": lambda lib: (lambda x: (lambda s: (s.mul_(-1), x)[1:])((Tensor.stack if lib == "nbgrad" else torch.stack)([x])))(_x(lib)),
+  "expanded then reshaped": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x[..., None].expand(3, 4, 2).reshape(3, 8)))(_x(lib)),
+}
+
+
+@pytest.mark.parametrize("name", ALIASING)
+def test_which_results_share_the_tensor_s_elements_as_torch(name):
+  """torch's views (slices, view and reshape where strides allow, expand, detach) share the tensor's elements both
+  ways; its copies (flip, rot90, pad, repeat, tile, stack, a reshape no strides express) share nothing. A copy here
+  still reads the tensor's buffer until the tensor is written: the write copies it out first (flip(0) then x[0] = -1
+  kept -1 in the flip; a write into the flip changed x)."""
+  ours, theirs = ALIASING[name]("nbgrad"), ALIASING[name]("torch")
+  for got, expected in zip(ours, theirs): np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_an_expanded_view_refuses_writes_that_give_one_place_two_values_as_torch():
+  x = _x("nbgrad")
+  e = x[0:1].expand(2, 4)
+  with pytest.raises(RuntimeError, match="single memory location"): e[:, 1] = Tensor([5.0, 6.0])
+  with pytest.raises(RuntimeError, match="single memory location"): e[[0, 1], 1] = 5.0
+  np.testing.assert_array_equal(x.numpy(), _x("torch").numpy())   # nothing written
+  e[:, 1] = 7.0
+  assert x[0].tolist() == [0.0, 7.0, 2.0, 3.0]
+
+
+def test_a_result_that_read_a_tensor_before_a_write_into_it_keeps_its_gradient_as_torch():
+  """The flip the forward read is copied out before the write: the gradient uses the values the forward used
+  (it raised, since the input was written in place)."""
+  w, x = Tensor([1.0, 2.0, 3.0], requires_grad=True), Tensor([4.0, 5.0, 6.0]).realize()
+  y = (w * x.flip(0)).sum()
+  x[0] = 50.0
+  y.backward()
+  assert w.grad.tolist() == [6.0, 5.0, 4.0] and x.tolist() == [50.0, 5.0, 6.0]

@@ -38,6 +38,7 @@ class LazyBuffer:
       self.writes = 0  # in-place writes into the buffer so far (setitem): a gradient must not read values written later
       self.replaced_by = None   # a weak reference to the tensor that held this buffer and was then assigned other values
       self.assigned = False   # a tensor's assigned value: any realize that reads it stores it (see create_schedule)
+      self.view_nodes: Optional[list] = None   # weak references to the view nodes of this one (see copied_out)
       for s in self.srcs:
         src = s.base
         if src.readers is None: src.readers = []
@@ -140,8 +141,20 @@ class LazyBuffer:
 
   # ---- movement: only the view changes
   def _moved(self, view: View) -> LazyBuffer:
-    if view.is_identity() and view.shape == self.base.shape: return self.base
-    return LazyBuffer(self.device, view.shape, self.dtype, base=self.base, view=view)
+    base = self.base
+    if view.is_identity() and view.shape == base.shape: return base
+    moved = LazyBuffer(self.device, view.shape, self.dtype, base=base, view=view)
+    if base.view_nodes is None: base.view_nodes = []
+    add_weak_reference(base.view_nodes, moved)
+    return moved
+
+  def live_views(self) -> list[LazyBuffer]:
+    return [v for v in (ref() for ref in self.view_nodes or ()) if v is not None and v._base is self]
+
+  def copied_out(self, copy: LazyBuffer):
+    """This view node reads copy (its values, computed) from now on, not its base: an in-place write into the base
+    leaves it as it was, as the copy torch's flip, pad or repeat made would be."""
+    self._base, self.view = copy.base, copy.view
 
   def reshape(self, shape) -> LazyBuffer:
     shape = tuple(shape)

@@ -289,6 +289,11 @@ class View:
     if shape == self.shape: return self
     moved = self.levels[0].reshape(shape)
     if moved is not None: return self._top(moved)
+    # dims that merge in the buffer's strides but not in the base's dims (x[..., :2] of (2, 3, 4) as (6, 2)): the
+    # reshape of the one row of strides, over the base read in order
+    flat = self.flattened()
+    if len(flat.levels) == 1 and not flat.levels[0].conds and (moved := flat.levels[0].reshape(shape)) is not None:
+      return View((moved, Affine.identity(self.base_shape)))
     if len(self.levels) > 1 and self.levels[0].is_identity():  # reshaping a pure reshape: replace it
       return View((Affine.identity(shape),) + self.levels[1:])
     return View((Affine.identity(shape),) + self.levels)
