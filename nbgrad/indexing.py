@@ -384,7 +384,9 @@ def set_index(tensor, indices, value):
   from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
-  if isinstance(value, Tensor) and value.requires_grad:
+  from nbgrad.autograd import NO_GRAPH
+  # a value made under no_grad carries no graph, and none is recorded under it (torch's w[1:] *= 2 in torch.no_grad())
+  if isinstance(value, Tensor) and value.requires_grad and value._ctx is not NO_GRAPH and not Tensor.no_grad:
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
   indices = tuple(_assigned_index(i) for i in _index_items(indices))
   # the shape the indices pick, found by numpy on a stand-in of no size, which raises IndexError for a position out

@@ -1462,7 +1462,10 @@ class Tensor:
   def __getitem__(self, indices) -> Tensor: return basic_index(self, indices)
 
   def __setitem__(self, indices, value):
-    if self.requires_grad: raise NotImplementedError("setitem on a tensor that requires grad is not supported")
+    # a parameter is written under Tensor.no_grad (torch's w[0] = 0 in torch.no_grad()); its gradient is not tracked
+    if self.requires_grad and not (Tensor.no_grad and not self._in_graph()):
+      raise NotImplementedError(f"setitem on a tensor of shape {self.shape} that requires grad is not supported (but for a leaf, "
+                                "under Tensor.no_grad or Tensor.inference_mode)")
     set_index(self, indices, value)
 
   # ---- elementwise: broadcasting and promotion

@@ -570,6 +570,24 @@ def test_setitem_with_a_value_that_requires_grad_raises():
   check_same(x, np.zeros((2, 3), np.float32))
 
 
+def test_a_parameter_is_written_in_part_under_no_grad_as_torch():
+  """torch's `with torch.no_grad(): w[0] = 0; w[1:] *= 2`: setitem and in-place ops on views of a leaf that requires
+  grad, under Tensor.no_grad or inference_mode (they raised NotImplementedError); the leaf trains on."""
+  w, wt = Tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+  for t, context in ((w, Tensor.inference_mode), (wt, torch.no_grad)):
+    with context():
+      t[0] = 0.0
+      t[1:].mul_(2)
+      t[0] += 1
+  check_same(w, wt.detach().numpy())
+  (w * w).sum().backward()
+  (wt * wt).sum().backward()
+  check_same(w.grad, wt.grad.numpy())
+  with pytest.raises(NotImplementedError, match="requires grad"): w[0] = 5.0   # outside no_grad, as before
+  with pytest.raises(NotImplementedError, match="requires grad"): (w * 2)[0] = 5.0   # a result in a graph
+  check_same(w, wt.detach().numpy())
+
+
 def test_inplace_operator_goes_through_assign():
   a = make((2, 3))
   t = Tensor(a).realize()
