@@ -2315,6 +2315,9 @@ class Tensor:
       return self._in_place(value.cast(self.dtype).expand(self.shape))
     return self._in_place(self.full_like(value))
   def zero_(self) -> Tensor: return self.fill_(0)
+  def masked_fill_(self, mask, value) -> Tensor:
+    """value where mask is True, in self's dtype (torch's: an int tensor takes 1.5 as 1)."""
+    return self._in_place(self.masked_fill(mask, value).cast(self.dtype))
   def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
     return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
   def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:

@@ -376,6 +376,16 @@ def test_in_place_forms_as_torch(op, args):
   np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-15)
 
 
+def test_fills_in_place_cast_the_value_to_an_int_tensor_as_torch():
+  mask = np.array([True, False, True])
+  for value in (1.5, -2.7):
+    ours, theirs = Tensor([1, 2, 3]), torch.tensor([1, 2, 3], dtype=torch.int32)
+    ours.masked_fill_(Tensor(mask), value)
+    theirs.masked_fill_(torch.from_numpy(mask), value)
+    assert ours.dtype == dtypes.int32 and ours.tolist() == theirs.tolist()
+    assert Tensor([1, 2]).fill_(value).tolist() == torch.tensor([1, 2]).fill_(value).tolist()
+
+
 def test_in_place_forms_refuse_what_torch_refuses():
   with pytest.raises(TypeError, match="cannot be stored in a dtypes.int32"): Tensor([1, 4]).sqrt_()
   with pytest.raises(RuntimeError, match="needs a gradient"): Tensor([1.0], requires_grad=True).exp_()
