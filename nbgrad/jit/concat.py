@@ -30,12 +30,14 @@ def _copy_slots(out, sources, count, rows, out_row, offsets, widths, inner, star
     for i in range(count):
       source, row_start = sources[i], starts[i] + r * steps[i]
       if dim_steps[i] == inner:   # the row in order
+        shift = row_start - offsets[i]
         for j in range(max(begin, offsets[i]), min(end, offsets[i] + widths[i])):
-          out[np.uint64(r * out_row + j)] = source[np.uint64(row_start + j - offsets[i])]
-      else:
-        for j in range(max(begin, offsets[i]), min(end, offsets[i] + widths[i])):
-          along, within = divmod(j - offsets[i], inner)
-          out[np.uint64(r * out_row + j)] = source[np.uint64(row_start + along * dim_steps[i] + within)]
+          out[np.uint64(r * out_row + j)] = source[np.uint64(shift + j)]
+      else:   # the joined dim read backwards or repeated (a reflect or replicate pad's edge)
+        offset, dim_step = offsets[i], dim_steps[i]
+        for j in range(max(begin, offset), min(end, offset + widths[i])):
+          along, within = divmod(j - offset, inner)
+          out[np.uint64(r * out_row + j)] = source[np.uint64(row_start + along * dim_step + within)]
 
 
 def concatenate(out: np.ndarray, sources: tuple, outer: int, sizes: tuple[int, ...], inner: int, windows: tuple):
