@@ -21,7 +21,7 @@ from pathlib import Path
 
 LIBS = ["nbgrad", "numpy", "torch"]
 GROUP_TITLES = {
-    "elementwise": "Elementwise, 16M float32 (int32 for the divisions, float16 for the half ones, float64 for the double ones; small: 64K float32) (after warm-up)",
+    "elementwise": "Elementwise, 16M float32 (int32 for the divisions, cast to int64 for the int64 one, float16 for the half ones, float64 for the double ones; small: 64K float32) (after warm-up)",
     "movement": "Movement, float32: cat of 8 realized 1024x512 pieces along each axis; a 4096x4096 matrix's transpose "
                 "copied, and added to the matrix; 16x64x56x56 images copied channels-last; attention's heads (16x8x256x64) merged "
                 "to 16x256x512 (after warm-up)",
@@ -31,7 +31,9 @@ GROUP_TITLES = {
             "matrix (after warm-up)",
     "scan": "Cumulative sums of a 4096x4096 float32 matrix along each axis (after warm-up)",
     "sort": "Stable sorts, float32: 1M values; the rows of a 1024x1024 matrix, its columns' order (argsort), and the "
-            "top 10 of each row; 100k values placed among 1M sorted ones (searchsorted) (after warm-up)",
+            "top 10 of each row; the top 1000 of 1M values; 100k values placed among 1M sorted ones (searchsorted) (after warm-up)",
+    "loss": "CTC loss (per sample, no reduction) of 200 frames x 32 samples x 40 classes float32, 20 to 40 labels each; "
+            "numpy has none, torch's answer is the reference (after warm-up)",
     "random": "16M float32 random values from a seeded generator (after warm-up)",
     "optim": "One Adam step of four 1024x1024 and four 1024 float32 parameters (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",
