@@ -118,7 +118,7 @@ def basic_index(tensor, indices):
       final_shape.append(count)
     dim += 1
   x = x.shrink(tuple(shrink))
-  flip_axes = tuple(d for d, f in enumerate(flips) if f)
+  flip_axes = tuple(d for d, f in enumerate(flips) if f and x.shape[d] > 1)   # (Tensor.flip of a dim of 1 is a copy)
   if flip_axes: x = x.flip(flip_axes)
   if any(s != 1 for s in strides):
     # take every s-th element: pad to a multiple of s, split the dim into (n, s), keep column 0

@@ -655,13 +655,14 @@ class Tensor:
   def data(self) -> memoryview: return memoryview(self.numpy())
 
   def detach(self) -> Tensor:
-    """The same values outside the graph. Of a tensor whose values are stored (computed, a parameter, a view) it is
-    a view, as torch's shares the storage: an in-place op on it writes into the tensor (torch's w.detach().normal_()
+    """The same values outside the graph. Of a tensor whose values are stored (computed, a parameter, a view, given
+    by an in-place op) it is a view, as torch's shares the storage: an in-place op on it writes into the tensor (torch's w.detach().normal_()
     of a parameter). Of a result not computed yet it is a tensor of its own: a parameter made as
     (Tensor.randn(n) * 0.01).detach() is updated by rebinding (a write from Python would keep TinyJit from replaying
     its training step)."""
     out = _detached(self)
-    if self._view_of is not None or (self.requires_grad and not self._in_graph()) or self.lazydata.base.buffer is not None:
+    base = self.lazydata.base
+    if self._view_of is not None or (self.requires_grad and not self._in_graph()) or base.buffer is not None or base.assigned:
       out._record_view(self, _MadeBy, {"make": _detached})
     return out
 
@@ -1155,7 +1156,8 @@ class Tensor:
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
     if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
-    return F.Flip.apply(self, axes=resolved) if self.ndim else F.Assigned.apply(self)   # a 0-d tensor's axis 0 or -1: a copy
+    if not self.ndim or all(self.shape[a] == 1 for a in resolved): return F.Assigned.apply(self)   # nothing moves (a 0-d tensor's axis 0): a copy all the same
+    return F.Flip.apply(self, axes=resolved)
 
   def shrink(self, arg) -> Tensor:
     if len(arg) != self.ndim: raise ShapeMismatch(f"shrink {arg} needs one entry per dim of {self.shape}")
@@ -1211,7 +1213,8 @@ class Tensor:
         raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes 0 to {most} elements")
       def part(start, end): return out.shrink(tuple((start, end) if d == dim else None for d in range(out.ndim)))
       def edge(start, count): return part(start, start + 1).expand(tuple(count if d == dim else s for d, s in enumerate(out.shape)))
-      if mode == "reflect": left, right = part(1, before + 1).flip(dim), part(size - after - 1, size - 1).flip(dim)
+      def backwards(t): return t.flip(dim) if t.shape[dim] > 1 else t   # (flip copies even a dim of 1, as torch's)
+      if mode == "reflect": left, right = backwards(part(1, before + 1)), backwards(part(size - after - 1, size - 1))
       elif mode == "replicate": left, right = edge(0, before), edge(size - 1, after)
       else: left, right = part(size - before, size), part(0, after)
       out = Tensor.cat(*[p for p in (left, out, right) if p.shape[dim]], dim=dim)
@@ -1325,6 +1328,9 @@ class Tensor:
     length = self.shape[dim] if self.ndim else 1
     if size > length: raise ValueError(f"unfold size {size} is more than the {length} elements along dim {dim} of {self.shape}")
     if self.ndim == 0: return self.reshape(1)   # torch: a 0-d tensor's one window
+    if size == 0:   # length // step + 1 empty windows, one at each start from 0 to length
+      starts = self.movedim(dim, -1).pad(((0, 0),) * (self.ndim - 1) + ((0, 1),))[..., ::step]
+      return starts.unsqueeze(-1)[..., :0].movedim(-2, dim)
     return self.movedim(dim, -1)._windows((size,), (step,), (1,)).movedim(-2, dim)
 
   def rot90(self, k: int = 1, dims=(0, 1)) -> Tensor:
@@ -2018,6 +2024,8 @@ class Tensor:
       return self.cast(dtypes.float32).pow(x, reverse).cast(self.dtype)
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
+      if isinstance(x, int) and self.dtype == dtypes.float32 and abs(x) >= 2 ** 24:   # not exact as a float32 exponent: odd ones lost their sign
+        return self.cast(dtypes.float64).pow(x).cast(self.dtype)
       exact_int = isinstance(x, int) and not dtypes.is_float(self.dtype)   # any size: its bits are multiplied
       # a float base multiplies for small powers only: each squaring doubles the error (x ** 1000 was 200 ulps off)
       small = abs(x) <= 3 or not dtypes.is_float(self.dtype)

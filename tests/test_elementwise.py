@@ -345,7 +345,7 @@ def test_float32_pow_within_an_ulp_for_large_exponents():
     assert ulps.max() <= 1, f"{name}: {ulps.max():.1f} ulps"
 
 
-@pytest.mark.parametrize("exponent", [4, 7, -5, 1000, 2**20 + 1, -(10**6)])
+@pytest.mark.parametrize("exponent", [4, 7, -5, 1000, 2**20 + 1, -(10**6), 2**24 + 1, 2**31 - 1])
 @pytest.mark.parametrize("npdt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_a_float_to_a_python_int_power_within_an_ulp_as_torch(npdt, exponent):
   """Past 3 a float to an int power is the POW op: multiplying by squares lost up to 200 ulps (float32 ** 1000) and

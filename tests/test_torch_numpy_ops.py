@@ -630,6 +630,10 @@ def test_unfold_of_a_cube_as_torch(dim, size, step):
   grads_match(lambda t: t.unfold(dim, size, step).unfold(0, 1, 1), lambda t: t.unfold(dim, size, step).unfold(0, 1, 1), CUBE)
 
 
+def test_unfold_into_empty_windows_as_torch():
+  grads_match(lambda t: t.unfold(1, 0, 2), lambda t: t.unfold(1, 0, 2), X)
+
+
 def test_unfold_of_0d_and_bad_sizes():
   assert Tensor(3.0).unfold(0, 1, 1).tolist() == [3.0]
   with pytest.raises(ValueError, match="size 5 is more"): Tensor(X).unfold(0, 5, 1)

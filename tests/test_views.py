@@ -255,6 +255,8 @@ ALIASING = {
   "flip after add_": lambda lib: (lambda x: (lambda f: (x.add_(1), f)[1:])(x.flip(0)))(_x(lib)),
   "flip after setitem": lambda lib: (lambda x: (lambda f: (x.__setitem__(0, -1), f)[1:])(x.flip(0)))(_x(lib)),
   "rot90 written": lambda lib: (lambda x: (lambda f: (f.mul_(-1), x)[1:])(x.rot90()))(_x(lib)),
+  "flip over a dim of 1 written": lambda lib: (lambda x: (lambda f: (f.__setitem__((0, 0), 5), x)[1:])(x[:1].flip(0)))(_x(lib)),
+  "detach after an in-place op": lambda lib: (lambda x: (x.add_(1), x.detach().add_(100), x)[2:])(_x(lib)),
   "stack of one written": lambda lib: (lambda x: (lambda s: (s.mul_(-1), x)[1:])((Tensor.stack if lib == "nbgrad" else torch.stack)([x])))(_x(lib)),
   "expanded then reshaped": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x[..., None].expand(3, 4, 2).reshape(3, 8)))(_x(lib)),
 }
