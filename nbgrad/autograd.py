@@ -33,8 +33,9 @@ class Function:
     if self.requires_grad: self.parents = tensors
 
   @staticmethod
-  def keeps_elements(source: LazyBuffer, out: LazyBuffer) -> bool:
-    """Whether out reads source's elements where they are stored (always, for a view op but reshape)."""
+  def keeps_elements(source, out: LazyBuffer) -> bool:
+    """Whether out (of the source tensor) reads source's elements where they are stored (always, for a view op but
+    reshape)."""
     return True
 
   def forward(self, *args, **kwargs) -> LazyBuffer: raise NotImplementedError(type(self).__name__)
@@ -60,7 +61,7 @@ class Function:
           out._ctx = CUT
           break
     elif ctx.requires_grad: out._ctx = NO_GRAPH
-    if cls.is_view and cls.keeps_elements(tensors[0].lazydata, out.lazydata): out._record_view(tensors[0], cls, kwargs)
+    if cls.is_view and cls.keeps_elements(tensors[0], out.lazydata): out._record_view(tensors[0], cls, kwargs)
     return out._after_op()
 
   def check_inputs_unwritten(self):
@@ -494,9 +495,20 @@ class Tiles(Function):
 class Reshape(Function):
   is_view = True
   @staticmethod
-  def keeps_elements(source: LazyBuffer, out: LazyBuffer) -> bool:
-    """A reshape that no strides of the source's buffer express (x.T.reshape(12)) is a copy, as torch's."""
-    return out.view.strided() is not None or source.view.strided() is None
+  def keeps_elements(source, out: LazyBuffer) -> bool:
+    """A reshape of a view that no strides express (x.T.reshape(12)) is a copy, as torch's. The strides are those of
+    the view in its root, the tensor it is a view of that is no view: stored in order, as torch stores a copy, also
+    while its node still reads another tensor's buffer (x.flip(1), Tensor.zeros(3, 4)); then the view steps are taken
+    again from a stand-in stored so."""
+    if source._view_of is None: return True
+    steps, root = [], source
+    while root._view_of is not None:
+      steps.append(root._view_of[1:])
+      root = root._view_of[0]
+    if root.lazydata is root.lazydata.base: return out.view.strided() is not None
+    stand_in = type(root).empty(*root.shape, dtype=root.dtype, device=root.device)
+    for function, arguments in reversed(steps): stand_in = function.apply(stand_in, **arguments)
+    return stand_in.reshape(out.shape).lazydata.view.strided() is not None
   def forward(self, x, shape):
     self.input_shape = x.shape
     return x.reshape(shape)

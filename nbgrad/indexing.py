@@ -302,13 +302,6 @@ def _strided_window(lazy, repeats: bool = False):
 def _repeats(strides, shape) -> bool: return any(s == 0 and n > 1 for s, n in zip(strides, shape))
 
 
-def is_window_of_a_buffer(tensor) -> bool:
-  """Whether tensor is a view (x[1:], x.T) reading a realized buffer it shares with another tensor, so that
-  writing into it in place must reach that buffer."""
-  lazy = tensor.lazydata
-  return lazy is not lazy.base and _strided_window(lazy) is not None
-
-
 def writable_window(tensor):
   """The window of a realized buffer that a write into tensor goes to, its pending readers computed first and the
   other views of that buffer copied out. A view of another tensor (x[0], x.T, x[0][1], x.expand(2, 3)[1]) writes
@@ -331,8 +324,8 @@ def writable_window(tensor):
 
 
 def _overlapping(shape) -> RuntimeError:
-  return RuntimeError(f"unsupported operation: elements of the written-to tensor (shape {shape}) that refer to a single memory "
-                      "location (an expanded view) would be given different values; clone() it first")
+  return RuntimeError(f"unsupported operation: elements of the written-to tensor (shape {shape}) refer to a single memory "
+                      "location (an expanded view); clone() it first")
 
 
 def _taken_again(tensor):
@@ -374,7 +367,7 @@ def _assigned_index(item):
   return values
 
 
-def set_index(tensor, indices, value):
+def set_index(tensor, indices, value, fills: bool = False):
   """t[indices] = value, as numpy assigns: basic indices, and int and bool arrays (of a repeated position the last
   value stays; a position out of range raises IndexError before anything is written). A tensor reading a realized
   buffer through a strided window (x[1:], x.T) writes through to that buffer, as in numpy and torch; any other
@@ -403,11 +396,13 @@ def set_index(tensor, indices, value):
   if math.prod(target_shape) == 0: return   # no element to write (an empty tensor or slot), as in numpy
   values = value.cast(tensor.dtype).numpy()   # numpy's assignment broadcasts them
   window = writable_window(tensor)
-  if _repeats(window[1], window[0]):   # an expanded view: elements that share a place must be given one value
+  if _repeats(window[1], window[0]):   # an expanded view
     if any(_is_array_index(i) for i in indices): raise _overlapping(target_shape)
     written = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), window[0], window[1])[indices]   # reads no element
+    # as torch's: elements that share a place are written by a fill (fill_, masked_fill_) given them one value, and
+    # by nothing else (e[1] = v writes one row; e += 1, e[:, 1] = 7 and e.copy_(v) raise)
     spread = np.broadcast_to(values, target_shape)
-    if any(s == 0 and n > 1 and not (spread == spread.take([0], axis=d)).all() for d, (s, n) in enumerate(zip(written.strides, written.shape))):
+    if any(s == 0 and n > 1 and not (fills and (spread == spread.take([0], axis=d)).all()) for d, (s, n) in enumerate(zip(written.strides, written.shape))):
       raise _overlapping(target_shape)
   if (recorder := devices.recording.recorder) is not None: recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
   base, device = tensor.lazydata.base, devices.backend(tensor.device)

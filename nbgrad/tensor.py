@@ -692,21 +692,23 @@ class Tensor:
 
   def assign(self, x) -> Tensor:
     """Replaces the values in place (same Tensor object); shape, dtype and device must match."""
+    return self._write(x)
+
+  def _write(self, x, fills: bool = False) -> Tensor:
+    """assign; a fill (fills) may also write an expanded view, its shared places each given one value (torch's fill_)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: raise ShapeMismatch(f"assign shape mismatch: {self.shape} <- {x.shape}")
     if x.dtype != self.dtype: raise DTypeMismatch(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} <- {x.device}")
-    from nbgrad.indexing import is_window_of_a_buffer, set_index
-    # a view of another tensor writes into that tensor's buffer (w[1:3].assign(v)), and so does any tensor reading a
-    # window of a buffer, unless it requires grad: a parameter that reads its initial draw through a reshape is
-    # updated by rebinding (a write from Python would keep TinyJit from replaying its training step)
-    if self._view_of is not None or (not self.requires_grad and is_window_of_a_buffer(self)):
+    # a view of another tensor writes into that tensor's buffer (w[1:3].assign(v)); any other tensor is rebound to
+    # the new values (a write from Python would keep TinyJit from replaying a training step)
+    if self._view_of is not None:
       written = self
       while written._view_of is not None: written = written._view_of[0]
       if written.requires_grad and written._in_graph():
         raise NotImplementedError(f"assign into a view of a tensor of shape {written.shape} computed from tensors that require grad "
                                   "is not supported: its gradient would still flow through the overwritten elements")
-      set_index(self, Ellipsis, x)   # as in tinygrad, also when w requires grad
+      set_index(self, Ellipsis, x, fills)   # as in tinygrad, also when w requires grad
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
@@ -2296,7 +2298,7 @@ class Tensor:
   def __ifloordiv__(self, x) -> Tensor: return self._in_place(self.floordiv(x))
   def __imod__(self, x) -> Tensor: return self._in_place(self.mod(x))
 
-  def _in_place(self, result: Tensor) -> Tensor:
+  def _in_place(self, result: Tensor, fills: bool = False) -> Tensor:
     """self op= x: the result stored in self, in self's dtype (float32 += a float64 array stays float32, as in torch and
     numpy); a float result cannot go into an int tensor, nor a non-bool into a bool one. A result that is part of a
     gradient graph raises, as in tinygrad (torch raises for a leaf): the graph would go on reading self as it was,
@@ -2308,7 +2310,7 @@ class Tensor:
       if (dtypes.is_float(result.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool):
         raise DTypeMismatch(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
       result = result.cast(self.dtype)
-    return self.assign(result)
+    return self._write(result, fills)
 
   # torch's in-place methods: the result stored back as x += y stores it (see _in_place), the tensor returned
   def add_(self, x, alpha=1) -> Tensor: return self._in_place(self.add(x, alpha=alpha))
@@ -2320,12 +2322,13 @@ class Tensor:
     """Every element set to value: a number, or a 0-d tensor (torch's)."""
     if isinstance(value, Tensor):
       if value.ndim: raise ValueError(f"fill_ takes a number or a 0-d tensor, got a tensor of shape {value.shape}")
-      return self._in_place(value.cast(self.dtype).expand(self.shape))
-    return self._in_place(self.full_like(value))
+      return self._in_place(value.cast(self.dtype).expand(self.shape), fills=True)
+    return self._in_place(self.full_like(value), fills=True)
   def zero_(self) -> Tensor: return self.fill_(0)
   def masked_fill_(self, mask, value) -> Tensor:
     """value where mask is True, in self's dtype (torch's: an int tensor takes 1.5 as 1)."""
-    return self._in_place(self.masked_fill(mask, value).cast(self.dtype))
+    return self._in_place(self.masked_fill(mask, value).cast(self.dtype), fills=True)
+  def index_fill_(self, dim: int, index: Tensor, value) -> Tensor: return self._in_place(self.index_fill(dim, index, value), fills=True)
   def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
     return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
   def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
