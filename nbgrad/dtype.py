@@ -41,6 +41,8 @@ class DType:
   # kept: kernel and graph keys hash a dtype per node (a frozen dataclass would hash its five fields each time)
   def __post_init__(self): object.__setattr__(self, "_hash", hash((self.priority, self.itemsize, self.name, self.kind, self.storage)))
   def __hash__(self) -> int: return self._hash
+  # a string's hash differs between processes: a pickled dtype is made again, its hash this process's
+  def __reduce__(self): return DType, (self.priority, self.itemsize, self.name, self.kind, self.storage)
   # the fields are compared only when two distinct objects hash alike: the dataclass's comparison of all five
   # fields cost about 0.5 us, and a training step compares dtypes thousands of times
   def __eq__(self, other) -> bool:

@@ -90,6 +90,9 @@ class _Replay:
     self.refreshed: dict[int, LazyBuffer] = {}   # id(node) -> what its replacing tensor held when last copied in
     self.copy_back()
 
+  def __setstate__(self, state: dict):   # pickled by TinyJit, its rebound tensors as _Held
+    vars(self).update(state, rebound=[(held.tensor(), *rest) for held, *rest in state["rebound"]])
+
   def refresh_replaced_inputs(self) -> bool:
     """The values of tensors assigned outside the function since the call was recorded, copied into the buffers
     they held, which the recorded kernels read. False where a new value cannot take that buffer's place."""
@@ -119,8 +122,11 @@ class _Replay:
 
 
 def _signature(t: Tensor) -> tuple:
+  """What a replay needs the same of a Tensor argument: its shape, dtype, device, and where in its buffer its
+  elements lie (None: all of it, in order, as Tensor.rand(10, 10) reshaped from its draw of 100)."""
   lazy = t.lazydata
-  return t.shape, t.dtype, t.device, None if lazy is lazy.base else (lazy.base.shape, lazy.view)
+  in_order = lazy is lazy.base or (lazy.size == lazy.base.size and lazy.view.is_flat_order())
+  return t.shape, t.dtype, t.device, None if in_order else (lazy.base.shape, lazy.view)
 
 
 def _described(signature: tuple) -> str:
@@ -153,6 +159,32 @@ def _plain_values_in(value) -> list:
   return [leaf for leaf in _leaves(value) if isinstance(leaf, (bool, int, float, str, type(None)))]
 
 
+class _Held:
+  """A tensor in a pickled TinyJit: its node, whose buffer the recorded kernels write (a pickled Tensor holds a
+  copy of its values). One per tensor, so that a tensor both returned and assigned is one tensor when loaded."""
+  def __init__(self, tensor: Tensor): self.lazydata, self.requires_grad = tensor.lazydata, tensor.requires_grad
+  def __getstate__(self) -> dict: return {"lazydata": self.lazydata, "requires_grad": self.requires_grad}
+
+  def tensor(self) -> Tensor:
+    if "loaded" not in vars(self): self.loaded = Tensor(self.lazydata, requires_grad=self.requires_grad)
+    return self.loaded
+
+
+def _with_nodes(value, held: dict):
+  """value with the tensors in it as _Held, one per tensor (held: id(tensor) -> _Held)."""
+  if isinstance(value, Tensor): return held.setdefault(id(value), _Held(value))
+  if isinstance(value, (list, tuple)): return type(value)(_with_nodes(v, held) for v in value)
+  if isinstance(value, dict): return {k: _with_nodes(v, held) for k, v in value.items()}
+  return value
+
+
+def _with_tensors(value):
+  if isinstance(value, _Held): return value.tensor()
+  if isinstance(value, (list, tuple)): return type(value)(_with_tensors(v) for v in value)
+  if isinstance(value, dict): return {k: _with_tensors(v) for k, v in value.items()}
+  return value
+
+
 class TinyJit:
   """Wraps a function (a training step) whose Tensor work is the same on every call: see the module's text."""
   def __init__(self, fxn: Callable):
@@ -166,7 +198,23 @@ class TinyJit:
     self._recorded_values, self._warned_values = None, False
 
   @property
-  def _name(self) -> str: return getattr(self.fxn, "__name__", "the function")
+  def _name(self) -> str: return getattr(self, "__name__", "the function")
+
+  def __getstate__(self) -> dict:
+    """As tinygrad's: a TinyJit whose function was deleted (del jit.fxn) pickles with its recorded kernels and their
+    buffers, and the loaded one replays them (on the CPU)."""
+    state, held = {key: value for key, value in vars(self).items() if key != "__wrapped__"}, {}
+    state["ret"] = _with_nodes(self.ret, held)
+    if (replay := self._replay) is not None:
+      if any(not devices.is_cpu(launch.kernel.output.device) for launch in replay.launches):
+        raise TypeError("pickling a TinyJit is supported for kernels recorded on the CPU only")
+      state["_replay"] = pickled = object.__new__(_Replay)
+      vars(pickled).update(vars(replay), rebound=[(_with_nodes(tensor, held), *rest) for tensor, *rest in replay.rebound])
+    return state
+
+  def __setstate__(self, state: dict):
+    vars(self).update(state, ret=_with_tensors(state["ret"]))
+    if "fxn" in state: self.__wrapped__ = self.fxn
 
   @property
   def jit_cache(self) -> list:
@@ -190,6 +238,9 @@ class TinyJit:
         self._replay.run(arguments)
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
+    if not hasattr(self, "fxn"):
+      raise RuntimeError(f"TinyJit: {self._name} was pickled without its function and its recording cannot be replayed "
+                         "any more (a tensor it assigns was given other values outside it)")
     if self._plain: return self.fxn(*args, **kwargs)
     ret, recorder = self._run_recording(args, kwargs, keeps_launches=self.cnt == 1)
     self.cnt += 1

@@ -845,6 +845,20 @@ def test_pickle_and_deepcopy_keep_values_dtype_and_requires_grad():
   assert pickle.loads(pickle.dumps(w)).requires_grad is True
 
 
+def test_a_tensor_pickled_in_another_process_computes_here():
+  """A dtype's hash comes from its name's, which differs between processes: a loaded dtype is made again (the
+  promotion of a tensor pickled in another process raised KeyError)."""
+  import os
+  import pickle
+  import subprocess
+  import sys
+  made = "import pickle, sys; from nbgrad import Tensor, dtypes; sys.stdout.buffer.write(pickle.dumps([Tensor([1.5, 2.0]), dtypes.int8]))"
+  blob = subprocess.run([sys.executable, "-c", made], capture_output=True, env=dict(os.environ, PYTHONHASHSEED="4321"), check=True).stdout
+  t, int8 = pickle.loads(blob)
+  assert t.dtype == dtypes.float32 and hash(t.dtype) == hash(dtypes.float32) and int8 == dtypes.int8
+  assert (t + Tensor([1, 2], dtype=int8)).tolist() == [2.5, 4.0]
+
+
 def test_deepcopy_copies_the_gradient_as_torch():
   import copy
   ours, theirs = Tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)

@@ -315,3 +315,63 @@ def test_a_layer_whose_weights_were_computed_before_the_first_call_replays():
     reference.backward()
     their_opt.step()
     np.testing.assert_allclose(loss, reference.item(), rtol=1e-5)
+
+
+def test_an_argument_reshaped_in_order_from_its_buffer_is_one_in_a_buffer_of_its_own():
+  """Tensor.rand(10, 10) reads its draw of 100 in order: a replay takes a tensor of its own in its place (it raised)."""
+  add = TinyJit(lambda a, b: a + b + 1)
+  for _ in range(3): add(Tensor.rand(10, 10), Tensor.rand(10, 10))
+  out = add(Tensor.ones(10, 10).contiguous().realize(), Tensor(np.full((10, 10), 2.0, np.float32)))
+  np.testing.assert_array_equal(out.numpy(), np.full((10, 10), 4.0, np.float32))
+
+
+PICKLED_JIT_RUN = """
+import pickle, sys, numpy as np
+from nbgrad import Tensor
+step = pickle.loads(sys.stdin.buffer.read())
+data = np.load(sys.argv[1])
+losses = [step(Tensor(data["x"][i]), Tensor(data["y"][i])).item() for i in range(len(data["x"]))]
+print(" ".join(repr(loss) for loss in losses))
+"""
+
+
+def test_a_pickled_jit_replays_its_training_steps_in_another_process(tmp_path):
+  """As tinygrad's: with its function deleted a TinyJit pickles with its recorded kernels and their buffers (the
+  weights among them); loaded in another process (another string hash seed), it goes on training from there
+  exactly as the original does."""
+  import pickle
+  import subprocess
+  import sys
+  import os
+  params, data = mlp_params(), batches(7)
+  jitted, _ = nbgrad_training(params, *data[0])
+  step = TinyJit(jitted)
+  for x, y in data[:3]: step(Tensor(x), Tensor(y))
+  del step.fxn
+  blob = pickle.dumps(step)
+  later = data[3:]
+  np.savez(tmp_path / "later.npz", x=np.stack([x for x, _ in later]), y=np.stack([y for _, y in later]))
+  run = subprocess.run([sys.executable, "-c", PICKLED_JIT_RUN, str(tmp_path / "later.npz")], input=blob, capture_output=True,
+                       env=dict(os.environ, PYTHONHASHSEED="12345"), check=True)
+  there = [float(v) for v in run.stdout.split()]
+  here = [step(Tensor(x), Tensor(y)).item() for x, y in later]
+  assert there == here and len(here) == 4
+  reference_losses, _ = torch_training(params, data)
+  np.testing.assert_allclose(here, reference_losses[3:], rtol=1e-5)
+
+
+def test_a_loaded_jit_without_its_function_says_so_when_it_cannot_replay():
+  import pickle
+  w = Tensor([1.0, 2.0]).realize()
+
+  def scale(x):
+    w.assign(w * x)
+    return w
+  step = TinyJit(scale)
+  for _ in range(3): step(Tensor([2.0, 2.0]))
+  del step.fxn
+  loaded = pickle.loads(pickle.dumps(step))
+  out = loaded(Tensor([3.0, 3.0]))
+  np.testing.assert_array_equal(out.numpy(), [24.0, 48.0])
+  loaded.ret.assign(Tensor([0.0, 0.0]))   # its weights given other values outside it: the recording is stale
+  with pytest.raises(RuntimeError, match="pickled without its function"): loaded(Tensor([3.0, 3.0]))

@@ -51,6 +51,11 @@ class LazyBuffer:
   @property
   def base(self) -> LazyBuffer: return self if self._base is None else self._base
 
+  def __getstate__(self) -> dict:
+    """Pickled (within a TinyJit's recording) without its weak references to other nodes and tensors."""
+    weak = ("readers", "view_nodes", "replaced_by", "derived_nodes")
+    return {key: None if key in weak[:3] else value for key, value in vars(self).items() if key not in weak[3:]}
+
   def pending_readers(self) -> list[LazyBuffer]:
     """The nodes built on this one that are not computed yet: an in-place write into this buffer computes them
     first, so that they see the values they were built from (as in eager mode)."""
