@@ -134,6 +134,7 @@ class HashedKey:
     self.value, self._hash = value, hash(value)
 
   def __hash__(self) -> int: return self._hash
+  def __reduce__(self): return HashedKey, (self.value,)   # hashed again when loaded: a string's hash is per process
   def __eq__(self, other) -> bool:
     return self is other or (isinstance(other, HashedKey) and self._hash == other._hash and self.value == other.value)
 
