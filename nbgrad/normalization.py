@@ -99,13 +99,18 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
   if not training:
     if running_mean is None: raise ValueError("batch_norm in evaluation (training=False) needs running_mean and running_var")
     return x.batchnorm(weight, bias, running_mean, running_var.add(eps).rsqrt())
-  if x.shape[0] * math.prod(x.shape[2:]) == 1:
-    raise ValueError(f"batch_norm in training needs more than 1 value per channel, got an input of shape {x.shape}")
+  check_values_per_channel(x, "batch_norm")
   return normalized_by_batch(x, running_mean, running_var, weight, bias, momentum, eps)
 
 
+def check_values_per_channel(x, op: str):
+  """ValueError, as torch raises, for a batch of one value per channel: its variance has no meaning."""
+  if x.shape[0] * math.prod(x.shape[2:]) == 1:
+    raise ValueError(f"{op} in training needs more than 1 value per channel, got an input of shape {x.shape}")
+
+
 def normalized_by_batch(x, running_mean, running_var, weight, bias, momentum: float, eps: float):
-  """batch_norm in training, unchecked (nn.BatchNorm also takes one value per channel, as tinygrad's)."""
+  """batch_norm in training, its input checked by the caller."""
   axes = tuple(i for i in range(x.ndim) if i != 1)
   mean = x.mean(axis=axes)
   centered = x - mean.detach().reshape(_per_channel(x))   # the variance's gradient through the mean is 0

@@ -3141,8 +3141,11 @@ class Tensor:
 
   def conv2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1, padding=0,
              acc_dtype=None) -> Tensor:
-    """Convolution over the last weight.ndim-2 dims (1-D, 2-D, 3-D...): x (N, Cin, *S), weight (Cout, Cin/groups, *K)."""
+    """Convolution over the last weight.ndim-2 dims (1-D, 2-D, 3-D...): x (N, Cin, *S), weight (Cout, Cin/groups, *K);
+    an unbatched x (Cin, *S) gives (Cout, *S'), as torch's."""
     weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
+    if weight.ndim >= 3 and self.ndim == weight.ndim - 1:
+      return self.unsqueeze(0).conv2d(weight, bias, groups, stride, dilation, padding, acc_dtype).squeeze(0)
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")
@@ -3191,8 +3194,11 @@ class Tensor:
 
   def conv_transpose2d(self, weight: Tensor, bias: Optional[Tensor] = None, groups: int = 1, stride=1, dilation=1,
                        padding=0, output_padding=0) -> Tensor:
-    """The gradient of conv2d with respect to its input, as a layer: x (N, Cin, *S), weight (Cin, Cout/groups, *K)."""
+    """The gradient of conv2d with respect to its input, as a layer: x (N, Cin, *S), weight (Cin, Cout/groups, *K); an
+    unbatched x (Cin, *S) gives (Cout, *S'), as torch's."""
     weight, bias = self._operand(weight, "weight"), self._operand(bias, "bias", optional=True)
+    if weight.ndim >= 3 and self.ndim == weight.ndim - 1:
+      return self.unsqueeze(0).conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding).squeeze(0)
     dims = weight.ndim - 2
     if dims < 1 or self.ndim != weight.ndim:
       raise ValueError(f"conv_transpose2d needs input and weight of equal rank >= 3, got {self.shape} and {weight.shape}")

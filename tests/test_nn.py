@@ -33,7 +33,16 @@ LAYERS = [
    lambda: torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), (2, 3, 5, 5)),
   ("conv_transpose2d_groups", lambda: nn.ConvTranspose2d(4, 6, 2, groups=2), lambda: torch.nn.ConvTranspose2d(4, 6, 2, groups=2), (1, 4, 3, 3)),
   ("conv_transpose1d", lambda: nn.ConvTranspose1d(2, 3, 4, stride=2), lambda: torch.nn.ConvTranspose1d(2, 3, 4, stride=2), (2, 2, 6)),
+  ("conv2d_unbatched", lambda: nn.Conv2d(3, 4, 3, padding=1), lambda: torch.nn.Conv2d(3, 4, 3, padding=1), (3, 6, 5)),
+  ("conv_transpose2d_unbatched", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2), lambda: torch.nn.ConvTranspose2d(3, 2, 3, stride=2), (3, 4, 4)),
+  *((f"conv2d_padding_mode_{mode}", lambda mode=mode: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode),
+     lambda mode=mode: torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode), (2, 2, 5, 6)) for mode in ("reflect", "replicate", "circular")),
+  ("conv1d_circular_same_unbatched", lambda: nn.Conv1d(2, 3, 4, padding="same", padding_mode="circular"),
+   lambda: torch.nn.Conv1d(2, 3, 4, padding="same", padding_mode="circular"), (2, 9)),
+  ("conv2d_reflect_strided", lambda: nn.Conv2d(2, 2, 3, stride=2, padding=1, padding_mode="reflect"),
+   lambda: torch.nn.Conv2d(2, 2, 3, stride=2, padding=1, padding_mode="reflect"), (1, 2, 7, 7)),
   ("layernorm", lambda: nn.LayerNorm(6), lambda: torch.nn.LayerNorm(6), (3, 4, 6)),
+  ("layernorm_no_bias", lambda: nn.LayerNorm(6, bias=False), lambda: torch.nn.LayerNorm(6, bias=False), (3, 6)),
   ("layernorm_two_axes", lambda: nn.LayerNorm((4, 6)), lambda: torch.nn.LayerNorm((4, 6)), (3, 4, 6)),
   ("layernorm_no_affine", lambda: nn.LayerNorm(6, elementwise_affine=False), lambda: torch.nn.LayerNorm(6, elementwise_affine=False), (3, 6)),
   ("groupnorm", lambda: nn.GroupNorm(2, 6), lambda: torch.nn.GroupNorm(2, 6), (2, 6, 3, 3)),
@@ -128,6 +137,15 @@ def test_batchnorm_of_float64_batches_moves_its_float32_statistics_as_torch():
   np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(), rtol=1e-12, atol=1e-12)   # batch statistics
   np.testing.assert_allclose(ours.running_mean.numpy(), theirs.running_mean.numpy(), rtol=1e-6)
   np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1)], ids=["1d", "2d"])
+def test_batchnorm_training_on_one_value_per_channel_raises_as_torch_and_changes_nothing(shape):
+  ours, theirs = nn.BatchNorm(3), torch.nn.BatchNorm2d(3) if len(shape) == 4 else torch.nn.BatchNorm1d(3)
+  with pytest.raises(ValueError, match="more than 1 value per channel"): theirs(torch.ones(shape))
+  with Tensor.train(), pytest.raises(ValueError, match=r"more than 1 value per channel, got an input of shape \(1, 3"):
+    ours(Tensor.ones(*shape))
+  assert ours.running_var.tolist() == [1.0] * 3 and ours.num_batches_tracked.tolist() == [0.0]
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (0, 3, 2, 2)], ids=["1d", "2d"])
@@ -285,3 +303,8 @@ def test_half_precision_layers_keep_their_dtype():
   out = layer(Tensor(rand(3, 4)).cast(dtypes.float16))
   assert out.dtype == dtypes.float16
   np.testing.assert_allclose(out.numpy(), rand(3, 4) @ layer.weight.numpy().astype(np.float32).T + layer.bias.numpy(), rtol=1e-2, atol=1e-2)
+
+
+def test_an_unknown_padding_mode_raises_naming_the_modes():
+  with pytest.raises(ValueError, match=r"padding_mode 'mirror' must be one of \['zeros', 'reflect', 'replicate', 'circular'\]"):
+    nn.Conv2d(1, 1, 3, padding_mode="mirror")

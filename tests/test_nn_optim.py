@@ -135,17 +135,32 @@ def test_trust_ratio_optimizers_follow_their_update_rules(ours, update):
       np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=f"step {step + 1}")
 
 
-def test_learning_rate_is_a_tensor_that_can_change_between_steps():
+SET_RATE = {"assign": lambda opt, lr: opt.lr.assign(Tensor([lr])), "number": lambda opt, lr: setattr(opt, "lr", lr),
+            "tensor": lambda opt, lr: setattr(opt, "lr", Tensor(lr))}
+
+
+@pytest.mark.parametrize("how", SET_RATE)
+def test_learning_rate_is_a_tensor_that_can_change_between_steps(how):
+  """opt.lr.assign(...), or opt.lr = a number or a tensor of one value, as tinygrad's (a number raised)."""
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = optim.SGD([w], lr=0.5)
   assert opt.lr.shape == (1,) and opt.lr.dtype == dtypes.float32
   with Tensor.train():
     for lr in (0.5, 0.25):
-      opt.lr.assign(Tensor([lr]))
+      SET_RATE[how](opt, lr)
+      assert opt.lr.shape == (1,) and opt.lr.tolist() == [lr]
       opt.zero_grad()
       (w * w).sum().backward()   # gradient 2w
       opt.step()
   np.testing.assert_allclose(w.numpy(), np.array([1.0, 2.0]) * (1 - 2 * 0.5) * (1 - 2 * 0.25))
+
+
+def test_a_learning_rate_that_is_no_one_nonnegative_number_raises():
+  opt = optim.SGD([Tensor([1.0], requires_grad=True)], lr=0.5)
+  with pytest.raises(ValueError, match="learning rate -1"): opt.lr = -1
+  with pytest.raises(ValueError, match=r"shape \(2,\)"): opt.lr = Tensor([1.0, 2.0])
+  with pytest.raises(TypeError): opt.lr = "fast"
+  assert opt.lr.tolist() == [0.5]
 
 
 def test_zero_dimensional_parameters_stay_zero_dimensional():

@@ -169,6 +169,27 @@ def test_torch_load_reads_what_torch_saves(tmp_path):
   check_same(loaded["nested"][1]["inner"], np.array([3.0], np.float32))
 
 
+@pytest.mark.parametrize("zip_file", [True, False], ids=["zip", "before_zip"])
+def test_torch_load_reads_the_unsigned_dtypes_torch_2_saves_untyped_and_parameters_with_attributes(tmp_path, zip_file):
+  """torch 2 keeps uint16/32/64 in untyped storages and names the dtype beside them; a Parameter with attributes
+  of its own is pickled with its state. Both failed (the parameter loaded as a stub, silently)."""
+  tagged = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+  tagged.note = "kept by torch"
+  saved = {"u16": torch.tensor([1, 65535], dtype=torch.uint16), "u32": torch.tensor([[1, 2**32 - 1]], dtype=torch.uint32).t(),
+           "u64": torch.tensor([3, 2**63 + 5], dtype=torch.uint64)[1:], "tagged": tagged}
+  torch.save(saved, tmp_path / "unsigned.pt", _use_new_zipfile_serialization=zip_file)
+  loaded = torch_load(tmp_path / "unsigned.pt")
+  for name in ("u16", "u32", "u64"):
+    assert loaded[name].dtype == getattr(dtypes, name.replace("u", "uint"))
+    assert loaded[name].tolist() == saved[name].tolist()
+  check_same(loaded["tagged"], np.array([1.0, -2.0], np.float32))
+
+
+def test_torch_load_of_a_dtype_nbgrad_lacks_raises_naming_it(tmp_path):
+  torch.save({"f8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, tmp_path / "f8.pt")
+  with pytest.raises(TypeError, match="float8_e4m3fn"): torch_load(tmp_path / "f8.pt")
+
+
 def test_torch_load_of_a_torch_module_state_dict_loads_into_a_layer(tmp_path):
   torch.manual_seed(0)
   theirs = torch.nn.Linear(3, 2)
@@ -254,3 +275,12 @@ def test_torch_load_of_a_damaged_file_raises_a_value_error_naming_it(damage, tmp
 def test_torch_load_of_a_file_torch_did_not_write_raises(tmp_path):
   with open(tmp_path / "not_torch.pt", "wb") as f: f.write(b"not a zip")
   with pytest.raises(ValueError, match="neither a zip file nor torch's earlier format"): torch_load(tmp_path / "not_torch.pt")
+
+
+def test_the_safetensors_dtype_names_are_tinygrad_s_module_names():
+  from nbgrad.nn.state import safe_dtypes, inverse_safe_dtypes
+  # the names the safetensors format gives its dtypes
+  assert {name: dt.name for name, dt in safe_dtypes.items()} == {
+    "BOOL": "bool", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16", "I32": "int32", "U32": "uint32", "I64": "int64",
+    "U64": "uint64", "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
+  assert all(safe_dtypes[name] == dt for dt, name in inverse_safe_dtypes.items()) and len(inverse_safe_dtypes) == 13

@@ -256,8 +256,9 @@ def test_kernels_another_thread_launches_meanwhile_are_not_recorded():
 
 
 def test_a_rate_or_weights_assigned_outside_reach_the_replayed_kernels():
-  """opt.lr.assign(...) between jitted steps changes the rate the replays use, and weights loaded into a model
-  change a jitted forward, as in eager calls (the replays read the buffers recorded, and kept the old values)."""
+  """opt.lr.assign(...) or opt.lr = x between jitted steps changes the rate the replays use, and weights loaded
+  into a model change a jitted forward, as in eager calls (the replays read the buffers recorded, and kept the old
+  values)."""
   def train(jitted: bool) -> list:
     w = Tensor([1.0, -2.0], requires_grad=True)
     opt = optim.SGD([w], lr=0.1)
@@ -271,7 +272,8 @@ def test_a_rate_or_weights_assigned_outside_reach_the_replayed_kernels():
     seen = []
     with Tensor.train():
       for i in range(7):
-        if i in (3, 5): opt.lr.assign(Tensor([0.5 / i]))
+        if i == 3: opt.lr.assign(Tensor([0.5 / i]))
+        if i == 5: opt.lr = 0.5 / i
         seen.append(step().numpy().copy())
     return seen
   for mine, eager in zip(train(True), train(False)): np.testing.assert_allclose(mine, eager, rtol=1e-6)

@@ -46,14 +46,19 @@ class Linear:
   def __call__(self, x: Tensor) -> Tensor: return _input(self, x, self.weight).linear(self.weight.transpose(), self.bias)
 
 
+PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}   # torch's -> pad's
+
+
 class Conv2d:
-  """A convolution over as many spatial dims as kernel_size has (two for an int): weight (out, in/groups, *kernel)."""
+  """A convolution over as many spatial dims as kernel_size has (two for an int): weight (out, in/groups, *kernel).
+  padding_mode, as torch's: what the padding holds ("zeros", or the input "reflect"ed, "replicate"d or "circular")."""
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
-               bias: bool = True):
+               bias: bool = True, padding_mode: str = "zeros"):
     self.kernel_size = _sizes(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
     if groups < 1 or in_channels % groups or out_channels % groups:
       raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
-    self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+    if padding_mode not in PADDING_MODES: raise ValueError(f"padding_mode {padding_mode!r} must be one of {list(PADDING_MODES)}")
+    self.stride, self.padding, self.dilation, self.groups, self.padding_mode = stride, padding, dilation, groups, padding_mode
     self.weight = self.initialize_weight(out_channels, in_channels, groups)
     self.bias = _uniform_bias(out_channels, math.prod(self.weight.shape[1:])) if bias else None
 
@@ -61,8 +66,12 @@ class Conv2d:
     return Tensor.kaiming_uniform(out_channels, in_channels // groups, *self.kernel_size, a=math.sqrt(5))
 
   def __call__(self, x: Tensor) -> Tensor:
-    return _input(self, x, self.weight).conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
-                                               padding=self.padding)
+    x, padding = _input(self, x, self.weight), self.padding
+    if self.padding_mode != "zeros":
+      dims = len(self.kernel_size)
+      pads = Tensor._conv_padding(padding, self.kernel_size, _sizes(self.stride, dims, "stride"), _sizes(self.dilation, dims, "dilation"))
+      x, padding = x.pad(tuple(pads), mode=PADDING_MODES[self.padding_mode]), 0
+    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=padding)
 
 
 class ConvTranspose2d(Conv2d):
@@ -81,8 +90,8 @@ class ConvTranspose2d(Conv2d):
 
 
 def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups: int = 1,
-           bias: bool = True) -> Conv2d:
-  return Conv2d(in_channels, out_channels, _sizes(kernel_size, 1, "kernel_size"), stride, padding, dilation, groups, bias)
+           bias: bool = True, padding_mode: str = "zeros") -> Conv2d:
+  return Conv2d(in_channels, out_channels, _sizes(kernel_size, 1, "kernel_size"), stride, padding, dilation, groups, bias, padding_mode)
 
 
 def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, output_padding=0, dilation=1,
@@ -110,6 +119,7 @@ class BatchNorm:
     if x.ndim < 2 or x.shape[1] != channels:
       raise ValueError(f"BatchNorm of {channels} channels got an input of shape {x.shape}: axis 1 must be {channels}")
     if not Tensor.training: return x.batch_norm(self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps)
+    normalization.check_values_per_channel(x, "BatchNorm")
     running = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
     if self.track_running_stats: self.num_batches_tracked.assign(self.num_batches_tracked + 1)
     momentum = 1 / self.num_batches_tracked if self.momentum is None else self.momentum
@@ -129,11 +139,12 @@ def _normalized_input(layer, x) -> Tensor:
 
 class LayerNorm:
   """Normalizes over the last len(normalized_shape) axes, then scales and shifts by weight and bias of that shape."""
-  def __init__(self, normalized_shape: Union[int, tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True):
+  def __init__(self, normalized_shape: Union[int, tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
     self.normalized_shape = shape_arg(normalized_shape)   # an int or a tuple of ints
     self.axis = tuple(-1 - i for i in range(len(self.normalized_shape)))
     self.eps, self.elementwise_affine = eps, elementwise_affine
-    self.weight, self.bias = (Tensor.ones(*self.normalized_shape), Tensor.zeros(*self.normalized_shape)) if elementwise_affine else (None, None)
+    self.weight = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
+    self.bias = Tensor.zeros(*self.normalized_shape) if elementwise_affine and bias else None   # bias=False: torch's
 
   def __call__(self, x: Tensor) -> Tensor:
     return _normalized_input(self, x).layer_norm(self.normalized_shape, self.weight, self.bias, self.eps)

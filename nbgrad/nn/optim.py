@@ -1,7 +1,8 @@
 """Optimizers (tinygrad 0.9.0's): each step assigns new values to its parameters (and its state tensors), so a
 step is lazy graph work like any other and fuses, and a TinyJit-wrapped training step replays it.
 
-The learning rate is a tensor (opt.lr, shape (1,)): changing it with opt.lr.assign(...) changes no kernel.
+The learning rate is a tensor (opt.lr, shape (1,)): changing it (opt.lr = 0.01, or opt.lr.assign(...)) changes no
+kernel.
 SGD is LARS without its trust ratio; Adam and AdamW are LAMB without it."""
 from __future__ import annotations
 import numbers
@@ -41,7 +42,23 @@ class Optimizer:
     self.buffers = _unique(t for t in params if not t.requires_grad)
     # float32 at least, wider where a parameter is (float64 weights get float64 rates and moments)
     self.state_dtype = least_upper_dtype(dtypes.default_float, dtypes.float32, *(t.dtype for t in self.params))
-    self.lr = Tensor([lr], requires_grad=False, device=self.device, dtype=self.state_dtype).realize()
+    self.lr = lr
+
+  @property
+  def lr(self) -> Tensor: return self._lr
+
+  @lr.setter
+  def lr(self, value):
+    """opt.lr = 0.01, or a Tensor of one value: the rate is set in the tensor opt.lr holds, so a TinyJit step
+    replayed later reads it too."""
+    if isinstance(value, Tensor):
+      if value.numel() != 1: raise ValueError(f"a learning rate is one value, got a tensor of shape {value.shape}")
+      rate = value.detach().reshape(1).to(self.device).cast(self.state_dtype)
+    else:
+      _check_hyperparameter("learning rate", value)
+      rate = Tensor([value], device=self.device, dtype=self.state_dtype)
+    if "_lr" in vars(self): self._lr.assign(rate).realize()
+    else: self._lr = rate.contiguous().realize()
 
   def zero_grad(self):
     for t in self.params: t.grad = None

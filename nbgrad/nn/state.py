@@ -14,10 +14,10 @@ from nbgrad.helpers import MissingStateKeys, ShapeMismatch
 from nbgrad.tensor import Tensor
 
 # safetensors' dtype names
-SAFE_DTYPES = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16,
+safe_dtypes = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16,
                "I32": dtypes.int32, "U32": dtypes.uint32, "I64": dtypes.int64, "U64": dtypes.uint64,
                "F16": dtypes.float16, "BF16": dtypes.bfloat16, "F32": dtypes.float32, "F64": dtypes.float64}
-SAFE_NAMES = {dt: name for name, dt in SAFE_DTYPES.items()}
+inverse_safe_dtypes = {dt: name for name, dt in safe_dtypes.items()}
 
 
 def get_state_dict(obj, prefix: str = "", tensor_type=Tensor) -> dict[str, Tensor]:
@@ -118,9 +118,9 @@ def safe_load(fn: Union[Tensor, str, os.PathLike]) -> dict[str, Tensor]:
   tensors = {}
   for name, entry in header.items():
     if name == "__metadata__": continue
-    if not isinstance(entry, dict) or entry.get("dtype") not in SAFE_DTYPES:
+    if not isinstance(entry, dict) or entry.get("dtype") not in safe_dtypes:
       raise ValueError(f"safetensors tensor {name!r} has an unknown dtype: {entry!r}")
-    dtype, shape, offsets = SAFE_DTYPES[entry["dtype"]], entry.get("shape"), entry.get("data_offsets")
+    dtype, shape, offsets = safe_dtypes[entry["dtype"]], entry.get("shape"), entry.get("data_offsets")
     if not (isinstance(shape, list) and all(_is_count(n) for n in shape) and isinstance(offsets, list) and len(offsets) == 2
             and all(_is_count(n) for n in offsets)):
       raise ValueError(f"safetensors tensor {name!r}: shape {shape!r} and data_offsets {offsets!r} must be lists of non-negative integers")
@@ -152,9 +152,9 @@ def safe_save(tensors: dict[str, Tensor], fn: Union[str, os.PathLike], metadata:
     if not isinstance(name, str) or name == "__metadata__":
       raise ValueError(f"safe_save: a tensor's name must be a str other than '__metadata__' (the header's own key), got {name!r}")
     if not isinstance(t, Tensor): raise TypeError(f"safe_save: {name!r} is a {type(t).__name__}, not a Tensor")
-    if t.dtype not in SAFE_NAMES: raise TypeError(f"safe_save: {name!r} has dtype {t.dtype}, which safetensors has no name for")
+    if t.dtype not in inverse_safe_dtypes: raise TypeError(f"safe_save: {name!r} has dtype {t.dtype}, which safetensors has no name for")
     blobs.append(_tensor_bytes(t))
-    header[name] = {"dtype": SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blobs[-1])]}
+    header[name] = {"dtype": inverse_safe_dtypes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blobs[-1])]}
     offset += len(blobs[-1])
   text = json.dumps(header, separators=(",", ":"))
   text += " " * (-len(text) % 8)   # the tensors start 8-byte aligned
@@ -171,10 +171,21 @@ TORCH_STORAGES = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float6
                   "UInt16Storage": dtypes.uint16, "UInt32Storage": dtypes.uint32, "UInt64Storage": dtypes.uint64}
 
 
+# torch 2's storages of the other dtypes are untyped (bytes), and the tensor names its dtype (_rebuild_tensor_v3)
+UNTYPED_STORAGE = "UntypedStorage"
+TORCH_DTYPES = {name: getattr(dtypes, name) for name in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                                                          "uint64", "float16", "bfloat16", "float32", "float64")}
+
+
 class _StorageType:
   def __init__(self, name: str):
     self.name = name
-    self.dtype = TORCH_STORAGES.get(name)
+    self.dtype = dtypes.uint8 if name == UNTYPED_STORAGE else TORCH_STORAGES.get(name)
+
+
+class _TorchDType:
+  """A torch dtype a pickle names (torch.uint16), with its nbgrad dtype (None if nbgrad has none: float8, complex)."""
+  def __init__(self, name: str): self.name, self.dtype = name, TORCH_DTYPES.get(name)
 
 
 class _Stub:
@@ -199,7 +210,15 @@ def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=None, b
   return _tensor_of(np.array(view, order="C"), dtype)   # a copy (ascontiguousarray would make a 0-d view 1-d)
 
 
-def _rebuild_parameter(data, requires_grad, backward_hooks, *extra) -> Tensor: return data
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None) -> Tensor:
+  """torch 2's form for the dtypes whose storage is untyped: storage holds bytes, dtype names what they are."""
+  if not isinstance(dtype, _TorchDType) or dtype.dtype is None:
+    raise TypeError(f"a torch tensor of dtype {getattr(dtype, 'name', dtype)}: nbgrad has no such dtype")
+  _, values = storage
+  return _rebuild_tensor((dtype.dtype, values), storage_offset, size, stride)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, *state) -> Tensor: return data   # state: a Parameter's attributes
 
 
 # what a checkpoint's pickle may build besides tensors: containers, numbers and numpy arrays
@@ -218,8 +237,10 @@ class _TorchUnpickler(pickle.Unpickler):
 
   def find_class(self, module: str, name: str):
     if module == "torch._utils" and name == "_rebuild_tensor_v2": return (lambda *args, **kwargs: None) if self.skim else _rebuild_tensor
-    if module == "torch._utils" and name == "_rebuild_parameter": return _rebuild_parameter
-    if module == "torch" and name.endswith("Storage"): return _StorageType(name)
+    if module == "torch._utils" and name == "_rebuild_tensor_v3": return (lambda *args, **kwargs: None) if self.skim else _rebuild_tensor_v3
+    if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"): return _rebuild_parameter
+    if (module == "torch" and name.endswith("Storage")) or (module, name) == ("torch.storage", UNTYPED_STORAGE): return _StorageType(name)
+    if module == "torch" and (name in TORCH_DTYPES or name.startswith(("float8", "complex"))): return _TorchDType(name)
     if ({"__builtin__": "builtins"}.get(module, module), name) in SAFE_CLASSES: return super().find_class(module, name)   # protocol 2's name
     if module == "torch" and name == "Size": return tuple
     return _Stub   # never a function: unpickling must not run code the file names
