@@ -171,7 +171,7 @@ def _realized(node: LazyBuffer, buffer, backend_):
   node.buffer = buffer
   _count_memory(node, buffer.nbytes)
   backend_.keep_for_reuse(node, buffer)
-  node.op, node.srcs, node.arg = LoadOps.BUFFER, (), None
+  node.op, node.srcs, node.arg, node.assigned_over = LoadOps.BUFFER, (), None, None
 
 
 def run_into(kernel: Kernel, routine, backend_, out, inputs: list):
@@ -212,9 +212,29 @@ def realize(outs: list[LazyBuffer]):
   its nodes at every multiple of that depth first, shallowest first, so no walk goes deeper than one stage."""
   if all(o.base.buffer is not None for o in outs): return   # realized already (numpy() of a result asks again)
   with REALIZE_LOCK:
-    if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
-      for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
-    run_schedule(create_schedule(outs))
+    try:
+      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+        for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
+      run_schedule(create_schedule(outs))
+    except BaseException:
+      _undo_uncomputed_assigns(outs)
+      raise
+
+
+def _undo_uncomputed_assigns(outs: list[LazyBuffer]):
+  """After a realize failed (a singular matrix, no memory, an interrupt): a tensor assigned a value this realize
+  left uncomputed holds its previous value again, so that reading it does not fail from now on (as torch's
+  assign of a value that raised leaves the tensor)."""
+  seen, stack = set(), [o.base for o in outs]
+  while stack:
+    node = stack.pop()
+    if id(node) in seen or node.buffer is not None: continue
+    seen.add(id(node))
+    if node.assigned_over is not None:
+      tensor, before = node.assigned_over[0](), node.assigned_over[1]
+      node.assigned_over = None
+      if tensor is not None and tensor.lazydata is node: tensor._rebind(before)
+    stack.extend(s.base for s in node.srcs)
 
 
 def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:

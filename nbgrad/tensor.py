@@ -720,6 +720,11 @@ class Tensor:
       carried = F.Assigned.apply(x)
       value, self._ctx, self.requires_grad = carried.lazydata, carried._ctx, carried.requires_grad
     value.base.assigned = True
+    if value is value.base and value.buffer is None:   # see device._undo_uncomputed_assigns
+      held_before = self.lazydata
+      if held_before.base.assigned_over is not None and held_before.base.assigned_over[0]() is self:
+        held_before = held_before.base.assigned_over[1]   # assigned twice, computed neither time: back to the first
+      value.assigned_over = (weakref.ref(self), held_before)
     self._rebind(value)
     return self._after_op()
 
@@ -1483,6 +1488,8 @@ class Tensor:
     if not isinstance(value, (bool, int, float, np.generic)):
       raise TypeError(f"unsupported operand {value!r} ({type(value).__name__}): ops take numbers, Tensors and numpy arrays")
     if isinstance(value, np.generic): value = value.item()
+    if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 64:   # as torch: no dtype takes it, nor does float64 exactly
+      raise ValueOutOfRange(f"the Python int {value} is too big for an operand: it must fit in 64 bits")
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
     dtype = self.dtype if keeps_tensor_dtype else own

@@ -271,3 +271,35 @@ def test_errors_are_what_numpy_torch_and_tinygrad_users_catch(build, kinds):
   for kind in kinds:
     with pytest.raises(kind):
       build()
+
+
+SINGULAR = [[1.0, 2.0], [2.0, 4.0]]
+
+
+def test_a_tensor_assigned_a_value_that_fails_to_compute_keeps_its_values_as_torch():
+  """torch raises at inv() and x is left as it was; here the failure comes when the value is computed, after which
+  x holds its values again (every read of it raised, for good)."""
+  import torch
+  x, theirs = Tensor([1.0, 2.0]).realize(), torch.tensor([1.0, 2.0])
+  row = x[0:1]
+  x.assign(Tensor(SINGULAR).inverse()[0])
+  with pytest.raises(np.linalg.LinAlgError): x.numpy()
+  with pytest.raises(torch.linalg.LinAlgError): theirs.copy_(torch.linalg.inv(torch.tensor(SINGULAR))[0])
+  assert x.tolist() == theirs.tolist() == [1.0, 2.0] and row.tolist() == [1.0]
+  x.assign(x + 1).realize()
+  assert x.tolist() == [2.0, 3.0]
+
+
+def test_an_optimizer_step_whose_gradient_fails_to_compute_leaves_readable_parameters_and_steps_after():
+  from nbgrad.nn import optim
+  w, v = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0], requires_grad=True)
+  opt = optim.SGD([w, v], lr=0.5, momentum=0.9)
+  with Tensor.train():
+    (w.sum() + v.sum()).backward()
+    v.grad = Tensor(SINGULAR).inverse()[0]
+    with pytest.raises(np.linalg.LinAlgError): opt.step()
+    assert v.tolist() == [3.0, 4.0] and opt.b[1].tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    (w.sum() + v.sum()).backward()
+    opt.step()
+  assert v.tolist() == [2.5, 3.5]

@@ -51,6 +51,17 @@ def test_load_state_dict_takes_values_shapes_must_match():
   for name, t in get_state_dict(other).items(): np.testing.assert_array_equal(t.numpy(), before[name])   # none loaded
 
 
+def test_load_state_dict_casts_ints_into_a_float_model_as_torch_and_takes_a_float_entry_s_dtype_as_tinygrad():
+  ours, theirs = nn.Linear(2, 2), torch.nn.Linear(2, 2)
+  load_state_dict(ours, {"weight": Tensor([[1, 2], [3, 4]]), "bias": Tensor([True, False])})
+  theirs.load_state_dict({"weight": torch.tensor([[1, 2], [3, 4]]), "bias": torch.tensor([True, False])})
+  assert ours.weight.dtype == ours.bias.dtype == dtypes.float32
+  np.testing.assert_array_equal(ours.weight.numpy(), theirs.weight.detach().numpy())
+  np.testing.assert_array_equal(ours.bias.numpy(), theirs.bias.detach().numpy())
+  load_state_dict(ours, {"weight": Tensor([[1.0, 2.0], [3.0, 4.0]], dtype=dtypes.float16), "bias": Tensor([0.5, 1.0])})
+  assert ours.weight.dtype == dtypes.float16   # tinygrad's replace: half weights make a half layer
+
+
 # ---- safetensors
 def tensors_of_every_dtype():
   rng = np.random.default_rng(0)

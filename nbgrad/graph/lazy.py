@@ -38,6 +38,7 @@ class LazyBuffer:
       self.writes = 0  # in-place writes into the buffer so far (setitem): a gradient must not read values written later
       self.replaced_by = None   # a weak reference to the tensor that held this buffer and was then assigned other values
       self.assigned = False   # a tensor's assigned value: any realize that reads it stores it (see create_schedule)
+      self.assigned_over = None   # (a weak reference to that tensor, the node it held before) until computed
       self.view_nodes: Optional[list] = None   # weak references to the view nodes of this one (see copied_out)
       for s in self.srcs:
         src = s.base
@@ -53,8 +54,8 @@ class LazyBuffer:
 
   def __getstate__(self) -> dict:
     """Pickled (within a TinyJit's recording) without its weak references to other nodes and tensors."""
-    weak = ("readers", "view_nodes", "replaced_by", "derived_nodes")
-    return {key: None if key in weak[:3] else value for key, value in vars(self).items() if key not in weak[3:]}
+    weak = ("readers", "view_nodes", "replaced_by", "assigned_over", "derived_nodes")
+    return {key: None if key in weak[:4] else value for key, value in vars(self).items() if key not in weak[4:]}
 
   def pending_readers(self) -> list[LazyBuffer]:
     """The nodes built on this one that are not computed yet: an in-place write into this buffer computes them

@@ -41,8 +41,10 @@ def get_parameters(obj) -> list[Tensor]:
 
 
 def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False) -> None:
-  """Gives each tensor of the model the values (and dtype) of the tensor of its name, moved to the model tensor's
-  device. strict: every model tensor must be in state_dict (a KeyError, and a RuntimeError as in
+  """Gives each tensor of the model the values of the tensor of its name, moved to the model tensor's device. A
+  float entry gives its dtype too, as tinygrad's (half weights make a half model); an int or bool entry for a float
+  tensor is cast to that tensor's dtype, as torch's (a float weight given ints stayed ints, and stopped training).
+  strict: every model tensor must be in state_dict (a KeyError, and a RuntimeError as in
   torch, naming the missing ones; nothing is loaded then, nor when an entry's shape differs). consume: drops
   each loaded entry from state_dict. verbose is accepted for tinygrad's signature; nothing is printed."""
   targets = get_state_dict(model)
@@ -57,7 +59,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
       source = source.reshape(target.shape)   # torch's num_batches_tracked is 0-d, tinygrad's and nbgrad's (1,)
     if source.shape != target.shape:
       raise ShapeMismatch(f"load_state_dict: {name!r} has shape {source.shape} in the state dict, {target.shape} in the model")
-    sources[name] = source
+    sources[name] = source.cast(target.dtype) if dtypes.is_float(target.dtype) and not dtypes.is_float(source.dtype) else source
   for name, source in sources.items():
     targets[name].replace(source.to(targets[name].device).detach()).realize()
     if consume: del state_dict[name]
