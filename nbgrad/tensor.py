@@ -451,6 +451,7 @@ class Tensor:
 
   def __init__(self, data=None, device: Optional[str] = None, dtype=None, requires_grad: Optional[bool] = None):
     if dtype is None and isinstance(data, LazyBuffer):   # every op's result: kept short, it runs per op
+      if requires_grad and (requires_grad is not True or data.dtype.kind != "f"): _check_requires_grad(requires_grad, data.dtype)
       self.lazydata, self.requires_grad, self._grad, self._ctx, self._view_of, self._views = data, requires_grad, None, None, None, None
       return
     dtype = None if dtype is None else to_dtype(dtype)
@@ -480,6 +481,7 @@ class Tensor:
       lazy = _np_to_lazy(array, dtype, device)
     else:
       raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array (or an object numpy converts), bytes or None")
+    if requires_grad is not None: _check_requires_grad(requires_grad, lazy.dtype)
     self.lazydata: LazyBuffer = lazy
     self.requires_grad: Optional[bool] = requires_grad
     self._grad: Optional[Tensor] = None
@@ -504,6 +506,8 @@ class Tensor:
                        f"{value.shape if isinstance(value, Tensor) else type(value).__name__}")
     if value is not None and value.device != self.device:
       raise ValueError(f"grad must be on the tensor's device {self.device}, got one on {value.device}")
+    if value is not None and dtypes.is_float(self.dtype) and not dtypes.is_float(value.dtype):
+      raise TypeError(f"the grad of a {self.dtype.name} tensor must be a float tensor, got {value.dtype.name}")
     self._grad = value
 
   def _after_op(self) -> Tensor:
@@ -3496,6 +3500,7 @@ class Tensor:
     return x.dot(self, acc_dtype=acc_dtype) if reverse else self.dot(x, acc_dtype=acc_dtype)
 
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    _check_requires_grad(requires_grad, self.dtype)
     self.requires_grad = requires_grad
     return self
 
@@ -3665,6 +3670,13 @@ _TORCH_TYPE_NAMES = {dtypes.bool: "Bool", dtypes.int8: "Char", dtypes.uint8: "By
                      dtypes.int32: "Int", dtypes.uint32: "UInt32", dtypes.int64: "Long", dtypes.uint64: "UInt64",
                      dtypes.float16: "Half", dtypes.bfloat16: "BFloat16", dtypes.float32: "Float", dtypes.float64: "Double"}
 _TORCH_TYPE_DTYPES = {name: dtype for dtype, name in _TORCH_TYPE_NAMES.items()}
+
+
+def _check_requires_grad(requires_grad, dtype: DType):
+  """requires_grad is a bool, True only for a float tensor (torch's rule: an int's gradient came out truncated)."""
+  if not isinstance(requires_grad, bool): raise TypeError(f"requires_grad must be True, False or None, got {requires_grad!r}")
+  if requires_grad and not dtypes.is_float(dtype):
+    raise TypeError(f"only tensors of a float dtype can require gradients, got {dtype.name}")
 
 
 class _MadeBy:

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from nbgrad import Tensor, dtypes
+from nbgrad.nn import optim
 
 A = np.arange(6, dtype=np.float32).reshape(2, 3)
 B = np.arange(4, dtype=np.float32)
@@ -176,6 +177,18 @@ BAD = [
   ("expand_past_int64_elements", lambda e: e["b"].reshape(4, 1).expand(4, 2**62), ValueError, [["(4, 4611686018427387904)"]]),
   ("pad_past_int64_elements", lambda e: e["b"].pad(((0, 2**63),)), ValueError, [["int64"]]),
   ("arange_past_int64_elements", lambda e: Tensor.arange(2**63 + 5), ValueError, [["9223372036854775813 elements"]]),
+  # as torch: an int past 64 bits is no operand (it wrapped to 32 bits, or gave inf beside floats)
+  ("int_operand_past_64_bits", lambda e: e["i"] + 2**70, OverflowError, [["2361183241434822606848", "64 bits"]]),
+  ("int_operand_past_64_bits_with_floats", lambda e: e["a"] * 2**1000, OverflowError, [["64 bits"]]),
+  # as torch: only float tensors require gradients (an int's gradient came out truncated: 1.5 became 1)
+  ("int_tensor_requiring_grad", lambda e: Tensor([1, 2], requires_grad=True), TypeError, [["float dtype", "int32"]]),
+  ("int_zeros_requiring_grad", lambda e: Tensor.zeros(2, dtype=dtypes.int64, requires_grad=True), TypeError, [["int64"]]),
+  ("int_requires_grad_", lambda e: e["i"].requires_grad_(), TypeError, [["int32"]]),
+  ("requires_grad_not_a_bool", lambda e: Tensor([1.0], requires_grad="yes"), TypeError, [["'yes'"]]),
+  ("int_grad_of_a_float_tensor", lambda e: setattr(Tensor([1.0, 2.0]), "grad", Tensor([1, 1])), TypeError, [["float32", "int32"]]),
+  ("optimizer_of_one_tensor", lambda e: optim.SGD(Tensor([1.0], requires_grad=True)), TypeError, [["one Tensor", "[t]"]]),
+  ("nesterov_without_momentum", lambda e: optim.SGD([Tensor([1.0], requires_grad=True)], nesterov=True), ValueError, [["nesterov", "momentum"]]),
+  ("optimizer_group_of_numbers", lambda e: optim.OptimizerGroup(1, 2), TypeError, [["int"]]),
 ]
 
 

@@ -275,3 +275,15 @@ def test_step_outside_training_or_before_backward_raises_and_changes_nothing():
   with Tensor.train():
     with pytest.raises(RuntimeError, match=r"parameter 0 \(shape \(2,\)\) has no gradient"): opt.step()
   np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+
+
+def test_an_int_tensor_among_the_parameters_is_a_buffer_not_a_parameter():
+  """get_parameters of a model holding an int tensor (a step count, indices): it cannot require grad (torch's rule),
+  so the optimizer keeps it as it keeps BatchNorm's statistics (its step raised: no gradient)."""
+  w, count = Tensor([1.0, 2.0]), Tensor([3])
+  opt = optim.SGD([w, count], lr=0.5)
+  assert w.requires_grad is True and count.requires_grad is False
+  with Tensor.train():
+    (w * w).sum().backward()
+    opt.step()
+  assert w.tolist() == [0.0, 0.0] and count.tolist() == [3]

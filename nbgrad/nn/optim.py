@@ -29,10 +29,11 @@ class Optimizer:
   """params: the tensors to update (those with requires_grad None are made to require it); the ones that do not
   require grad (a BatchNorm's running statistics) are realized with each step."""
   def __init__(self, params: list[Tensor], lr: float):
+    if isinstance(params, Tensor): raise TypeError(f"an optimizer takes a list of Tensors, got one Tensor (shape {params.shape}): pass [t]")
     params = list(params)
     for t in params:
       if not isinstance(t, Tensor): raise TypeError(f"an optimizer takes a list of Tensors, got a {type(t).__name__}")
-      if t.requires_grad is None: t.requires_grad = True
+      if t.requires_grad is None: t.requires_grad = dtypes.is_float(t.dtype)   # an int tensor is a buffer
     self.params = _unique(t for t in params if t.requires_grad)
     if not self.params: raise ValueError("an optimizer needs at least one parameter that requires grad")
     self.device = self.params[0].device
@@ -86,6 +87,8 @@ class Optimizer:
 class OptimizerGroup(Optimizer):
   """Several optimizers (say, one per group of parameters with its own learning rate) stepped as one."""
   def __init__(self, *optimizers: Optimizer):   # the parts hold the learning rates and the state
+    for o in optimizers:
+      if not isinstance(o, Optimizer): raise TypeError(f"OptimizerGroup takes optimizers, got a {type(o).__name__}")
     self.optimizers = optimizers
     self.params = [t for o in optimizers for t in o.params]
     self.buffers = [t for o in optimizers for t in o.buffers]
@@ -103,6 +106,7 @@ class LARS(Optimizer):
   def __init__(self, params: list[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001):
     super().__init__(params, lr)
     for name, value in (("momentum", momentum), ("weight_decay", weight_decay), ("tcoef", tcoef)): _check_hyperparameter(name, value)
+    if nesterov and not momentum: raise ValueError("nesterov=True needs a momentum above 0 (as torch's)")
     self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
     self.b = [_zeros_state(t) for t in self.params] if momentum else []
 
