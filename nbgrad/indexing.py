@@ -167,9 +167,20 @@ def index_tensor(index, device: str):
   return index
 
 
+def check_known_index(index, size: int, negative_from_end=True):
+  """IndexError, as numpy's and torch's, for a list or array index with a value out of range for a dim of size (its
+  values are known when the op is built; a tensor's out of range read 0, as tinygrad's)."""
+  from nbgrad.tensor import Tensor
+  if isinstance(index, Tensor) or not (values := np.asarray(index)).size or values.dtype.kind not in "iu": return
+  low = -size if negative_from_end else 0
+  if values.min() < low or values.max() >= size:
+    raise IndexError(f"index {values[(values < low) | (values >= size)].flat[0]} is out of range for a dim of size {size}")
+
+
 def index_positions(index, size: int, device: str, negative_from_end=True):
   """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
   (or out of range), and whether each one is in range."""
+  check_known_index(index, size, negative_from_end)
   index = _as_int64(index_tensor(index, device), size)
   if not negative_from_end: return index, (index >= 0) & (index < size)
   return (index < 0).where(index + size, index), (index >= -size) & (index < size)
@@ -207,6 +218,7 @@ def advanced_index(tensor, items: list):
       index_items.append(i)
     if is_array or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
   x = tensor if all(b == slice(None) for b in basic) else basic_index(tensor, tuple(basic))
+  for d, i in zip(positions, index_items): check_known_index(i, x.shape[d])
   if positions == [0]: return _read_rows(x, index_tensor(index_items[0], x.device))
   known = _known_index_values(index_items, x.device)
   wrapped = None if known is not None else [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]

@@ -1492,10 +1492,10 @@ class Tensor:
     if not isinstance(value, (bool, int, float, np.generic)):
       raise TypeError(f"unsupported operand {value!r} ({type(value).__name__}): ops take numbers, Tensors and numpy arrays")
     if isinstance(value, np.generic): value = value.item()
-    if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 64:   # as torch: no dtype takes it, nor does float64 exactly
-      raise ValueOutOfRange(f"the Python int {value} is too big for an operand: it must fit in 64 bits")
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
+    if isinstance(value, int) and abs(value) >= 2 ** 1024 and (keeps_tensor_dtype and dtypes.is_float(self.dtype)):
+      raise ValueOutOfRange(f"the Python int {value} is too big for a float operand (as Python's float() refuses it)")
     dtype = self.dtype if keeps_tensor_dtype else own
     return Tensor(LazyBuffer.full(value, shape, dtype, self.device), requires_grad=False)   # t * 2 keeps t's False
 

@@ -915,3 +915,13 @@ def test_a_mask_over_leading_dims_reads_and_writes_as_numpy(mask_dims, kind):
   expected[mask] = 7.0
   np.testing.assert_array_equal(written.numpy(), expected)
   assert Tensor(a)[np.zeros(mask.shape, bool)].shape == a[np.zeros(mask.shape, bool)].shape
+
+
+@pytest.mark.parametrize("index", [[0, 5], [0, -4], np.array([[1], [3]])], ids=["past_the_end", "before_the_start", "array"])
+def test_a_list_or_array_index_out_of_range_raises_as_numpy(index):
+  """Its values are known when the op is built (a tensor index out of range reads 0, as tinygrad's)."""
+  a = np.arange(6, dtype=np.float32).reshape(3, 2)
+  with pytest.raises(IndexError): a[index]
+  with pytest.raises(IndexError, match="out of range for a dim of size 3"): Tensor(a)[index]
+  with pytest.raises(IndexError): a[:, [2]]
+  with pytest.raises(IndexError, match="out of range for a dim of size 2"): Tensor(a)[:, [2]]
