@@ -213,7 +213,7 @@ def realize(outs: list[LazyBuffer]):
   if all(o.base.buffer is not None for o in outs): return   # realized already (numpy() of a result asks again)
   with REALIZE_LOCK:
     try:
-      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE and _counted_depth(outs) > DEPTH_STAGE:
         for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
       run_schedule(create_schedule(outs))
     except BaseException:
@@ -235,6 +235,25 @@ def _undo_uncomputed_assigns(outs: list[LazyBuffer]):
       node.assigned_over = None
       if tensor is not None and tensor.lazydata is node: tensor._rebind(before)
     stack.extend(s.base for s in node.srcs)
+
+
+def _counted_depth(outs: list[LazyBuffer]) -> int:
+  """The depth of outs' deepest node, every node's depth counted again over the nodes not computed now, and kept.
+  A node's depth is counted when it is built, so it also counts the sources computed since: in a loop of lazy
+  assigns (w.assign(w - lr * w.grad), then loss.item()) it grew every step, its graphs were staged at other nodes
+  each time, and each staging was scheduled anew."""
+  depth: dict = {}
+  stack = [(o.base, False) for o in outs]
+  while stack:
+    node, sources_counted = stack.pop()
+    if node.buffer is not None or (not sources_counted and id(node) in depth): continue
+    if sources_counted:
+      node.depth = depth[id(node)] = max([depth[id(s.base)] + 1 for s in node.srcs if s.base.buffer is None], default=0)
+    else:
+      depth[id(node)] = None
+      stack.append((node, True))
+      stack.extend((s.base, False) for s in node.srcs if s.base.buffer is None and id(s.base) not in depth)
+  return max((depth[id(o.base)] for o in outs if o.base.buffer is None), default=0)
 
 
 def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:

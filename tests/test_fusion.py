@@ -182,6 +182,36 @@ def test_intermediate_buffers_are_freed_during_the_realize():
   assert GlobalCounters.mem_used == before
 
 
+def test_a_training_loop_of_lazy_assigns_reuses_its_schedule_every_step():
+  """w.assign(w - lr * w.grad) left lazy, then loss.item(): each step's graph reads the last step's update. A
+  node's depth counted sources computed since it was built, so it grew every step; past DEPTH_STAGE the graph was
+  staged at other nodes each step and scheduled anew (one more cached schedule per step: memory grew, steps
+  slowed). The graphs are the same now, and so are the values (against numpy's loop)."""
+  from nbgrad.graph import schedule as schedule_module
+  rng = np.random.default_rng(5)
+  w0, x = rng.standard_normal((4, 4)).astype(np.float32) * 0.3, rng.standard_normal((3, 2, 4)).astype(np.float32)
+  w, xs = Tensor(w0, requires_grad=True), Tensor(x)
+  expected, counts = w0.astype(np.float64), []
+  for step in range(30):
+    h = Tensor.zeros(2, 4)
+    for t in range(3): h = (xs[t] @ w + h).tanh()
+    loss = h.square().sum()
+    loss.backward()
+    with Tensor.inference_mode(): w.assign(w - 0.01 * w.grad)
+    w.grad = None
+    loss.item()
+    counts.append(len(schedule_module._templates))
+    hs, grads = [np.zeros((2, 4))], []
+    for t in range(3): hs.append(np.tanh(x[t] @ expected + hs[-1]))
+    g, gw = 2 * hs[-1], np.zeros((4, 4))
+    for t in reversed(range(3)):
+      g = g * (1 - hs[t + 1] ** 2)
+      gw, g = gw + x[t].T @ g, g
+    expected = expected - 0.01 * gw
+  assert counts[-1] == counts[10]
+  np.testing.assert_allclose(w.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
 def test_a_graph_of_the_same_structure_reuses_its_schedule_with_its_own_buffers():
   from nbgrad.graph import schedule as schedule_module
   a, b = (Tensor(np.full((4, 5), v, np.float32)).realize() for v in (1.0, 2.0))
