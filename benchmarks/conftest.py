@@ -72,6 +72,13 @@ def small_vectors():
 
 
 @pytest.fixture(scope="session")
+def small_recurrence():
+    """A 4x16 float32 state and a 16x16 float32 weight (scaled to keep tanh's inputs in its working range)."""
+    rng = np.random.default_rng(9)
+    return rng.standard_normal((4, 16), dtype=np.float32), rng.standard_normal((16, 16), dtype=np.float32) * np.float32(0.3)
+
+
+@pytest.fixture(scope="session")
 def int_vectors():
     """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
     rng = np.random.default_rng(2)

@@ -44,6 +44,11 @@ def numpy_softmax(m):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def recurrence(h, step, steps: int = 20):
+    for _ in range(steps): h = step(h)
+    return h
+
+
 @dataclass(frozen=True)
 class Workload:
     inputs: str
@@ -116,6 +121,19 @@ WORKLOADS = {
         torch=lambda x, y, z: torch.relu(x * y + z),
         nbgrad=lambda x, y, z: (x * y + z).relu(),
         rtol=1e-5, atol=1e-5),
+    "tanh": Workload(
+        "vectors",
+        numpy=lambda x, y, z: np.tanh(x),
+        torch=lambda x, y, z: torch.tanh(x),
+        nbgrad=lambda x, y, z: x.tanh(),
+        rtol=1e-6, atol=1e-7),
+    # a small recurrence, where each op's fixed costs (building its graph) count more than its loop
+    "small_tanh_recurrence": Workload(
+        "small_recurrence",
+        numpy=lambda h, w: recurrence(h, lambda x: np.tanh(x @ w)),
+        torch=lambda h, w: recurrence(h, lambda x: torch.tanh(x @ w)),
+        nbgrad=lambda h, w: recurrence(h, lambda x: (x @ w).tanh()),
+        rtol=1e-4, atol=1e-5),
     "double_log_exp": Workload(
         "double_vectors",
         numpy=lambda x: np.log(np.exp(x) + 1),
@@ -515,6 +533,18 @@ def test_elementwise_half_to_float(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_elementwise_small_fma_relu(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "small_fma_relu")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_tanh(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "tanh")
+
+
+@pytest.mark.benchmark(group="elementwise")
+@pytest.mark.parametrize("lib", LIBS)
+def test_elementwise_small_tanh_recurrence(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "small_tanh_recurrence")
 
 
 @pytest.mark.benchmark(group="elementwise")

@@ -1694,21 +1694,10 @@ class Tensor:
   # Taylor series takes |x| below a limit where its first left-out term is under 1e-7 of the value.
   @_in_float32
   def tanh(self) -> Tensor:
-    """A series to 0.4 (float32), past it (1 - u) / (1 + u) for u = exp(-2|x|) with x's sign: from 0.4 on 1 - u does
-    not cancel, and no extra division is needed (Kahan's expm1 from 0.1 on, a log and a division more, ran 10x numpy's time).
-    float64 keeps -expm1(-2|x|) / (2 + expm1(-2|x|)) past its series, which ends much nearer 0, where 1 - u would
-    cancel (2 sigmoid(2x) - 1 was 1016 ulps off in float64 near 0.001). The gradient is 1 - tanh^2, as torch's."""
-    x = self
-
-    def beyond_series(v):
-      if v.dtype == dtypes.float64:
-        e = (-2 * v.abs()).expm1()
-        return (v < 0).where(e / (2 + e), -e / (2 + e))
-      u = (-2 * v.abs()).exp()
-      return (v < 0).where(u - 1, 1 - u) / (1 + u)
-    series = _odd_series(-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075)
-    y = x.detach()._by_magnitude(0.4, series, beyond_series)
-    return _with_derivatives((x,), y, (lambda: 1 - y * y,))
+    """One op (nbgrad/jit/runtime.py tanh_f32, tanh_f64): a series near 0, e^(-2|x|) past it; the gradient is
+    1 - tanh^2, as torch's."""
+    y = self.detach()._nondiff(UnaryOps.TANH)
+    return _with_derivatives((self,), y, (lambda: 1 - y * y,))
   @_in_float32
   def sinh(self) -> Tensor:
     x = self

@@ -89,6 +89,7 @@ class CudaRenderer(Renderer):
     UnaryOps.FLOOR: ("floorf", "floor"), UnaryOps.CEIL: ("ceilf", "ceil"), UnaryOps.RINT: ("rintf", "rint"),
     UnaryOps.ERF: ("erff", "erf"), UnaryOps.ERFC: ("erfcf", "erfc"), UnaryOps.LGAMMA: ("lgammaf", "lgamma"),
     UnaryOps.LOG10: ("log10f", "log10"), UnaryOps.EXPM1: ("expm1f", "expm1"),
+    UnaryOps.TANH: ("tanhf", "tanh"),
   }
   BINARY = {**BINARY, BinaryOps.MUL: _unfused_multiply,
             BinaryOps.POW: lambda dt, a, b: f"pow({a}, {b})" if dt.itemsize == 8 else in_dtype(dt, f"powf({a}, {b})"),

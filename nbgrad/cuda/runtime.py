@@ -33,6 +33,7 @@ if SIMULATOR:
   erfcf, erfc = _numpy_math(np.vectorize(math.erfc), np.float32), _numpy_math(np.vectorize(math.erfc), np.float64)
   log10f, log10 = _numpy_math(np.log10, np.float32), _numpy_math(np.log10, np.float64)
   expm1f, expm1 = _numpy_math(np.expm1, np.float32), _numpy_math(np.expm1, np.float64)
+  tanhf, tanh = _numpy_math(np.tanh, np.float32), _numpy_math(np.tanh, np.float64)
 
   def _lgamma(x):   # C's lgamma: inf at the poles, where Python's raises
     return math.inf if x <= 0 and x == math.floor(x) else math.lgamma(x)
@@ -59,7 +60,8 @@ else:
     from numba import types
   from numba.cuda.libdevice import (expf, exp2f, logf, log2f, sinf, cosf, sqrtf, truncf, floorf, ceilf, rintf,  # noqa: F401
                                     exp, exp2, log, log2, sin, cos, sqrt, trunc, floor, ceil, rint, fmul_rn, dmul_rn, powf, pow,
-                                    erff, erf, erfcf, erfc, lgammaf, lgamma, log10f, log10, expm1f, expm1, atan2f, atan2)
+                                    erff, erf, erfcf, erfc, lgammaf, lgamma, log10f, log10, expm1f, expm1, tanhf, tanh,
+                                    atan2f, atan2)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
 

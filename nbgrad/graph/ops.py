@@ -11,7 +11,7 @@ class Op(Enum):
 class UnaryOps(Op):
   NEG = auto(); RECIP = auto(); SQRT = auto(); EXP = auto(); EXP2 = auto(); LOG = auto(); LOG2 = auto(); SIN = auto(); COS = auto()  # noqa: E702
   TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto()  # noqa: E702
-  ERF = auto(); ERFC = auto(); LGAMMA = auto(); LOG10 = auto(); EXPM1 = auto()   # floats only; LGAMMA is log|gamma(x)|  # noqa: E702
+  ERF = auto(); ERFC = auto(); LGAMMA = auto(); LOG10 = auto(); EXPM1 = auto(); TANH = auto()   # floats only; LGAMMA is log|gamma(x)|  # noqa: E702
   NOT = auto()                      # logical not of a bool
   CAST = auto(); BITCAST = auto()   # arg: the target DType  # noqa: E702
 

@@ -236,6 +236,7 @@ class Renderer:
     UnaryOps.FLOOR: ("np.floor", "np.floor"), UnaryOps.CEIL: ("np.ceil", "np.ceil"), UnaryOps.RINT: ("np.rint", "np.rint"),
     UnaryOps.ERF: ("erf_f32", "erf_f64"), UnaryOps.ERFC: ("erfc_f32", "erfc_f64"), UnaryOps.LGAMMA: ("lgamma_f32", "lgamma_f64"),
     UnaryOps.LOG10: ("log10_f32", "log10_f64"), UnaryOps.EXPM1: ("expm1_f32", "expm1_f64"),
+    UnaryOps.TANH: ("tanh_f32", "tanh_f64"),
   }
   BINARY = BINARY
 

@@ -271,6 +271,40 @@ def expm1_f64(x):
 def expm1_f32(x): return np.float32(expm1_f64(np.float64(x)))
 
 
+# ---- tanh: an odd series below 0.4 (float32) or 0.4/256 (float64), where its first left-out term is under 1e-7 of
+# the value (under an ulp in float64); past it from e = e^(-2|x|): (1 - e) / (1 + e) in float32, where 1 - e does not
+# cancel from 0.4 on, and -expm1(-2|x|) / (2 + expm1(-2|x|)) in float64. Both branches are computed and one is
+# selected, so LLVM vectorizes the loop. (Built as 30 tensor ops it took 300 us to build a graph of 66 nodes.)
+@njit(**JIT, inline="always")
+def tanh_f32(x):
+  s = x * x
+  t = np.float32(21844.0 / 6081075.0)
+  t = np.float32(-1382.0 / 155925.0) + s * t
+  t = np.float32(62.0 / 2835.0) + s * t
+  t = np.float32(-17.0 / 315.0) + s * t
+  t = np.float32(2.0 / 15.0) + s * t
+  t = np.float32(-1.0 / 3.0) + s * t
+  series = x * (np.float32(1.0) + s * t)
+  e = exp_f32(np.float32(-2.0) * abs(x))
+  beyond = (np.float32(1.0) - e) / (np.float32(1.0) + e)
+  return series if abs(x) < np.float32(0.4) else (-beyond if x < np.float32(0.0) else beyond)
+
+
+@njit(**JIT, inline="always")
+def tanh_f64(x):
+  s = x * x
+  t = 21844.0 / 6081075.0
+  t = -1382.0 / 155925.0 + s * t
+  t = 62.0 / 2835.0 + s * t
+  t = -17.0 / 315.0 + s * t
+  t = 2.0 / 15.0 + s * t
+  t = -1.0 / 3.0 + s * t
+  series = x * (1.0 + s * t)
+  e = expm1_f64(-2.0 * abs(x))
+  beyond = -e / (2.0 + e)
+  return series if abs(x) < 0.0015625 else (-beyond if x < 0.0 else beyond)
+
+
 @njit(**JIT, inline="always")
 def _log_f64_reduced(x):
   """A float64 x > 0 as 2 ** e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)) (f exact), with s = f / (2 + f), z = s**2 and
