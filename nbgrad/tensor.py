@@ -67,6 +67,12 @@ def _check_number(name: str, value):
     raise TypeError(f"{name} must be a real number, got {value!r}")
 
 
+def _check_parameter(name: str, value, holds: bool, rule: str):
+  """A distribution's parameter: a real number for which holds, else ValueError naming the rule (as torch's)."""
+  _check_number(name, value)
+  if not holds: raise ValueError(f"{name} must be {rule}, got {value!r}")
+
+
 def _is_int(value) -> bool: return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
@@ -972,7 +978,7 @@ class Tensor:
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     _check_number("uniform low", low)
-    _check_number("uniform high", high)
+    _check_parameter("uniform high", high, high >= low, f"at least low={low}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
     out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
@@ -992,7 +998,7 @@ class Tensor:
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     _check_number("normal mean", mean)
-    _check_number("normal std", std)
+    _check_parameter("normal std", std, std >= 0, "at least 0")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
     return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).lazydata, **kwargs)
@@ -2335,20 +2341,30 @@ class Tensor:
     return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, dtype=self.dtype, device=self.device))
   # torch's other random fills, from uniform draws u in [0, 1) by the inverse of each distribution's CDF
   def _uniform_draws(self) -> Tensor: return Tensor.rand(*self.shape, device=self.device)
-  def exponential_(self, lambd: float = 1.0) -> Tensor: return self._in_place(-(1 - self._uniform_draws()).log() / lambd)
+  def exponential_(self, lambd: float = 1.0) -> Tensor:
+    _check_parameter("exponential_ lambd", lambd, lambd > 0, "above 0")
+    return self._in_place(-(1 - self._uniform_draws()).log() / lambd)
   def cauchy_(self, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+    _check_number("cauchy_ median", median)
+    _check_parameter("cauchy_ sigma", sigma, sigma > 0, "above 0")
     return self._in_place(median + sigma * (math.pi * (self._uniform_draws() - 0.5)).tan())
   def log_normal_(self, mean: float = 1.0, std: float = 2.0) -> Tensor:
+    _check_parameter("log_normal_ std", std, std > 0, "above 0")
     return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, device=self.device).exp())
   def geometric_(self, p: float) -> Tensor:
     """The number of trials up to the first success of probability p (1, 2, ...), as torch's geometric_."""
     if not 0 < p <= 1: raise ValueError(f"geometric_ needs a probability p in (0, 1], got {p}")
     trials = (1 - self._uniform_draws()).log() / math.log1p(-p) if p < 1 else self.ones_like(dtype=dtypes.float32)
     return self._in_place(trials.ceil().maximum(1))
-  def bernoulli_(self, p: float = 0.5) -> Tensor: return self._in_place(self._uniform_draws() < p)
+  def bernoulli_(self, p: float = 0.5) -> Tensor:
+    if not isinstance(p, Tensor): _check_parameter("bernoulli_ p", p, 0 <= p <= 1, "in [0, 1]")
+    return self._in_place(self._uniform_draws() < p)
   def random_(self, low: int = 0, high: Optional[int] = None) -> Tensor:
     """Integers drawn evenly from [low, high); random_(high) from [0, high), random_() from 0 to the largest integer
     up to which the dtype holds all of them (torch's random_)."""
+    for bound in (low, high):
+      if bound is not None and not _is_int(bound): raise TypeError(f"random_ bounds must be ints, got {bound!r}")
+    if high is not None and low >= high: raise ValueError(f"random_ needs low < high, got low={low} high={high}")
     if high is None:
       mantissa_bits = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 53}
       low, high = (0, low) if low else (0, 2 ** mantissa_bits[self.dtype] + 1 if dtypes.is_float(self.dtype) else dtypes.max(self.dtype) + 1)

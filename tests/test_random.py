@@ -816,3 +816,32 @@ def test_multinomial_nonpositive_num_samples():
 def test_negative_size(fn, shape):
     with pytest.raises(ValueError):
         getattr(Tensor, fn)(*shape)
+
+
+# (name, nbgrad call, torch call) on a 3-element float32 tensor: parameters torch refuses, refused when built
+BAD_DISTRIBUTIONS = [
+  ("random_low_above_high", lambda t: t.random_(5, 2), lambda t: t.random_(5, 2)),
+  ("exponential_negative_rate", lambda t: t.exponential_(-1.0), lambda t: t.exponential_(-1.0)),
+  ("cauchy_negative_scale", lambda t: t.cauchy_(0.0, -1.0), lambda t: t.cauchy_(0.0, -1.0)),
+  ("log_normal_negative_std", lambda t: t.log_normal_(0.0, -1.0), lambda t: t.log_normal_(0.0, -1.0)),
+  ("normal_negative_std", lambda t: t.normal_(0.0, -1.0), lambda t: t.normal_(0.0, -1.0)),
+  ("uniform_low_above_high", lambda t: t.uniform_(1.0, 0.0), lambda t: t.uniform_(1.0, 0.0)),
+  ("bernoulli_past_1", lambda t: t.bernoulli_(1.5), lambda t: t.bernoulli_(1.5)),
+  ("bernoulli_below_0", lambda t: t.bernoulli_(-0.5), lambda t: t.bernoulli_(-0.5)),
+]
+
+
+@pytest.mark.parametrize("ours, theirs", [row[1:] for row in BAD_DISTRIBUTIONS], ids=[row[0] for row in BAD_DISTRIBUTIONS])
+def test_a_distribution_parameter_torch_refuses_raises_and_leaves_the_tensor(ours, theirs):
+    import torch
+    with pytest.raises(RuntimeError): theirs(torch.zeros(3))
+    t = Tensor([1.0, 2.0, 3.0]).realize()
+    with pytest.raises(ValueError): ours(t)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_distribution_parameters_at_their_bounds_are_taken():
+    assert Tensor.normal(3, std=0.0, mean=2.0).tolist() == [2.0] * 3
+    assert Tensor.uniform(3, low=1.5, high=1.5).tolist() == [1.5] * 3
+    assert Tensor.zeros(4).contiguous().bernoulli_(1.0).tolist() == [1.0] * 4
+    with pytest.raises(TypeError, match="ints"): Tensor.zeros(2).contiguous().random_(float("nan"))
