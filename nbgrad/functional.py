@@ -4,6 +4,7 @@ attention."""
 from __future__ import annotations
 import math
 from nbgrad.dtype import dtypes
+from nbgrad.graph.ops import LoadOps
 from nbgrad.helpers import ShapeMismatch
 
 
@@ -54,6 +55,7 @@ def sparse_categorical_crossentropy(x, Y, ignore_index: int = -1, label_smoothin
   from nbgrad.tensor import Tensor
   Y = x._operand(Y, "labels")
   if Y.shape != x.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {x.shape}")
+  check_class_indices(Y, x.shape[-1], ignore_index)
   if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
   log_probs, counted = x.log_softmax(), (Y != ignore_index)
   classes = Tensor.arange(x.shape[-1], device=x.device).reshape((1,) * Y.ndim + (x.shape[-1],))
@@ -112,14 +114,21 @@ def _class_weights(x, weight):
   return weight
 
 
-def check_class_indices(target):
+def check_class_indices(target, classes: int, ignore_index=None):
+  """Class indices are ints in [0, classes) (or ignore_index): IndexError, as torch's, for one outside where they
+  are computed already on the CPU (a batch of labels), read without a kernel. Indices still to be computed are not
+  computed for it when the loss is built: one out of range picks no class there."""
+  from nbgrad.device import is_cpu
   if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+  if not is_cpu(target.device) or target.lazydata.base.buffer is None or target.lazydata.base.op is not LoadOps.BUFFER: return
+  values = target.numpy()
+  outside = ((values < 0) | (values >= classes)) & (values != ignore_index if ignore_index is not None else True)
+  if outside.any(): raise IndexError(f"class index {values[outside].flat[0]} is out of bounds for {classes} classes")
 
 
 def _class_loss(x, target, weight, ignore_index: int, reduction: str, label_smoothing: float):
-  """The loss of log-probabilities (..., C) at class indices target (...). An index outside [0, C) other than
-  ignore_index picks no class (its loss is 0, as tinygrad's gather reads 0 out of range)."""
-  check_class_indices(target)
+  """The loss of log-probabilities (..., C) at class indices target (...), checked by check_class_indices."""
+  check_class_indices(target, x.shape[-1], ignore_index)
   if target.shape != x.shape[:-1]:
     raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {x.shape} (classes in dim 1)")
   weights, counted = _class_weights(x, weight), target != ignore_index

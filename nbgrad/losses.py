@@ -277,8 +277,8 @@ def multi_margin_loss(x, target, p: int = 1, margin: float = 1.0, weight=None, *
   check_reduction(name, reduction)
   if p not in (1, 2): raise ValueError(f"{name} p must be 1 or 2, got {p!r}")
   target = x._operand(target, f"{name} target")
-  check_class_indices(target)
   scores, samples, classes = _samples_by_class(name, x)
+  check_class_indices(target, classes)
   if target.ndim > 1 or target.numel() != samples:
     raise ShapeMismatch(f"{name}: target of shape {target.shape} does not hold one class index for each of the {samples} samples of the input of shape {x.shape}")
   chosen = target.reshape(samples, 1) == type(x).arange(classes, device=x.device)
@@ -295,8 +295,8 @@ def multilabel_margin_loss(x, target, *, reduction: str = "mean"):
   name = "multilabel_margin_loss"
   check_reduction(name, reduction)
   target = x._operand(target, f"{name} target")
-  check_class_indices(target)
   scores, samples, classes = _samples_by_class(name, x)
+  check_class_indices(target, classes, ignore_index=-1)
   fits = target.shape == x.shape if x.ndim == 2 else (target.ndim <= 1 and target.numel() == classes)
   if not fits:
     raise ShapeMismatch(f"{name}: target of shape {target.shape} does not match the input's shape {x.shape}")

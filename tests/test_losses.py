@@ -425,3 +425,27 @@ def test_ctc_loss_refuses_bad_shapes_lengths_and_labels():
   with pytest.raises(TypeError, match="float log-probabilities"): Tensor(labels).ctc_loss(labels, input_lengths, target_lengths)
   with pytest.raises(ValueError, match="reduction"): x.ctc_loss(labels, input_lengths, target_lengths, reduction="max")
   with pytest.raises(ValueError, match=r"got \(12,\)"): Tensor(log_probs[:, 0, 0]).ctc_loss(labels, input_lengths, target_lengths)
+
+
+# (name, nbgrad loss, torch loss) of 2 samples x 4 classes with a class index torch refuses
+OUT_OF_RANGE_CLASSES = [
+  ("cross_entropy", lambda x, t: F_nb.cross_entropy(x, t), lambda x, t: F.cross_entropy(x, t), [0, 5]),
+  ("nll_loss_negative", lambda x, t: F_nb.nll_loss(x, t), lambda x, t: F.nll_loss(x, t), [0, -3]),
+  ("multi_margin_loss", lambda x, t: F_nb.multi_margin_loss(x, t), lambda x, t: F.multi_margin_loss(x, t), [0, 9]),
+  ("multilabel_margin_loss", lambda x, t: F_nb.multilabel_margin_loss(x, t),
+   lambda x, t: F.multilabel_margin_loss(x, t), [[0, -1, 7, 2], [1, 2, -1, 0]]),
+]
+
+
+@pytest.mark.parametrize("ours, theirs, target", [r[1:] for r in OUT_OF_RANGE_CLASSES], ids=[r[0] for r in OUT_OF_RANGE_CLASSES])
+def test_a_class_index_out_of_range_raises_as_torch(ours, theirs, target):
+  """Labels computed already (a batch from numpy) are read when the loss is built (they counted for nothing)."""
+  x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+  with pytest.raises((IndexError, RuntimeError)): theirs(torch.from_numpy(x), torch.tensor(target))
+  with pytest.raises(IndexError, match="out of bounds for 4 classes"): ours(Tensor(x), Tensor(target))
+
+
+def test_sparse_categorical_crossentropy_refuses_a_label_out_of_range_but_its_ignore_index():
+  x = Tensor(np.random.default_rng(4).standard_normal((2, 4)).astype(np.float32))
+  with pytest.raises(IndexError, match="class index 4"): x.sparse_categorical_crossentropy(Tensor([0, 4]))
+  np.testing.assert_allclose(x.sparse_categorical_crossentropy(Tensor([0, -1])).item(), -x.log_softmax()[0, 0].item(), rtol=1e-6)
