@@ -49,6 +49,8 @@ class Context(contextlib.ContextDecorator):
   def __init__(self, **settings):
     unknown = [key for key in settings if key not in ContextVar.known]
     if unknown: raise ValueError(f"Context knows the settings {sorted(ContextVar.known)}, not {unknown}")
+    if (wrong := {key: value for key, value in settings.items() if not isinstance(value, int)}):
+      raise TypeError(f"Context settings are ints, got {wrong}")
     self.settings, self.previous = settings, []
 
   def __enter__(self):

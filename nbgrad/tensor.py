@@ -67,10 +67,13 @@ def _check_number(name: str, value):
     raise TypeError(f"{name} must be a real number, got {value!r}")
 
 
-def _check_parameter(name: str, value, holds: bool, rule: str):
-  """A distribution's parameter: a real number for which holds, else ValueError naming the rule (as torch's)."""
+MVLGAMMA_TERMS_SUMMED = 64   # mvlgamma's terms added one by one up to this p, as torch adds them
+
+
+def _check_parameter(name: str, value, holds, rule: str):
+  """A distribution's parameter: a real number for which holds(value), else ValueError naming the rule (as torch's)."""
   _check_number(name, value)
-  if not holds: raise ValueError(f"{name} must be {rule}, got {value!r}")
+  if not holds(value): raise ValueError(f"{name} must be {rule}, got {value!r}")
 
 
 def _is_int(value) -> bool: return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -953,6 +956,7 @@ class Tensor:
   @staticmethod
   def manual_seed(seed: int = 0):
     """Seeds the generator and resets its counter."""
+    if not _is_int(seed): raise TypeError(f"manual_seed takes an int seed, got {seed!r}")
     GeneratorState.manual_seed(seed)
 
   @staticmethod
@@ -978,7 +982,7 @@ class Tensor:
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     _check_number("uniform low", low)
-    _check_parameter("uniform high", high, high >= low, f"at least low={low}")
+    _check_parameter("uniform high", high, lambda v: v >= low, f"at least low={low}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
     out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
@@ -998,7 +1002,7 @@ class Tensor:
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, **kwargs) -> Tensor:
     _check_number("normal mean", mean)
-    _check_parameter("normal std", std, std >= 0, "at least 0")
+    _check_parameter("normal std", std, lambda v: v >= 0, "at least 0")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("randn", shape, mean, std, device).lazydata, **kwargs)
     return Tensor((std * Tensor.randn(*shape, dtype=dtype, device=device) + mean).lazydata, **kwargs)
@@ -1090,6 +1094,8 @@ class Tensor:
     shape = tuple(shape) + args if isinstance(shape, (tuple, list, np.ndarray)) else (shape,) + args
     new = shape
     if not all(type(s) is int and s >= 0 for s in shape):   # plain sizes, the common case, skip this (a step makes hundreds)
+      if any(s is None for s in shape[self.ndim:]):
+        raise ShapeMismatch(f"reshape {shape}: None keeps a dim of {self.shape}, which has only {self.ndim}")
       new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
       if sum(1 for s in new if s == -1) > 1: raise ShapeMismatch(f"reshape {shape}: only one dimension can be -1")
       if any(not isinstance(s, (int, np.integer)) or s < -1 for s in new): raise ShapeMismatch(f"reshape to invalid shape {shape}")
@@ -1780,7 +1786,10 @@ class Tensor:
     """The log of the multivariate gamma function of dimension p, sum_j<p lgamma(x - j/2) + p(p-1)/4 log(pi). As
     torch's, it does not check x > (p-1)/2: below that it is the same sum, inf where a term is at a pole."""
     _check_int("mvlgamma p", p, 1)
-    total = sum((self - j / 2).lgamma() for j in reversed(range(p)))   # torch's order of the terms
+    if p <= MVLGAMMA_TERMS_SUMMED: total = sum((self - j / 2).lgamma() for j in reversed(range(p)))   # torch's order of the terms
+    else:   # one reduce, not a graph of p terms (p = 10**6 took a minute to build)
+      halves = Tensor.arange(p, device=self.device).cast(self.dtype) / 2
+      total = (self.unsqueeze(-1) - halves).lgamma().sum(-1)
     return total + p * (p - 1) / 4 * math.log(math.pi)
   @_in_float32
   def i0(self) -> Tensor:
@@ -2342,14 +2351,14 @@ class Tensor:
   # torch's other random fills, from uniform draws u in [0, 1) by the inverse of each distribution's CDF
   def _uniform_draws(self) -> Tensor: return Tensor.rand(*self.shape, device=self.device)
   def exponential_(self, lambd: float = 1.0) -> Tensor:
-    _check_parameter("exponential_ lambd", lambd, lambd > 0, "above 0")
+    _check_parameter("exponential_ lambd", lambd, lambda v: v > 0, "above 0")
     return self._in_place(-(1 - self._uniform_draws()).log() / lambd)
   def cauchy_(self, median: float = 0.0, sigma: float = 1.0) -> Tensor:
     _check_number("cauchy_ median", median)
-    _check_parameter("cauchy_ sigma", sigma, sigma > 0, "above 0")
+    _check_parameter("cauchy_ sigma", sigma, lambda v: v > 0, "above 0")
     return self._in_place(median + sigma * (math.pi * (self._uniform_draws() - 0.5)).tan())
   def log_normal_(self, mean: float = 1.0, std: float = 2.0) -> Tensor:
-    _check_parameter("log_normal_ std", std, std > 0, "above 0")
+    _check_parameter("log_normal_ std", std, lambda v: v > 0, "above 0")
     return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, device=self.device).exp())
   def geometric_(self, p: float) -> Tensor:
     """The number of trials up to the first success of probability p (1, 2, ...), as torch's geometric_."""
@@ -2357,7 +2366,7 @@ class Tensor:
     trials = (1 - self._uniform_draws()).log() / math.log1p(-p) if p < 1 else self.ones_like(dtype=dtypes.float32)
     return self._in_place(trials.ceil().maximum(1))
   def bernoulli_(self, p: float = 0.5) -> Tensor:
-    if not isinstance(p, Tensor): _check_parameter("bernoulli_ p", p, 0 <= p <= 1, "in [0, 1]")
+    if not isinstance(p, Tensor): _check_parameter("bernoulli_ p", p, lambda v: 0 <= v <= 1, "in [0, 1]")
     return self._in_place(self._uniform_draws() < p)
   def random_(self, low: int = 0, high: Optional[int] = None) -> Tensor:
     """Integers drawn evenly from [low, high); random_(high) from [0, high), random_() from 0 to the largest integer

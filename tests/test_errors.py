@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from nbgrad import Tensor, dtypes
+from nbgrad import Context, Tensor, dtypes, nn
 from nbgrad.nn import optim
+from nbgrad.nn.state import load_state_dict
 
 A = np.arange(6, dtype=np.float32).reshape(2, 3)
 B = np.arange(4, dtype=np.float32)
@@ -188,6 +189,12 @@ BAD = [
   ("optimizer_of_one_tensor", lambda e: optim.SGD(Tensor([1.0], requires_grad=True)), TypeError, [["one Tensor", "[t]"]]),
   ("nesterov_without_momentum", lambda e: optim.SGD([Tensor([1.0], requires_grad=True)], nesterov=True), ValueError, [["nesterov", "momentum"]]),
   ("optimizer_group_of_numbers", lambda e: optim.OptimizerGroup(1, 2), TypeError, [["int"]]),
+  ("conv_layer_padding_unknown", lambda e: nn.Conv2d(1, 1, 3, padding="foo"), ValueError, [["'foo'"]]),
+  ("conv_layer_same_padding_strided", lambda e: nn.Conv2d(1, 1, 3, stride=2, padding="same"), ValueError, [["stride (2, 2)"]]),
+  ("reshape_keeping_more_dims_than_there_are", lambda e: e["a"].reshape(None, None, None), ValueError, [["(2, 3)", "only 2"]]),
+  ("context_setting_not_an_int", lambda e: Context(DEBUG="x"), TypeError, [["DEBUG", "'x'"]]),
+  ("load_state_dict_of_none", lambda e: load_state_dict(nn.Linear(1, 1), None), TypeError, [["NoneType"]]),
+  ("manual_seed_of_a_string", lambda e: Tensor.manual_seed("x"), TypeError, [["'x'"]]),
 ]
 
 

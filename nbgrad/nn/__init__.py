@@ -59,6 +59,8 @@ class Conv2d:
       raise ValueError(f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
     if padding_mode not in PADDING_MODES: raise ValueError(f"padding_mode {padding_mode!r} must be one of {list(PADDING_MODES)}")
     self.stride, self.padding, self.dilation, self.groups, self.padding_mode = stride, padding, dilation, groups, padding_mode
+    dims = len(self.kernel_size)
+    self.pads = Tensor._conv_padding(padding, self.kernel_size, _sizes(stride, dims, "stride"), _sizes(dilation, dims, "dilation"))
     self.weight = self.initialize_weight(out_channels, in_channels, groups)
     self.bias = _uniform_bias(out_channels, math.prod(self.weight.shape[1:])) if bias else None
 
@@ -67,10 +69,7 @@ class Conv2d:
 
   def __call__(self, x: Tensor) -> Tensor:
     x, padding = _input(self, x, self.weight), self.padding
-    if self.padding_mode != "zeros":
-      dims = len(self.kernel_size)
-      pads = Tensor._conv_padding(padding, self.kernel_size, _sizes(self.stride, dims, "stride"), _sizes(self.dilation, dims, "dilation"))
-      x, padding = x.pad(tuple(pads), mode=PADDING_MODES[self.padding_mode]), 0
+    if self.padding_mode != "zeros": x, padding = x.pad(tuple(self.pads), mode=PADDING_MODES[self.padding_mode]), 0
     return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=padding)
 
 

@@ -47,6 +47,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
   strict: every model tensor must be in state_dict (a KeyError, and a RuntimeError as in
   torch, naming the missing ones; nothing is loaded then, nor when an entry's shape differs). consume: drops
   each loaded entry from state_dict. verbose is accepted for tinygrad's signature; nothing is printed."""
+  if not isinstance(state_dict, dict): raise TypeError(f"load_state_dict takes a dict of tensors by name, got {type(state_dict).__name__}")
   targets = get_state_dict(model)
   missing = [name for name in targets if name not in state_dict]
   if strict and missing: raise MissingStateKeys(f"load_state_dict: the state dict has no tensor for {missing}")
