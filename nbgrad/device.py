@@ -11,7 +11,7 @@ import numpy as np
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.lazy import LazyBuffer
-from nbgrad.graph.schedule import Kernel, create_schedule
+from nbgrad.graph.schedule import Kernel, create_schedule, graph_structure, scheduled_before
 from nbgrad.helpers import GlobalCounters, DEBUG, getenv
 from nbgrad.jit import run_kernel
 from nbgrad import cuda as cuda_device
@@ -213,9 +213,14 @@ def realize(outs: list[LazyBuffer]):
   if all(o.base.buffer is not None for o in outs): return   # realized already (numpy() of a result asks again)
   with REALIZE_LOCK:
     try:
-      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE and _counted_depth(outs) > DEPTH_STAGE:
-        for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
-      run_schedule(create_schedule(outs))
+      structure = None
+      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+        # a graph scheduled whole before needs no stages; another is counted (its depths may count sources computed since)
+        structure = graph_structure(outs)
+        if not scheduled_before(structure[1]) and _counted_depth(outs) > DEPTH_STAGE:
+          for node in _stage_nodes(outs): run_schedule(create_schedule([node]))
+          structure = None   # the stages' nodes are computed now: another graph
+      run_schedule(create_schedule(outs, structure))
     except BaseException:
       _undo_uncomputed_assigns(outs)
       raise

@@ -452,14 +452,14 @@ class _Scheduler:
     self.schedule.append(built)
 
 
-def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
+def create_schedule(outs: list[LazyBuffer], structure: Optional[tuple] = None) -> list[Kernel]:
   """The kernels that realize outs, in an order where each kernel's inputs come first. A graph of the same
   structure as one scheduled before (a training step repeats its graph every step) reuses that schedule:
   its kernels are the same but for the nodes they realize and read.
   A tensor's assigned value that outs read is stored too, as the tensor's buffer: a loop of b.assign(f(b)) whose
   steps read b only inside other kernels (p = x + b; p.numpy()) would otherwise compute b's whole history again
-  in every step, in a kernel growing with it."""
-  nodes, key = graph_structure(outs)
+  in every step, in a kernel growing with it. structure: graph_structure(outs), when the caller has it."""
+  nodes, key = structure or graph_structure(outs)
   template = _templates.get(key) if key is not None else None
   if template is not None:
     return [kernel.instance(nodes[output], [nodes[i] for i in inputs], [nodes[i] for i in also]) for kernel, output, inputs, also in template]
@@ -476,6 +476,9 @@ def create_schedule(outs: list[LazyBuffer]) -> list[Kernel]:
 
 _templates: dict = {}
 TEMPLATE_LIMIT = 1024
+
+
+def scheduled_before(key: Optional[HashedKey]) -> bool: return key is not None and key in _templates
 
 # An elementwise kernel stored alongside another holds at most this many expression nodes, and the two together at
 # most MAX_KERNEL_NODES: its expression is written into the other kernel's, whose source must stay quick to compile
