@@ -1032,6 +1032,13 @@ class Tensor:
     std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(math.prod(dims[1:]), 1))
     return Tensor.normal(*dims, mean=0.0, std=std, **kwargs)
 
+  @staticmethod
+  def randperm(n: int, dtype=None, device=None, **kwargs) -> Tensor:
+    """torch's randperm: the numbers 0..n-1 in an order drawn from the generator (the argsort of n uniform draws),
+    int32 by default, as nbgrad's other indices."""
+    _check_int("randperm n", n, 0)
+    return Tensor(Tensor.rand(n, device=device).argsort().cast(dtype or dtypes.int32).lazydata, **kwargs)
+
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
     """Samples category indices (int32) from 1-D or 2-D weights; without replacement each draw removes
     the category it picked, and once a row's remaining weights are all zero its remaining categories are
@@ -1077,6 +1084,11 @@ class Tensor:
 
   def full_like(self, fill_value: Scalar, dtype=None, device=None, **kwargs) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+  def rand_like(self, dtype=None, device=None, **kwargs) -> Tensor:   # torch's, drawn as Tensor.rand draws
+    return Tensor.rand(*self.shape, dtype=dtype or self._float_dtype(), device=device or self.device, **kwargs)
+  def randn_like(self, dtype=None, device=None, **kwargs) -> Tensor:
+    return Tensor.randn(*self.shape, dtype=dtype or self._float_dtype(), device=device or self.device, **kwargs)
+  def _float_dtype(self) -> DType: return self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   # torch's new_*: a tensor of the given shape with self's dtype and device unless given

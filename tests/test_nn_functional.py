@@ -474,3 +474,18 @@ ERRORS = [
 @pytest.mark.parametrize("call, error, match", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_bad_input_raises_a_clear_error(call, error, match):
   with pytest.raises(error, match=match): call()
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_bilinear_matches_torch_forward_and_backward(bias):
+  rng = np.random.default_rng(11)
+  arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (2, 3, 5), (6, 4, 5), (6,))]
+  ours = [Tensor(a, requires_grad=True) for a in arrays]
+  theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+  mine = F.bilinear(*ours[:3], ours[3] if bias else None)
+  reference = TF.bilinear(*theirs[:3], theirs[3] if bias else None)
+  np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-5)
+  mine.square().sum().backward()
+  reference.square().sum().backward()
+  for o, t in zip(ours[:4 if bias else 3], theirs): np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+  with pytest.raises(ValueError, match="bilinear"): F.bilinear(ours[0], ours[0], ours[2])

@@ -845,3 +845,22 @@ def test_distribution_parameters_at_their_bounds_are_taken():
     assert Tensor.uniform(3, low=1.5, high=1.5).tolist() == [1.5] * 3
     assert Tensor.zeros(4).contiguous().bernoulli_(1.0).tolist() == [1.0] * 4
     with pytest.raises(TypeError, match="ints"): Tensor.zeros(2).contiguous().random_(float("nan"))
+
+
+def test_randperm_is_a_permutation_drawn_from_the_seeded_generator():
+    Tensor.manual_seed(3)
+    first = Tensor.randperm(50).tolist()
+    Tensor.manual_seed(3)
+    assert Tensor.randperm(50).tolist() == first and sorted(first) == list(range(50)) and first != list(range(50))
+    assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
+    with pytest.raises(ValueError, match="randperm n"): Tensor.randperm(-1)
+
+
+def test_rand_like_and_randn_like_take_the_shape_and_float_dtype_as_torch():
+    import torch
+    for make in ("rand_like", "randn_like"):
+        for values, dtype in (([[1.0, 2.0]], dtypes.float16), ([[1.0, 2.0]], dtypes.float64)):
+            ours, theirs = getattr(Tensor(values, dtype=dtype), make)(), getattr(torch, make)(torch.tensor(values, dtype=getattr(torch, dtype.name)))
+            assert ours.shape == tuple(theirs.shape) and ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    draws = Tensor.zeros(1000, 10).rand_like().numpy()
+    assert 0 <= draws.min() and draws.max() < 1 and abs(draws.mean() - 0.5) < 0.02

@@ -99,6 +99,17 @@ def linear(input, weight, bias=None):
   return out if bias is None else out + bias
 
 
+def bilinear(input1, input2, weight, bias=None):
+  """torch's F.bilinear: y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
+  x1, x2, weight = _tensor(input1, "bilinear"), _tensor(input2, "bilinear"), _tensor(weight, "bilinear")
+  if weight.ndim != 3 or x1.shape[-1:] != weight.shape[1:2] or x2.shape[-1:] != weight.shape[2:] or x1.shape[:-1] != x2.shape[:-1]:
+    raise ValueError(f"bilinear takes inputs (..., {weight.shape[1] if weight.ndim == 3 else 'in1'}) and (..., "
+                     f"{weight.shape[2] if weight.ndim == 3 else 'in2'}) of the same leading dims and a weight (out, in1, in2), "
+                     f"got {x1.shape}, {x2.shape} and {weight.shape}")
+  out = (x1.unsqueeze(-2).unsqueeze(-1) * weight * x2.unsqueeze(-2).unsqueeze(-2)).sum((-2, -1))
+  return out if bias is None else out + bias
+
+
 def _convolved(input, dims: int, weight, bias, stride, padding, dilation, groups, output_padding=None) -> Tensor:
   """torch's conv{dims}d, or with output_padding its conv_transpose{dims}d, by Tensor.conv2d / conv_transpose2d."""
   transposed = output_padding is not None
