@@ -505,7 +505,9 @@ class Reshape(Function):
     while root._view_of is not None:
       steps.append(root._view_of[1:])
       root = root._view_of[0]
-    if root.lazydata is root.lazydata.base: return out.view.strided() is not None
+    held = root.lazydata
+    if held is held.base or (held.size == held.base.size and held.view.is_flat_order()):   # its buffer in order (Tensor.rand's)
+      return out.view.strided() is not None
     stand_in = type(root).empty(*root.shape, dtype=root.dtype, device=root.device)
     for function, arguments in reversed(steps): stand_in = function.apply(stand_in, **arguments)
     return stand_in.reshape(out.shape).lazydata.view.strided() is not None

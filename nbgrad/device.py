@@ -228,18 +228,23 @@ def realize(outs: list[LazyBuffer]):
 
 def _undo_uncomputed_assigns(outs: list[LazyBuffer]):
   """After a realize failed (a singular matrix, no memory, an interrupt): a tensor assigned a value this realize
-  left uncomputed holds its previous value again, so that reading it does not fail from now on (as torch's
-  assign of a value that raised leaves the tensor)."""
-  seen, stack = set(), [o.base for o in outs]
+  left uncomputed holds what it held before again (its values, and its place in the gradient graph), back past
+  every value assigned it that this realize left uncomputed too, so that reading it does not fail from now on (as
+  torch's assign of a value that raised leaves the tensor)."""
+  seen, stack, assigned = set(), [o.base for o in outs], []
   while stack:
     node = stack.pop()
     if id(node) in seen or node.buffer is not None: continue
     seen.add(id(node))
-    if node.assigned_over is not None:
-      tensor, before = node.assigned_over[0](), node.assigned_over[1]
-      node.assigned_over = None
-      if tensor is not None and tensor.lazydata is node: tensor._rebind(before)
+    if node.assigned_over is not None: assigned.append(node)
     stack.extend(s.base for s in node.srcs)
+  for node in assigned:
+    tensor = node.assigned_over[0]()
+    if tensor is None or tensor.lazydata is not node: continue
+    before = node.assigned_over
+    while before[1].buffer is None and id(before[1]) in seen and before[1].assigned_over is not None: before = before[1].assigned_over
+    tensor._rebind(before[1])
+    tensor._ctx, tensor.requires_grad = before[2], before[3]
 
 
 def _counted_depth(outs: list[LazyBuffer]) -> int:

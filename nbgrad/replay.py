@@ -232,15 +232,17 @@ class TinyJit:
     buffers = [id(t.lazydata.base.buffer) for t in arguments]
     if len(set(buffers)) != len(buffers):
       raise JitArgumentMismatch("TinyJit: two Tensor arguments share a buffer; the recorded kernels could not tell them apart")
-    if self._replay is not None:
+    stale = self._replay is not None
+    if stale:
       if self._replay.still_valid() and self._replay.refresh_replaced_inputs():
         self._warn_of_changed_values(given)
         self._replay.run(arguments)
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
     if not hasattr(self, "fxn"):
-      raise RuntimeError(f"TinyJit: {self._name} was pickled without its function and its recording cannot be replayed "
-                         "any more (a tensor it assigns was given other values outside it)")
+      why = "a tensor it assigns was given other values outside it" if stale else \
+            "it was pickled before it had a recording it could replay (pickle it after its second call)"
+      raise RuntimeError(f"TinyJit: {self._name} was pickled without its function and has no recording to replay: {why}")
     if self._plain: return self.fxn(*args, **kwargs)
     ret, recorder = self._run_recording(args, kwargs, keeps_launches=self.cnt == 1)
     self.cnt += 1

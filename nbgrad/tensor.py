@@ -708,7 +708,7 @@ class Tensor:
     return self._write(x)
 
   def _write(self, x, fills: bool = False) -> Tensor:
-    """assign; a fill (fills) may also write an expanded view, its shared places each given one value (torch's fill_)."""
+    """assign; a fill (fills) may also write the places an expanded view shares (torch's fill_)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: raise ShapeMismatch(f"assign shape mismatch: {self.shape} <- {x.shape}")
     if x.dtype != self.dtype: raise DTypeMismatch(f"assign dtype mismatch: {self.dtype} <- {x.dtype}")
@@ -725,6 +725,7 @@ class Tensor:
       return self
     if x.lazydata is self.lazydata: return self
     if (recorder := devices.recording.recorder) is not None: recorder.assigning(self, self.lazydata)
+    held_before = (self.lazydata, self._ctx, self.requires_grad)   # what a failed computation of the value gives back
     if (self.requires_grad and not self._in_graph()) or not x.requires_grad:   # a parameter's update (w - lr * g) keeps it a leaf
       value = x.lazydata.unshared()   # x and self share no buffer: a write into one leaves the other, as torch's copy_
       if self._in_graph(): self._ctx, self.requires_grad = None, x.requires_grad   # its history is overwritten
@@ -733,11 +734,7 @@ class Tensor:
       carried = F.Assigned.apply(x)
       value, self._ctx, self.requires_grad = carried.lazydata, carried._ctx, carried.requires_grad
     value.base.assigned = True
-    if value is value.base and value.buffer is None:   # see device._undo_uncomputed_assigns
-      held_before = self.lazydata
-      if held_before.base.assigned_over is not None and held_before.base.assigned_over[0]() is self:
-        held_before = held_before.base.assigned_over[1]   # assigned twice, computed neither time: back to the first
-      value.assigned_over = (weakref.ref(self), held_before)
+    if value is value.base and value.buffer is None: value.assigned_over = (weakref.ref(self), *held_before)   # see device.realize
     self._rebind(value)
     return self._after_op()
 
@@ -1518,7 +1515,7 @@ class Tensor:
     if isinstance(value, np.generic): value = value.item()
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
-    if isinstance(value, int) and abs(value) >= 2 ** 1024 and (keeps_tensor_dtype and dtypes.is_float(self.dtype)):
+    if isinstance(value, int) and abs(value) >= 2 ** 1024 and dtypes.is_float(self.dtype):
       raise ValueOutOfRange(f"the Python int {value} is too big for a float operand (as Python's float() refuses it)")
     dtype = self.dtype if keeps_tensor_dtype else own
     return Tensor(LazyBuffer.full(value, shape, dtype, self.device), requires_grad=False)   # t * 2 keeps t's False
@@ -2349,13 +2346,20 @@ class Tensor:
     """Every element set to value: a number, or a 0-d tensor (torch's)."""
     if isinstance(value, Tensor):
       if value.ndim: raise ValueError(f"fill_ takes a number or a 0-d tensor, got a tensor of shape {value.shape}")
-      return self._in_place(value.cast(self.dtype).expand(self.shape), fills=True)
+      return self._in_place(value.cast(self.dtype).expand(self.shape))   # a copy in torch: no fill of shared places
     return self._in_place(self.full_like(value), fills=True)
   def zero_(self) -> Tensor: return self.fill_(0)
+  # The fills below write into a view only the elements they pick, as torch's: into an expanded view, every place one
+  # of them shares (a whole result written in order left a shared place the last element's value)
   def masked_fill_(self, mask, value) -> Tensor:
     """value where mask is True, in self's dtype (torch's: an int tensor takes 1.5 as 1)."""
-    return self._in_place(self.masked_fill(mask, value).cast(self.dtype), fills=True)
-  def index_fill_(self, dim: int, index: Tensor, value) -> Tensor: return self._in_place(self.index_fill(dim, index, value), fills=True)
+    if self._view_of is None or self.requires_grad: return self._in_place(self.masked_fill(mask, value).cast(self.dtype))
+    set_index(self, self._operand(mask, "mask").cast(dtypes.bool)._broadcast_to(self.shape), value, fills=True)
+    return self
+  def index_fill_(self, dim: int, index: Tensor, value) -> Tensor:
+    if self._view_of is None or self.requires_grad: return self._in_place(self.index_fill(dim, index, value))
+    set_index(self, (slice(None),) * resolve_axis(dim, self.ndim) + (self._operand(index, "index").reshape(-1),), value, fills=True)
+    return self
   def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
     return self._in_place(Tensor.uniform(*self.shape, low=a, high=b, dtype=self.dtype, device=self.device))
   def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
@@ -3702,7 +3706,7 @@ def _check_requires_grad(requires_grad, dtype: DType):
   """requires_grad is a bool, True only for a float tensor (torch's rule: an int's gradient came out truncated)."""
   if not isinstance(requires_grad, bool): raise TypeError(f"requires_grad must be True, False or None, got {requires_grad!r}")
   if requires_grad and not dtypes.is_float(dtype):
-    raise TypeError(f"only tensors of a float dtype can require gradients, got {dtype.name}")
+    raise UnsupportedDType(f"only tensors of a float dtype can require gradients, got {dtype.name}")
 
 
 class _MadeBy:

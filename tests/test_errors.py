@@ -322,3 +322,29 @@ def test_an_optimizer_step_whose_gradient_fails_to_compute_leaves_readable_param
     (w.sum() + v.sum()).backward()
     opt.step()
   assert v.tolist() == [2.5, 3.5]
+
+
+def test_a_failed_value_gives_back_the_last_computed_one_and_the_tensor_s_place_in_the_graph():
+  """Back past every value the failed realize left uncomputed, to one it computed ([11, 12] here, as torch's eager
+  x holds); the tensor's gradient function and requires_grad come back too (every backward through it raised)."""
+  x = Tensor([1.0, 2.0]).realize()
+  x.assign(x + 10)
+  y = x * 1
+  x.assign(Tensor(SINGULAR).inverse()[0])
+  with pytest.raises(np.linalg.LinAlgError): Tensor.realize(y, x)
+  assert x.tolist() == y.tolist() == [11.0, 12.0]
+  a, t = Tensor([1.0, 2.0], requires_grad=True), Tensor([5.0, 6.0]).realize()
+  t.assign(a * Tensor(SINGULAR).inverse()[0])
+  with pytest.raises(np.linalg.LinAlgError): t.numpy()
+  assert t.tolist() == [5.0, 6.0] and not t.requires_grad
+  b = Tensor([1.0, 2.0], requires_grad=True)
+  h = b * 3
+  h.assign(Tensor(SINGULAR).inverse()[0])
+  with pytest.raises(np.linalg.LinAlgError): h.numpy()
+  h.sum().backward()
+  assert h.tolist() == [3.0, 6.0] and b.grad.tolist() == [3.0, 3.0]
+  z = Tensor([1.0, 2.0]).realize()
+  z.assign(Tensor(SINGULAR).inverse()[0])
+  z.assign(z + 1)
+  with pytest.raises(np.linalg.LinAlgError): z.numpy()
+  assert z.tolist() == [1.0, 2.0]

@@ -287,3 +287,15 @@ def test_an_int_tensor_among_the_parameters_is_a_buffer_not_a_parameter():
     (w * w).sum().backward()
     opt.step()
   assert w.tolist() == [0.0, 0.0] and count.tolist() == [3]
+
+
+def test_the_rate_keeps_its_state_dict_name_and_a_group_sets_every_part_s():
+  from nbgrad.nn.state import get_state_dict
+  w, v = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
+  adam = optim.Adam([w], lr=0.1)
+  assert "lr" in get_state_dict(adam) and get_state_dict(adam)["lr"].tolist() == pytest.approx([0.1])
+  group = optim.OptimizerGroup(optim.SGD([w], lr=0.1), optim.Adam([v], lr=0.01))
+  group.lr = 0.5
+  assert group[0].lr.tolist() == group[1].lr.tolist() == [0.5]
+  for bad in (Tensor(-1.0), Tensor([float("nan")])):
+    with pytest.raises(ValueError, match="learning rate"): adam.lr = bad

@@ -313,6 +313,9 @@ EXPANDED_WRITES = {
   "zero_": lambda e, lib: e.zero_(),
   "masked_fill_": lambda e, lib: e.masked_fill_(_made(lib, [[True, False, True, True]] * 2), 2.0),
   "index_fill_": lambda e, lib: e.index_fill_(1, _made(lib, [1, 3]), -1.0),
+  "masked_fill_ of one row's places": lambda e, lib: e.masked_fill_(_made(lib, [[True, False, False, True], [False, True, False, False]]), 9.0),
+  "index_fill_ of a row": lambda e, lib: e.index_fill_(0, _made(lib, [1]), -1.0),
+  "fill_ with a 0-d tensor": lambda e, lib: e.fill_(_made(lib, 2.0)),
   "add_": lambda e, lib: e.add_(1.0),
   "+=": lambda e, lib: e.__iadd__(1.0),
   "clamp_": lambda e, lib: e.clamp_(0.0, 1.0),
@@ -329,8 +332,8 @@ def _made(lib, values): return Tensor(values) if lib == "nbgrad" else torch.tens
 @pytest.mark.filterwarnings("ignore:Use of")
 @pytest.mark.parametrize("name", EXPANDED_WRITES)
 def test_an_expanded_view_takes_the_writes_torch_s_takes(name):
-  """torch's rule: a write reaching one place through two elements of an expanded view raises, but for a fill;
-  nothing is written then."""
+  """torch's rule: a write reaching one place through two elements of an expanded view raises, but for a fill, which
+  writes the places of the elements it picks; nothing is written when it raises."""
   results = []
   for lib in ("nbgrad", "torch"):
     x = _x(lib)

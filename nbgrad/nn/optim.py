@@ -45,21 +45,19 @@ class Optimizer:
     self.state_dtype = least_upper_dtype(dtypes.default_float, dtypes.float32, *(t.dtype for t in self.params))
     self.lr = lr
 
-  @property
-  def lr(self) -> Tensor: return self._lr
-
-  @lr.setter
-  def lr(self, value):
-    """opt.lr = 0.01, or a Tensor of one value: the rate is set in the tensor opt.lr holds, so a TinyJit step
-    replayed later reads it too."""
+  def __setattr__(self, name: str, value):
+    """opt.lr = 0.01, or a Tensor of one value: the rate is set in the tensor opt.lr holds (of shape (1,)), so a
+    TinyJit step replayed later reads it too."""
+    if name != "lr": return super().__setattr__(name, value)
     if isinstance(value, Tensor):
       if value.numel() != 1: raise ValueError(f"a learning rate is one value, got a tensor of shape {value.shape}")
+      _check_hyperparameter("learning rate", value.item())
       rate = value.detach().reshape(1).to(self.device).cast(self.state_dtype)
     else:
       _check_hyperparameter("learning rate", value)
       rate = Tensor([value], device=self.device, dtype=self.state_dtype)
-    if "_lr" in vars(self): self._lr.assign(rate).realize()
-    else: self._lr = rate.contiguous().realize()
+    if "lr" in vars(self): self.lr.assign(rate).realize()
+    else: super().__setattr__("lr", rate.contiguous().realize())
 
   def zero_grad(self):
     for t in self.params: t.grad = None
@@ -92,6 +90,10 @@ class OptimizerGroup(Optimizer):
     self.optimizers = optimizers
     self.params = [t for o in optimizers for t in o.params]
     self.buffers = [t for o in optimizers for t in o.buffers]
+
+  def __setattr__(self, name: str, value):   # group.lr = 0.01 sets every part's rate
+    if name != "lr": return object.__setattr__(self, name, value)
+    for o in self.optimizers: o.lr = value
 
   def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
   def zero_grad(self):
