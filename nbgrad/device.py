@@ -242,7 +242,8 @@ def _undo_uncomputed_assigns(outs: list[LazyBuffer]):
     tensor = node.assigned_over[0]()
     if tensor is None or tensor.lazydata is not node: continue
     before = node.assigned_over
-    while before[1].buffer is None and id(before[1]) in seen and before[1].assigned_over is not None: before = before[1].assigned_over
+    while (held := before[1]) is held.base and held.buffer is None and id(held) in seen and held.assigned_over is not None:
+      before = held.assigned_over
     tensor._rebind(before[1])
     tensor._ctx, tensor.requires_grad = before[2], before[3]
 

@@ -348,3 +348,8 @@ def test_a_failed_value_gives_back_the_last_computed_one_and_the_tensor_s_place_
   z.assign(z + 1)
   with pytest.raises(np.linalg.LinAlgError): z.numpy()
   assert z.tolist() == [1.0, 2.0]
+  drawn = Tensor.rand(2, 2).realize()   # a view of its draw: what it gives back is no node of its own
+  values = drawn.tolist()
+  drawn.assign(Tensor(SINGULAR).inverse())
+  with pytest.raises(np.linalg.LinAlgError): drawn.numpy()
+  assert drawn.tolist() == values
