@@ -2183,14 +2183,18 @@ class Tensor:
     return out if max_ is None else out.minimum(max_)
 
   def clamp(self, min=None, max=None, out=None) -> Tensor:  # noqa: A002
-    """clip's values with torch's gradient: all of it where min <= self <= max, at a bound too (clip, as tinygrad's
-    maximum and minimum, splits it there). Bounds that need a gradient themselves take clip's."""
+    """clip's values with torch's gradient (clip, as tinygrad's maximum and minimum, splits it at a tie): self takes
+    all of it where min <= self <= max; a tensor bound takes it where self is past it, and max wherever max < min."""
     values = self.clip(min=min, max=max, out=out)
-    if not self.requires_grad or Tensor.no_grad or values.dtype != self.dtype or values.shape != self.shape or \
-       any(isinstance(b, Tensor) and b.requires_grad for b in (min, max)): return values
-    kept, given = values.detach(), self.detach()
-    if isinstance(min, (int, float, np.number)) and isinstance(max, (int, float, np.number)) and min > max: return _with_derivatives((self,), kept, (lambda: kept.zeros_like(),))   # all max
-    return _with_derivatives((self,), kept, (lambda: (kept == given).cast(self.dtype),))
+    operands = tuple(t for t in (self, min, max) if isinstance(t, Tensor))
+    if Tensor.no_grad or not any(t.requires_grad for t in operands): return values
+    x, lo, hi = (t.detach().cast(values.dtype)._broadcast_to(values.shape) if isinstance(t, Tensor) else t for t in (self, min, max))
+    def within(): return (x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)).cast(values.dtype)
+    def to_min(): return (x < lo if hi is None else (x < lo) & (lo < hi)).cast(values.dtype)
+    def to_max(): return (x > hi if lo is None else (x > hi) | (hi < lo)).cast(values.dtype)
+    derivative_by = {id(self): within, id(min): to_min, id(max): to_max}
+    return _with_derivatives(tuple(t.cast(values.dtype)._broadcast_to(values.shape) for t in operands), values.detach(),
+                             tuple(derivative_by[id(t)] for t in operands))
 
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and

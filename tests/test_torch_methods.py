@@ -428,6 +428,34 @@ def test_clamp_gives_torch_s_gradient_at_its_bounds(call):
   np.testing.assert_array_equal(call(x).numpy(), call(xt).detach().numpy())
 
 
+@pytest.mark.parametrize("call", [lambda x, lo, hi: x.clamp(lo, hi), lambda x, lo, hi: x.clamp(min=lo), lambda x, lo, hi: x.clamp(max=hi),
+                                  lambda x, lo, hi: x.clamp(lo[1:2], hi), lambda x, lo, hi: x[2:3].clamp(lo, hi)],
+                         ids=["both", "min", "max", "broadcast_min", "broadcast_self"])
+def test_clamp_by_tensor_bounds_gives_torch_s_gradients(call):
+  """Ties with either bound, a min above its max, a nan: self's gradient where lo <= self <= hi, a bound's where
+  self is past it, max's wherever max < min, each summed over a broadcast bound."""
+  values, lows, highs = (np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.nan]), np.array([0.0, -1.0, 0.5, 0.5, 2.0, 1.0, 3.0, 0.0]),
+                         np.array([1.0, 0.0, 0.0, 0.5, 1.0, 1.5, 2.0, 1.0]))
+  ours, theirs = [Tensor(a, requires_grad=True) for a in (values, lows, highs)], [torch.tensor(a, requires_grad=True) for a in (values, lows, highs)]
+  weights = np.arange(1.0, 9.0)
+  (call(*ours) * Tensor(weights)).sum().backward()
+  (call(*theirs) * torch.tensor(weights)).sum().backward()
+  np.testing.assert_array_equal(call(*ours).numpy(), call(*theirs).detach().numpy())
+  for mine, ref in zip(ours, theirs):
+    assert (mine.grad is None) == (ref.grad is None)
+    if ref.grad is not None: np.testing.assert_array_equal(mine.grad.numpy(), ref.grad.numpy())
+
+
+def test_clamp_of_an_int_tensor_by_a_float_tensor_bound_gives_the_bound_its_gradient():
+  x, lo = np.array([-3, 0, 2, 5]), np.array([-1.0, 0.0, 2.5, 1.0])
+  bound, bound_t = Tensor(lo, requires_grad=True), torch.tensor(lo, requires_grad=True)
+  result, result_t = Tensor(x).clamp(min=bound), torch.tensor(x).clamp(min=bound_t)
+  assert result.dtype == dtypes.float64 and result_t.dtype == torch.float64
+  result.sum().backward(); result_t.sum().backward()
+  np.testing.assert_array_equal(result.numpy(), result_t.detach().numpy())
+  np.testing.assert_array_equal(bound.grad.numpy(), bound_t.grad.numpy())
+
+
 def test_add_and_sub_take_torch_s_alpha():
   a, b = np.array([1.0, -2.0, 3.5]), np.array([0.5, 4.0, -1.0])
   x, xt = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
