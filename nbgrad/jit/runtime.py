@@ -40,6 +40,32 @@ def reinterpret_typing(typingctx, value, target):
 reinterpret = intrinsic(reinterpret_typing)   # the CUDA runtime registers the same typing for the GPU
 
 
+@intrinsic
+def fma(typingctx, a, b, c):
+  """Fused multiply-add (one rounding) of three floats of the same type."""
+  if not (isinstance(a, types.Float) and a == b == c): return None
+
+  def codegen(context, builder, signature, args): return builder.fma(*args)
+  return a(a, b, c), codegen
+
+
+# The polynomials below take a multiply-add per coefficient: one instruction, and one rounding, where the CPU has
+# fused multiply-adds (every x86 since 2013, every 64-bit ARM); elsewhere LLVM's fma would be a call to libm's per
+# element, which stops vectorization, so a product and a sum stand in. Each helper computes alike in every kernel
+# (what the scheduler's recomputed nodes need), which kernels contracting their own a * b + c would not.
+HARDWARE_FMA = platform.machine().lower() in ("aarch64", "arm64") or "+fma" in get_host_cpu_features().flatten().split(",")
+
+
+@intrinsic
+def mul_add(typingctx, a, b, c):
+  """a * b + c for floats of one type: fused where the CPU has the instruction."""
+  if not (isinstance(a, types.Float) and a == b == c): return None
+
+  def codegen(context, builder, signature, args):
+    return builder.fma(*args) if HARDWARE_FMA else builder.fadd(builder.fmul(args[0], args[1]), args[2])
+  return a(a, b, c), codegen
+
+
 # ---- 16-bit floats are stored as their uint16 bits and computed in float32
 # float16 converts with the CPU's instructions where it has them (x86's F16C, any 64-bit ARM), in bit arithmetic
 # elsewhere. Both give the same bits: numpy's for numbers; a NaN keeps its sign and payload (the instructions would
@@ -155,12 +181,12 @@ def exp2_f32(x):
   k = np.rint(xs)
   f = xs - k
   p = np.float32(0.00015337576830683796)
-  p = p * f + np.float32(0.0013399860363037684)
-  p = p * f + np.float32(0.009618519534356884)
-  p = p * f + np.float32(0.055503289975178886)
-  p = p * f + np.float32(0.2402264660871389)
-  p = p * f + np.float32(0.6931472056005106)
-  p = p * f + np.float32(1.0000000005920204)
+  p = mul_add(p, f, np.float32(0.0013399860363037684))
+  p = mul_add(p, f, np.float32(0.009618519534356884))
+  p = mul_add(p, f, np.float32(0.055503289975178886))
+  p = mul_add(p, f, np.float32(0.2402264660871389))
+  p = mul_add(p, f, np.float32(0.6931472056005106))
+  p = mul_add(p, f, np.float32(1.0000000005920204))
   bits = reinterpret(p, types.int32) + (np.int32(k) << np.int32(23))
   r = reinterpret(np.int32(bits), types.float32)
   r = r * np.float32(5.421010862427522e-20) if tiny else r   # underflows to 0 below about -150
@@ -176,13 +202,13 @@ def exp_f32(x):
   k = np.rint(xs * np.float32(1.4426950408889634))
   r = (xs - k * np.float32(0.693359375)) - k * np.float32(-2.1219444005469057e-4)
   p = np.float32(1.0 / 5040)
-  p = p * r + np.float32(1.0 / 720)
-  p = p * r + np.float32(1.0 / 120)
-  p = p * r + np.float32(1.0 / 24)
-  p = p * r + np.float32(1.0 / 6)
-  p = p * r + np.float32(0.5)
-  p = p * r + np.float32(1.0)
-  p = p * r + np.float32(1.0)
+  p = mul_add(p, r, np.float32(1.0 / 720))
+  p = mul_add(p, r, np.float32(1.0 / 120))
+  p = mul_add(p, r, np.float32(1.0 / 24))
+  p = mul_add(p, r, np.float32(1.0 / 6))
+  p = mul_add(p, r, np.float32(0.5))
+  p = mul_add(p, r, np.float32(1.0))
+  p = mul_add(p, r, np.float32(1.0))
   # 2**k in two factors, each a normal float for every k here (-150..128): the product rounds once
   half = np.int32(k) >> np.int32(1)
   scale_a = reinterpret(np.int32((half + np.int32(127)) << np.int32(23)), types.float32)
@@ -203,7 +229,7 @@ _LN2_HIGH, _LN2_LOW, _LOG2_E = 6.93147180369123816490e-01, 1.9082149292705877000
 def _horner(x, coefficients):
   """The polynomial in x with these coefficients, the highest power's first."""
   p = coefficients[0]
-  for c in coefficients[1:]: p = p * x + c
+  for c in coefficients[1:]: p = mul_add(p, x, c)
   return p
 
 
@@ -279,11 +305,11 @@ def expm1_f32(x): return np.float32(expm1_f64(np.float64(x)))
 def tanh_f32(x):
   s = x * x
   t = np.float32(21844.0 / 6081075.0)
-  t = np.float32(-1382.0 / 155925.0) + s * t
-  t = np.float32(62.0 / 2835.0) + s * t
-  t = np.float32(-17.0 / 315.0) + s * t
-  t = np.float32(2.0 / 15.0) + s * t
-  t = np.float32(-1.0 / 3.0) + s * t
+  t = mul_add(s, t, np.float32(-1382.0 / 155925.0))
+  t = mul_add(s, t, np.float32(62.0 / 2835.0))
+  t = mul_add(s, t, np.float32(-17.0 / 315.0))
+  t = mul_add(s, t, np.float32(2.0 / 15.0))
+  t = mul_add(s, t, np.float32(-1.0 / 3.0))
   series = x * (np.float32(1.0) + s * t)
   e = exp_f32(np.float32(-2.0) * abs(x))
   beyond = (np.float32(1.0) - e) / (np.float32(1.0) + e)
@@ -294,11 +320,11 @@ def tanh_f32(x):
 def tanh_f64(x):
   s = x * x
   t = 21844.0 / 6081075.0
-  t = -1382.0 / 155925.0 + s * t
-  t = 62.0 / 2835.0 + s * t
-  t = -17.0 / 315.0 + s * t
-  t = 2.0 / 15.0 + s * t
-  t = -1.0 / 3.0 + s * t
+  t = mul_add(s, t, -1382.0 / 155925.0)
+  t = mul_add(s, t, 62.0 / 2835.0)
+  t = mul_add(s, t, -17.0 / 315.0)
+  t = mul_add(s, t, 2.0 / 15.0)
+  t = mul_add(s, t, -1.0 / 3.0)
   series = x * (1.0 + s * t)
   e = expm1_f64(-2.0 * abs(x))
   beyond = -e / (2.0 + e)
@@ -518,7 +544,7 @@ def _chebyshev_series(u, pieces, last):
 def _erf64_near(z):
   """y(z) of erf(x) = x + x y(x^2), in two Horner pieces."""
   p = _horner(z, _ERF64_SMALL_PIECES[0])
-  for c in _ERF64_SMALL_PIECES[1]: p = p * z + c
+  for c in _ERF64_SMALL_PIECES[1]: p = mul_add(p, z, c)
   return p
 
 

@@ -6,18 +6,8 @@ with both). tests/test_random.py checks both bit for bit against libm on every a
 import numba as nb
 import numpy as np
 from numba.core import types
-from numba.extending import intrinsic
 
-from nbgrad.jit.runtime import reinterpret
-
-
-@intrinsic
-def fma(typingctx, a, b, c):
-  """Fused multiply-add (one rounding) of three floats of the same type."""
-  if not (isinstance(a, types.Float) and a == b == c): return None
-
-  def codegen(context, builder, signature, args): return builder.fma(*args)
-  return a(a, b, c), codegen
+from nbgrad.jit.runtime import fma, reinterpret
 
 
 def _doubles(*hex_literals) -> tuple: return tuple(float.fromhex(h) for h in hex_literals)

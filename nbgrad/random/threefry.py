@@ -27,7 +27,8 @@ import math
 import numba as nb
 import numpy as np
 from nbgrad.jit.compiler import CachedEntry, LAUNCH_LOCK
-from nbgrad.random.libm import fma, log2f_of_normal, sinf_below_120
+from nbgrad.jit.runtime import fma
+from nbgrad.random.libm import log2f_of_normal, sinf_below_120
 
 __all__ = [
     "PARALLEL_THRESHOLD", "BLOCK_PAIRS",
