@@ -1,8 +1,10 @@
 """Devices: names, buffers, copies, and running a schedule."""
 from __future__ import annotations
 import functools
+import itertools
 import os
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -10,9 +12,10 @@ from typing import Optional
 import numpy as np
 from nbgrad.dtype import DType
 from nbgrad.graph.ops import LoadOps
+from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.schedule import Kernel, create_schedule, graph_structure, scheduled_before
-from nbgrad.helpers import GlobalCounters, DEBUG, getenv
+from nbgrad.helpers import GlobalCounters, DEBUG, GRAPH, getenv
 from nbgrad.jit import run_kernel
 from nbgrad import cuda as cuda_device
 
@@ -278,6 +281,15 @@ def _stage_nodes(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   return sorted(found, key=lambda n: n.depth)
 
 
+_graphs_written = itertools.count()
+
+
+def _write_graph(schedule: list[Kernel]):
+  path = os.path.join(tempfile.gettempdir(), f"nbgrad_graph_{os.getpid()}_{next(_graphs_written)}.dot")
+  with open(path, "w") as f: f.write(graph_dot(schedule))
+  print(f"graph of {len(schedule)} kernel(s) written to {path}", file=sys.stderr)
+
+
 class _Recording(threading.local):
   """The recorder of the kernels launched on this thread (TinyJit's recorded call), else None: another thread's
   kernels (a data loader's) are not part of the call."""
@@ -290,6 +302,7 @@ recording = _Recording()
 def run_schedule(schedule: list[Kernel]):
   if DEBUG >= 2 and schedule:
     print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
+  if GRAPH and schedule: _write_graph(schedule)
   for index, kernel in enumerate(schedule):
     schedule[index] = None   # the list must not keep buffers alive: each is freed once nothing reads it
     base = kernel.output

@@ -41,6 +41,7 @@ class ContextVar:
 
 
 DEBUG = ContextVar("DEBUG", 0)
+GRAPH = ContextVar("GRAPH", 0)   # 1: each realize writes its graph as Graphviz dot source into the temporary folder
 WINO = ContextVar("WINO", -1)   # 1 forces Winograd for every eligible convolution, 0 forbids it, -1 leaves the choice to nbgrad
 
 

@@ -13,6 +13,7 @@ from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
   float32_to_bfloat16_bits, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
+from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
@@ -621,6 +622,14 @@ class Tensor:
   def schedule(self, *others: Tensor, seen=None) -> list:   # seen: tinygrad's parameter, unused here
     """The kernels a realize would run, in order. Runs nothing and changes nothing."""
     return create_schedule([t.lazydata for t in _tensors(self, others, "schedule")])
+
+  def to_dot(self, *others: Tensor, path=None) -> str:
+    """Graphviz dot source of the graph a realize would compute, its nodes framed by kernel (nbgrad/graph/dot.py),
+    written to path too when one is given. Runs nothing and changes nothing; GRAPH=1 writes each realize's."""
+    source = graph_dot(self.schedule(*others))
+    if path is not None:
+      with open(path, "w") as f: f.write(source)
+    return source
 
   def realize(self, *others: Tensor, do_update_stats=True) -> Tensor:   # counters are always updated
     realize_nodes([t.lazydata for t in _tensors(self, others, "realize")])

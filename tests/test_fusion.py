@@ -1,4 +1,6 @@
 """Fusion rules, stated as kernel counts of Tensor.schedule() on realized inputs, and schedule() leaving no trace."""
+import os
+import re
 import gc
 import numpy as np
 import pytest
@@ -577,3 +579,45 @@ def test_a_tinyjit_replay_refills_values_stored_alongside():
     rw = rw - np.float32(0.1) * rbuf
   np.testing.assert_allclose(buf.numpy(), rbuf, rtol=1e-6)
   np.testing.assert_allclose(w.numpy(), rw, rtol=1e-6)
+
+
+def _dot_parts(source: str):
+  """The clusters' labels with their nodes' labels, the other nodes' labels, and the edges as label pairs, read
+  back from dot source."""
+  label_of = dict(re.findall(r'^ +(n\d+) \[label="([^"]*)"', source, re.M))
+  clusters = [(name, [label_of[n] for n in re.findall(r'^ +(n\d+) \[', body, re.M)])
+              for name, body in re.findall(r'label="([^"]*)"; color=gray;\n(.*?)\n  }', source, re.S)]
+  edges = {(label_of[a], label_of[b]) for a, b in re.findall(r'(n\d+) -> (n\d+)', source)}
+  return clusters, label_of, edges
+
+
+def test_to_dot_draws_each_kernel_with_the_nodes_it_computes_and_computes_nothing(tmp_path):
+  a = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).realize()
+  b = (a * 2 + 1).relu().sum(1)
+  source = b.to_dot(path=tmp_path / "graph.dot")
+  assert (tmp_path / "graph.dot").read_text() == source and b.lazydata.base.buffer is None
+  clusters, labels, edges = _dot_parts(source)
+  assert clusters == [("r_mul_add_max_sum_2_3", ["SUM (1,)\\n(2, 1) float32", "MAX\\n(2, 3) float32", "CONST 0.0\\n() float32",
+                                                  "ADD\\n(2, 3) float32", "CONST 1.0\\n() float32", "MUL\\n(2, 3) float32", "CONST 2.0\\n() float32"])]
+  assert "buffer (2, 3) float32" in labels.values()
+  assert edges == {("MAX\\n(2, 3) float32", "SUM (1,)\\n(2, 1) float32"), ("ADD\\n(2, 3) float32", "MAX\\n(2, 3) float32"),
+                   ("CONST 0.0\\n() float32", "MAX\\n(2, 3) float32"), ("MUL\\n(2, 3) float32", "ADD\\n(2, 3) float32"),
+                   ("CONST 1.0\\n() float32", "ADD\\n(2, 3) float32"), ("buffer (2, 3) float32", "MUL\\n(2, 3) float32"),
+                   ("CONST 2.0\\n() float32", "MUL\\n(2, 3) float32")}
+  np.testing.assert_array_equal(b.numpy(), np.maximum(np.arange(6).reshape(2, 3) * 2 + 1, 0).sum(1))
+
+
+def test_graph_setting_writes_each_realize_s_graph(capsys):
+  from nbgrad import Context
+  x = Tensor(np.ones((4, 4), dtype=np.float32)).realize()
+  y = (x @ x).exp().sum(0)
+  expected = [k.name for k in y.schedule()]
+  capsys.readouterr()
+  with Context(GRAPH=1): y.realize()
+  message = capsys.readouterr().err
+  path = re.fullmatch(r"graph of 2 kernel\(s\) written to (\S+)\n", message).group(1)
+  clusters, _, edges = _dot_parts(open(path).read())
+  os.remove(path)
+  assert [name for name, _ in clusters] == expected and len(clusters[0][1]) == 1 and clusters[0][1][0].startswith("CUSTOM matmul")
+  assert any(a.startswith("CUSTOM matmul") and b.startswith("EXP") for a, b in edges)
+  np.testing.assert_allclose(y.numpy(), np.full(4, 4 * np.exp(4.0)), rtol=1e-6)
