@@ -3,7 +3,9 @@ and sparse categorical cross-entropy, torch's nll_loss and cross_entropy), cosin
 attention."""
 from __future__ import annotations
 import math
-from nbgrad.dtype import dtypes
+from typing import Optional
+import numpy as np
+from nbgrad.dtype import bfloat16_bits_to_float32, dtypes
 from nbgrad.helpers import ShapeMismatch
 
 
@@ -113,16 +115,23 @@ def _class_weights(x, weight):
   return weight
 
 
-def check_class_indices(target, classes: int, ignore_index=None):
-  """Class indices are ints in [0, classes) (or ignore_index): IndexError, as torch's, for one outside where they
-  are computed already on the CPU (a batch of labels), read without a kernel. Indices still to be computed are not
-  computed for it when the loss is built: one out of range picks no class there."""
+def known_values(t) -> Optional[np.ndarray]:
+  """t's values when they are computed already on the CPU, read where they lie (without a kernel), else None: what
+  a check of argument values (as torch's) reads without computing a graph when the op is built."""
   from nbgrad.device import is_cpu
   from nbgrad.jit.blas import strided_view
-  if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
-  lazy = target.lazydata
-  if not is_cpu(target.device) or lazy.base.buffer is None or (window := lazy.view.strided()) is None: return
+  lazy = t.lazydata
+  if not is_cpu(t.device) or lazy.base.buffer is None or (window := lazy.view.strided()) is None: return None
   values = strided_view(lazy.base.buffer, lazy.shape, *window)   # labels[:, t] of a batch: read where they lie
+  return bfloat16_bits_to_float32(values) if t.dtype == dtypes.bfloat16 else values
+
+
+def check_class_indices(target, classes: int, ignore_index=None):
+  """Class indices are ints in [0, classes) (or ignore_index): IndexError, as torch's, for one outside where they
+  are computed already (known_values). Indices still to be computed are not computed for it when the loss is built:
+  one out of range picks no class there."""
+  if dtypes.is_float(target.dtype) or target.dtype == dtypes.bool: raise TypeError(f"class indices must be ints, got {target.dtype}")
+  if (values := known_values(target)) is None: return
   outside = ((values < 0) | (values >= classes)) & (values != ignore_index if ignore_index is not None else True)
   if outside.any(): raise IndexError(f"class index {values[outside].flat[0]} is out of bounds for {classes} classes")
 

@@ -837,7 +837,7 @@ class Tensor:
   def backward(self, gradient: Optional[Tensor] = None, retain_graph: bool = False) -> Tensor:
     """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls. A tensor
     computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set. One
-    computed from them only through ops without a gradient raises, as in torch and tinygrad.
+    computed from them only through ops without a gradient raises, as in torch (tinygrad leaves the grads None).
     As torch's: `gradient` (self's shape) seeds a non-scalar self (a vector-Jacobian product); retain_graph keeps
     the graph for another backward through it, which otherwise raises."""
     if gradient is None:
@@ -1267,10 +1267,11 @@ class Tensor:
     leading ones kept): "nearest", "nearest-exact" (the nearest source sample by position), "linear" (also named
     "bilinear" and "trilinear" for 2 and 3 dims; align_corners puts the corner samples of input and output on each
     other), "bicubic" (torch's cubic convolution, separable, of any number of dims) or "area" (adaptive average
-    pooling). Or scaled by scale_factor (one number: the dims after (N, C); or one per last dim): torch's sizes
-    floor(size * factor), the factor mapping positions unless recompute_scale_factor. Positions are computed as torch
-    computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4). antialias (bilinear and
-    bicubic, as torch's): a downscale filters over the whole span of input each output covers."""
+    pooling); "linear" by default, where torch's F.interpolate (nbgrad.nn.functional's too) takes "nearest". Or
+    scaled by scale_factor (one number: the dims after (N, C); or one per last dim): torch's sizes
+    floor(size * factor), the factor mapping positions unless recompute_scale_factor. Positions are computed as
+    torch computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4). antialias (bilinear
+    and bicubic, as torch's): a downscale filters over the whole span of input each output covers."""
     return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
@@ -2390,10 +2391,9 @@ class Tensor:
     _check_parameter("log_normal_ std", std, lambda v: v > 0, "above 0")
     return self._in_place(Tensor.normal(*self.shape, mean=mean, std=std, device=self.device).exp())
   def geometric_(self, p: float) -> Tensor:
-    """The number of trials up to the first success of probability p (1, 2, ...), as torch's geometric_."""
-    if not 0 < p <= 1: raise ValueError(f"geometric_ needs a probability p in (0, 1], got {p}")
-    trials = (1 - self._uniform_draws()).log() / math.log1p(-p) if p < 1 else self.ones_like(dtype=dtypes.float32)
-    return self._in_place(trials.ceil().maximum(1))
+    """The number of trials up to the first success of probability p in (0, 1) (1, 2, ...), as torch's geometric_."""
+    _check_parameter("geometric_ p", p, lambda v: 0 < v < 1, "in (0, 1)")
+    return self._in_place(((1 - self._uniform_draws()).log() / math.log1p(-p)).ceil().maximum(1))
   def bernoulli_(self, p: float = 0.5) -> Tensor:
     if not isinstance(p, Tensor): _check_parameter("bernoulli_ p", p, lambda v: 0 <= v <= 1, "in [0, 1]")
     return self._in_place(self._uniform_draws() < p)
@@ -3332,8 +3332,12 @@ class Tensor:
   def cosine_similarity(self, other, dim: int = 1, eps: float = 1e-8) -> Tensor: return functional.cosine_similarity(self, other, dim, eps)
 
   def bernoulli(self) -> Tensor:
-    """1 with probability self (each element in [0, 1]), else 0, drawn from the generator, in self's float dtype."""
+    """1 with probability self, else 0, drawn from the generator, in self's float dtype. A probability outside [0, 1]
+    (or nan) raises where the values are computed already (as torch's); one still to be computed is not computed
+    for it, and draws 1 above 1 and 0 below 0."""
     p = self._float_input().detach()
+    if (values := functional.known_values(p)) is not None and not ((values >= 0) & (values <= 1)).all():
+      raise ValueError(f"bernoulli needs probabilities in [0, 1], got {values[~((values >= 0) & (values <= 1))].flat[0]}")
     return (Tensor.rand(*p.shape, device=self.device) < p).cast(p.dtype)
 
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation

@@ -479,7 +479,9 @@ def test_random_fills_draw_their_distributions():
   ints = Tensor.zeros(50_000, dtype=dtypes.int32).random_(5, 10)
   assert ints.min().item() == 5 and ints.max().item() == 9 and ints.dtype == dtypes.int32
   assert Tensor.zeros(1000).random_(3).max().item() == 2 and Tensor.zeros(1000, dtype=dtypes.uint8).random_().max().item() > 200
-  with pytest.raises(ValueError, match="probability p"): t.geometric_(0)
+  for p in (0, 1.0, 1.5, -0.5):   # torch's geometric_ refuses p = 1 too
+    with pytest.raises(ValueError, match=r"geometric_ p must be in \(0, 1\)"): t.geometric_(p)
+    with pytest.raises(RuntimeError): torch.zeros(3).geometric_(p)
 
 
 VIEWS = [lambda t: t, lambda t: t.permute(2, 0, 1), lambda t: t[:, 1:, ::2], lambda t: t[1], lambda t: t[:, None].expand(2, 5, 3, 4),

@@ -740,6 +740,16 @@ def test_bernoulli_draws_ones_with_the_given_probability():
   np.testing.assert_array_equal(p.bernoulli().numpy(), draws.numpy())   # the generator's draws: seeded, repeatable
 
 
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.bfloat16])
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+def test_bernoulli_of_computed_probabilities_outside_0_1_raises_as_torch_s(bad, dtype):
+  values = [[0.5, bad], [0.0, 1.0]]
+  with pytest.raises(RuntimeError): torch.tensor(values).bernoulli()
+  with pytest.raises(ValueError, match=r"bernoulli needs probabilities in \[0, 1\], got"): Tensor(values, dtype=dtype).bernoulli()
+  with pytest.raises(ValueError, match="bernoulli needs"): Tensor(values, dtype=dtype)[:, 1].bernoulli()   # a view reads its own
+  assert Tensor(values, dtype=dtype)[1].bernoulli().numpy().tolist() == [0.0, 1.0]   # the row without it draws
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_approximations_as_torch(approximate):
   values = np.array([-8.0, -3.0, -1.0, -1e-3, 0.0, 0.5, 2.0, 6.0])
