@@ -496,20 +496,11 @@ class Reshape(Function):
   is_view = True
   @staticmethod
   def keeps_elements(source, out: LazyBuffer) -> bool:
-    """A reshape of a view that no strides express (x.T.reshape(12)) is a copy, as torch's. The strides are those of
-    the view in its root, the tensor it is a view of that is no view: stored in order, as torch stores a copy, also
-    while its node still reads another tensor's buffer (x.flip(1), Tensor.zeros(3, 4)); then the view steps are taken
-    again from a stand-in stored so."""
+    """A reshape of a view that no strides express (x.T.reshape(12)) is a copy, as torch's: strides in the view's
+    root stored in order (Tensor._view_of_stored_root)."""
     if source._view_of is None: return True
-    steps, root = [], source
-    while root._view_of is not None:
-      steps.append(root._view_of[1:])
-      root = root._view_of[0]
-    held = root.lazydata
-    if held is held.base or (held.size == held.base.size and held.view.is_flat_order()):   # its buffer in order (Tensor.rand's)
-      return out.view.strided() is not None
-    stand_in = type(root).empty(*root.shape, dtype=root.dtype, device=root.device)
-    for function, arguments in reversed(steps): stand_in = function.apply(stand_in, **arguments)
+    stand_in = source._view_of_stored_root()
+    if stand_in is source: return out.view.strided() is not None
     return stand_in.reshape(out.shape).lazydata.view.strided() is not None
   def forward(self, x, shape):
     self.input_shape = x.shape

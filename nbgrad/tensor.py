@@ -697,9 +697,22 @@ class Tensor:
     """(strides, offset) in elements of the buffer window a view reads (0 along expanded dims), else the contiguous
     strides of the shape: a computed tensor is stored so, and torch copies where a view would need padding or
     negative strides (a flip)."""
-    lazy = self.lazydata
+    lazy = self.lazydata if self._view_of is None else self._view_of_stored_root().lazydata
     window = None if lazy is lazy.base or lazy.base.op is LoadOps.CONST else lazy.view.strided()
     return window if window is not None and min(window[0], default=0) >= 0 else (contiguous_strides(self.shape), 0)
+  def _view_of_stored_root(self) -> Tensor:
+    """self, or its view steps taken again from a stand-in for its root (the tensor it is a view of that is no view)
+    stored in order: as torch stores a root, and so its strides are torch's also while the root's node reads another
+    tensor's buffer (x.flip(1), Tensor.zeros(3, 4)). self itself where the root holds its own buffer in order."""
+    steps, root = [], self
+    while root._view_of is not None:
+      steps.append(root._view_of[1:])
+      root = root._view_of[0]
+    held = root.lazydata
+    if held is held.base or (held.size == held.base.size and held.view.is_flat_order()): return self   # Tensor.rand's too
+    stand_in = type(root).empty(*root.shape, dtype=root.dtype, device=root.device)
+    for function, arguments in reversed(steps): stand_in = function.apply(stand_in, **arguments)
+    return stand_in
   def stride(self, dim: Optional[int] = None):
     strides = self._buffer_window()[0]
     return strides if dim is None else strides[resolve_axis(dim, self.ndim)]

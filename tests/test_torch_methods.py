@@ -488,9 +488,15 @@ VIEWS = [lambda t: t, lambda t: t.permute(2, 0, 1), lambda t: t[:, 1:, ::2], lam
          lambda t: t.flip(0), lambda t: t + 1, lambda t: t.transpose(0, 1)[0], lambda t: t[:, :1], lambda t: t.reshape(6, 4)[2:]]
 
 
+ROOTS = {"computed": lambda lib: lib.tensor(CUBE) if lib is torch else Tensor(CUBE).realize(), "constant": lambda lib: lib.ones(2, 3, 4),
+         "to_compute": lambda lib: (lib.tensor(CUBE) if lib is torch else Tensor(CUBE)) * 2, "flipped": lambda lib: lib.ones(2, 3, 4).flip(1)}
+
+
+@pytest.mark.parametrize("root", ROOTS)
 @pytest.mark.parametrize("view", range(len(VIEWS)))
-def test_strides_offsets_and_contiguity_as_torch(view):
-  ours, theirs = VIEWS[view](Tensor(CUBE).realize()), VIEWS[view](torch.tensor(CUBE))
+def test_strides_offsets_and_contiguity_as_torch(view, root):
+  """Also of views of a tensor not computed yet: their strides in it as it will be stored, as torch's."""
+  ours, theirs = VIEWS[view](ROOTS[root](Tensor)), VIEWS[view](ROOTS[root](torch))
   assert ours.stride() == theirs.stride() and ours.stride(-1) == theirs.stride(-1)
   assert ours.storage_offset() == theirs.storage_offset() and ours.is_contiguous() == theirs.is_contiguous()
 
