@@ -850,7 +850,8 @@ class Tensor:
   def backward(self, gradient: Optional[Tensor] = None, retain_graph: bool = False) -> Tensor:
     """Fills .grad of every leaf that requires it with d(self)/d(leaf); grads accumulate across calls. A tensor
     computed from no tensor that requires grad has no graph: as in tinygrad, only its own .grad (1) is set. One
-    computed from them only through ops without a gradient raises, as in torch (tinygrad leaves the grads None).
+    computed from them only through ops without a gradient raises, as in torch (tinygrad leaves the grads None); so
+    does one computed under Tensor.no_grad or inference_mode, but for a backward inside that block (tinygrad's).
     As torch's: `gradient` (self's shape) seeds a non-scalar self (a vector-Jacobian product); retain_graph keeps
     the graph for another backward through it, which otherwise raises."""
     if gradient is None:
@@ -863,6 +864,7 @@ class Tensor:
       raise RuntimeError("backward() from a tensor no gradient reaches: it was computed from the tensors that require grad only "
                          "through ops without a gradient (comparisons, casts to int or bool, integer ops)")
     if self._ctx is F.NO_GRAPH:
+      if Tensor.no_grad: return self   # still inside the no_grad block, as tinygrad's tests call it: nothing to fill
       raise RuntimeError("backward() from a tensor computed under Tensor.no_grad or Tensor.inference_mode(): it has no graph")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):

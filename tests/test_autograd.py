@@ -263,6 +263,22 @@ def test_backward_from_a_result_made_under_inference_mode_raises_as_torch():
   assert loss.requires_grad
   with pytest.raises(RuntimeError, match="no_grad or Tensor.inference_mode"): loss.backward()
   assert x.grad is None
+  with pytest.raises(RuntimeError): (torch.tensor(sample(SHAPE)) * 2).sum().backward()   # torch: no graph, an error
+
+
+def test_backward_inside_the_inference_mode_block_fills_nothing_as_tinygrad_s():
+  """tinygrad's own tests call backward() of a result inside the block that made it without a graph: no gradient
+  and no error."""
+  x, w = Tensor(sample(SHAPE), requires_grad=True), Tensor(sample(SHAPE), requires_grad=True)
+  with Tensor.inference_mode():
+    loss = (x * w).relu().sum()
+    assert loss.backward() is loss
+  assert x.grad is None and w.grad is None and x.requires_grad
+
+  @Tensor.inference_mode()
+  def step(): (x * w).sum().backward()
+  step()
+  assert x.grad is None and w.grad is None
 
 
 def test_a_parameter_made_under_inference_mode_trains_as_a_leaf():
