@@ -18,6 +18,7 @@ cannot be replayed (setitem, an assign to a Tensor argument or a copy between de
 warns and then calls the function every time."""
 from __future__ import annotations
 import functools
+import threading
 import warnings
 from typing import Any, Callable, Optional
 from nbgrad import device as devices
@@ -107,6 +108,7 @@ class _Replay:
   def copy_back(self):
     """The rebound tensors' new values into the buffers the recorded kernels read."""
     for *_, written, read, backend in self.rebound: backend.copy_into(read, written)
+    self.copied_back = True
 
   def still_valid(self) -> bool:
     """False when a rebound tensor was given other values outside the function since."""
@@ -116,8 +118,12 @@ class _Replay:
     signature = [_signature(t) for t in arguments]
     if signature != self.signature: raise JitArgumentMismatch(_mismatch(self.signature, signature))
     buffers = [t.lazydata.base.buffer for t in arguments]
-    for launch in self.launches: launch.run(buffers)
-    self.copy_back()
+    if not self.copied_back: self.copy_back()   # an interrupt stopped the last call's
+    self.copied_back = False
+    try:
+      for launch in self.launches: launch.run(buffers)
+    finally:   # after an interrupt too: the next call starts from what the tensors show (else it lost the update)
+      self.copy_back()
     GlobalCounters.kernel_count += len(self.launches)
 
 
@@ -188,7 +194,7 @@ def _with_tensors(value):
 class TinyJit:
   """Wraps a function (a training step) whose Tensor work is the same on every call: see the module's text."""
   def __init__(self, fxn: Callable):
-    self.fxn = fxn
+    self.fxn, self._calls = fxn, threading.RLock()
     functools.update_wrapper(self, fxn)
     self.reset()
 
@@ -203,7 +209,7 @@ class TinyJit:
   def __getstate__(self) -> dict:
     """As tinygrad's: a TinyJit whose function was deleted (del jit.fxn) pickles with its recorded kernels and their
     buffers, and the loaded one replays them (on the CPU)."""
-    state, held = {key: value for key, value in vars(self).items() if key != "__wrapped__"}, {}
+    state, held = {key: value for key, value in vars(self).items() if key not in ("__wrapped__", "_calls")}, {}
     state["ret"] = _with_nodes(self.ret, held)
     if (replay := self._replay) is not None:
       if any(not devices.is_cpu(launch.kernel.output.device) for launch in replay.launches):
@@ -213,7 +219,7 @@ class TinyJit:
     return state
 
   def __setstate__(self, state: dict):
-    vars(self).update(state, ret=_with_tensors(state["ret"]))
+    vars(self).update(state, ret=_with_tensors(state["ret"]), _calls=threading.RLock())
     if "fxn" in state: self.__wrapped__ = self.fxn
 
   @property
@@ -226,6 +232,10 @@ class TinyJit:
 
   def __call__(self, *args, **kwargs) -> Any:
     if devices.recording.recorder is not None: return self.fxn(*args, **kwargs)   # inside another's call: that one records
+    with self._calls:   # calls from several threads take turns: the count of calls and the recording are shared
+      return self._call(args, kwargs)
+
+  def _call(self, args: tuple, kwargs: dict) -> Any:
     given = list(args) + [value for _, value in sorted(kwargs.items())]
     arguments = _tensors_in(given)
     if arguments: Tensor.realize(*arguments)

@@ -6,6 +6,7 @@ import functools
 import inspect
 import math
 import string
+import threading
 import weakref
 from typing import Optional, Sequence, Union
 import numpy as np
@@ -341,15 +342,46 @@ def _rebuilt(values: np.ndarray, dtype: DType, device: str, requires_grad) -> Te
   return Tensor(values, device=device, dtype=dtype, requires_grad=requires_grad)
 
 
+# backward() on several threads into one leaf (losses sharing a parameter): each adds its part to what is there
+_GRAD_ACCUMULATION = threading.Lock()
+
+
+class _FlagBlocks(threading.local):
+  """The values that the running with-blocks (and decorated calls) of Tensor.train and Tensor.inference_mode set on
+  this thread, innermost last. A block sets its flag for its own thread, as torch's grad mode is per thread (a thread
+  evaluating under inference_mode left another thread's training step without gradients); an assignment outside
+  every block (Tensor.training = True, tinygrad's way) sets it for all threads, and one inside a block for the block."""
+  def __init__(self): self.stacks = {"training": [], "no_grad": []}
+
+
+_flag_blocks = _FlagBlocks()
+_flag_values = {"training": False, "no_grad": False}
+
+
+def _flag(name: str) -> property:
+  def get(_) -> bool:
+    stack = _flag_blocks.stacks[name]
+    return stack[-1] if stack else _flag_values[name]
+
+  def set_(_, value: bool):
+    stack = _flag_blocks.stacks[name]
+    if stack: stack[-1] = value
+    else: _flag_values[name] = value
+  return property(get, set_)
+
+
+class _TensorType(type):
+  """Tensor.training and Tensor.no_grad read and set as class attributes (tinygrad's), through _flag."""
+  training, no_grad = _flag("training"), _flag("no_grad")
+
+
 class _ClassFlag(contextlib.ContextDecorator):
-  """Sets a class attribute of Tensor for a with-block or a decorated function, then restores it."""
+  """Sets a flag of Tensor (_FlagBlocks) for a with-block or a decorated function, then restores it."""
   attribute = ""
 
-  def __init__(self, mode: bool = True): self.mode, self.previous = mode, []
-  def __enter__(self):   # a stack: a decorated function may call itself
-    self.previous.append(getattr(Tensor, self.attribute))
-    setattr(Tensor, self.attribute, self.mode)
-  def __exit__(self, *exc): setattr(Tensor, self.attribute, self.previous.pop())
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self): _flag_blocks.stacks[self.attribute].append(self.mode)   # a stack: a decorated function may call itself
+  def __exit__(self, *exc): _flag_blocks.stacks[self.attribute].pop()
 
 
 class _Train(_ClassFlag): attribute = "training"
@@ -431,10 +463,9 @@ def _not_a_value(x) -> bool:
   return x is None or isinstance(x, (str, bytes))
 
 
-class Tensor:
+class Tensor(metaclass=_TensorType):
   """A lazily computed n-dimensional array with automatic differentiation."""
-  training: bool = False
-  no_grad: bool = False
+  training, no_grad = _flag("training"), _flag("no_grad")   # t.no_grad reads Tensor.no_grad
   train = _Train                    # with Tensor.train(): ... / @Tensor.train()
   inference_mode = _InferenceMode   # with Tensor.inference_mode(): ... (no graph is recorded)
   __slots__ = ("lazydata", "requires_grad", "_grad", "_ctx", "_view_of", "_views", "__weakref__")
@@ -645,7 +676,8 @@ class Tensor:
     """A numpy copy of the values."""
     if self.numel() == 0: return np.zeros(self.shape, dtype=self.dtype.np)
     if not devices.is_cpu(self.device): return self.to("CPU").numpy()
-    array = self.contiguous().realize()._realized_array()
+    # computed and read through a tensor of this call's own: another thread's assign may rebind self meanwhile
+    array = _detached(self).contiguous().realize()._realized_array()
     if self.dtype == dtypes.bfloat16: return bfloat16_bits_to_float32(array).reshape(self.shape)
     return array.copy()
 
@@ -879,7 +911,8 @@ class Tensor:
       if node is self: total = self.grad
       else:
         total = hooks.hooked_gradient(node, Tensor(F.summed_gradient(parts, node.shape), device=self.device, requires_grad=False))
-        node.grad = total if node.grad is None else node.grad + total
+        with _GRAD_ACCUMULATION:
+          node.grad = total if node.grad is None else node.grad + total
         hooks.gradient_accumulated(node)
       if node._ctx is None or node._ctx is F.NO_GRAPH: continue   # a leaf, or made under no_grad: no graph behind it
       node._ctx.check_inputs_unwritten()

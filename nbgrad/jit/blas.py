@@ -208,6 +208,16 @@ def _on_numba_threads(jobs: list[tuple], gemm):
   _gemm_parts(gemm, rows, starts, dtype.type(1), dtype.type(0))
 
 
+def _forget_workers():
+  """A forked child has none of the parent's worker threads: it starts a pool of its own (it waited forever for
+  the parent's)."""
+  global _workers
+  _workers = None
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
 def _on_worker_threads(jobs: list[tuple]):
   global _workers
   if _workers is None:

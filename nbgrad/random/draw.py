@@ -1,11 +1,13 @@
 """The generator state shared by Tensor's random ops, and the custom kernel that fills a buffer with one
 draw. A draw takes its counter when the op is built, so lazy and eager mode give the same bits."""
 from __future__ import annotations
+import threading
 import time
 from dataclasses import dataclass
 from nbgrad.random.threefry import uniform_float32, normal_float32
 
 _MASK32 = 0xFFFFFFFF
+_TAKING = threading.Lock()
 
 
 class GeneratorState:
@@ -14,16 +16,17 @@ class GeneratorState:
 
   @classmethod
   def manual_seed(cls, seed: int = 0):
-    cls.seed, cls.counter = int(seed) & _MASK32, 0
+    with _TAKING: cls.seed, cls.counter = int(seed) & _MASK32, 0
 
   @classmethod
   def take(cls, n: int) -> tuple[int, int]:
     """(seed, first counter) of a draw of n words; advances the counter by n. A draw of one or two words (one
     counter pair) starts at the advanced counter, as in tinygrad 0.9.0: there arange(1) + counter folds into the
     counter's own buffer, which the counter's update then overwrites before the draw reads it."""
-    start = cls.counter
-    cls.counter = (start + n) & _MASK32
-    return cls.seed, cls.counter if n <= 2 else start
+    with _TAKING:   # draws on several threads each take counters of their own
+      start = cls.counter
+      cls.counter = (start + n) & _MASK32
+      return cls.seed, cls.counter if n <= 2 else start
 
   @classmethod
   def draw(cls, kind: str, n: int, low: float, high: float) -> RandomDraw:
