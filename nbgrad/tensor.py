@@ -2457,8 +2457,10 @@ class Tensor(metaclass=_TensorType):
     draws = Tensor.uniform(*self.shape, low=low, high=high, dtype=dtypes.int64, device=self.device)
     return self._in_place(draws.cast(self.dtype))
   def copy_(self, src) -> Tensor:
-    """src's values (broadcast to self's shape, cast to its dtype as torch's copy_ casts, floats to ints too) in self."""
+    """src's values (broadcast to self's shape, cast to its dtype as torch's copy_ casts, floats to ints too) in self,
+    brought from src's device as torch's copy_ brings them."""
     src = self._operand_or_number(src)
+    if src.device != self.device: src = src.to(self.device)
     return self.assign(src.cast(self.dtype)._broadcast_to(broadcast_shape(src.shape, self.shape)))
 
   # torch's and numpy's other names

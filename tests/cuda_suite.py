@@ -174,6 +174,22 @@ def test_reduce_nan_and_empty():
   assert_same(*on_both(lambda x: x.sum(0), np.zeros((0, 3), np.float32)))
 
 
+def test_float64_arange_and_linspace_take_the_cpu_s_values():
+  """start + i * step unfused: the GPU's compiler contracted it into a multiply-add, one rounding fewer."""
+  for build in (lambda: Tensor.arange(0.3, 50, 0.1, dtype=dtypes.float64, device=GPU), lambda: Tensor.linspace(-1.3, 7.1, 301, dtype=dtypes.float64, device=GPU)):
+    gpu = build().numpy()
+    cpu = (Tensor.arange(0.3, 50, 0.1, dtype=dtypes.float64) if gpu.size == 497 else Tensor.linspace(-1.3, 7.1, 301, dtype=dtypes.float64)).numpy()
+    np.testing.assert_array_equal(gpu, cpu)
+
+
+def test_copy_brings_values_from_the_other_device():
+  target = Tensor.zeros(2, 3, device=GPU).contiguous().realize()
+  target.copy_(Tensor([1.5, -2.0, 3.0]))
+  np.testing.assert_array_equal(target.numpy(), np.tile([1.5, -2.0, 3.0], (2, 1)).astype(np.float32))
+  back = Tensor.zeros(3).contiguous().realize().copy_(target[1])
+  assert back.device == "CPU" and back.tolist() == [1.5, -2.0, 3.0]
+
+
 # ---- linear algebra, convolution, indexing
 @pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 4, 6), (6, 5)), ((9,), (9, 2)), ((3, 1, 4, 5), (2, 5, 3)),
                                     ((17, 13), (13, 19))], ids=str)

@@ -2,6 +2,7 @@
 machine, so that code written for several devices runs, and is checked, on one."""
 import numpy as np
 import pytest
+import torch
 from nbgrad import Tensor, Device
 
 
@@ -23,6 +24,15 @@ def test_values_move_between_cpu_devices_into_buffers_of_their_own():
   np.testing.assert_array_equal(b.to("CPU").numpy(), np.concatenate([np.full((1, 4), -1.0), x[1:]]))
   view = a.T[1:3].to("CPU:2")   # a strided view arrives in its own order
   np.testing.assert_array_equal(view.numpy(), x.T[1:3])
+
+
+def test_copy_brings_the_values_from_another_device_as_torch_s_copy_():
+  target = Tensor.zeros(2, 3, dtype="int32").contiguous().realize()
+  source = Tensor(np.array([1.7, -2.2, 3.9], np.float32), device="CPU:1")
+  assert target.copy_(source) is target and target.device == "CPU"
+  expected = torch.zeros(2, 3, dtype=torch.int32).copy_(torch.tensor([1.7, -2.2, 3.9]))   # broadcast, cast toward zero
+  np.testing.assert_array_equal(target.numpy(), expected.numpy())
+  assert source.device == "CPU:1"
 
 
 def test_ops_on_a_second_cpu_device_compute_there():

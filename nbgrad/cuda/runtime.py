@@ -35,8 +35,8 @@ if SIMULATOR:
   expm1f, expm1 = _numpy_math(np.expm1, np.float32), _numpy_math(np.expm1, np.float64)
   tanhf, tanh = _numpy_math(np.tanh, np.float32), _numpy_math(np.tanh, np.float64)
 
-  def _lgamma(x):   # C's lgamma: inf at the poles, where Python's raises
-    return math.inf if x <= 0 and x == math.floor(x) else math.lgamma(x)
+  def _lgamma(x):   # C's lgamma: inf at the poles and at -inf, where Python's raises
+    return math.inf if math.isinf(x) or (x <= 0 and x == math.floor(x)) else math.lgamma(x)
   lgammaf, lgamma = _numpy_math(np.vectorize(_lgamma), np.float32), _numpy_math(np.vectorize(_lgamma), np.float64)
   def atan2f(a, b): return np.float32(np.arctan2(np.float32(a), np.float32(b)))
   def atan2(a, b): return np.float64(np.arctan2(np.float64(a), np.float64(b)))
@@ -93,3 +93,4 @@ float_to_u64 = device_function(cpu_runtime, "float_to_u64", globals())
 gcd_magnitude = device_function(cpu_runtime, "gcd_magnitude", globals())
 fmax = device_function(cpu_runtime, "fmax", globals())
 fmin = device_function(cpu_runtime, "fmin", globals())
+
