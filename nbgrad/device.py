@@ -208,6 +208,10 @@ DEPTH_STAGE = 500
 # that shares them must not see them half changed (4 threads assigning w + 1 to one tensor failed inside the
 # scheduler). The kernels take turns anyway (LAUNCH_LOCK); building graphs stays free.
 REALIZE_LOCK = threading.RLock()
+# A fork waits for a realize running on another thread (a child inherited the lock held and waited forever). Taken
+# before the compiler's locks (whose at-fork handlers, registered first, run after this one), in the order realize
+# takes them.
+os.register_at_fork(before=REALIZE_LOCK.acquire, after_in_parent=REALIZE_LOCK.release, after_in_child=REALIZE_LOCK.release)
 
 
 def realize(outs: list[LazyBuffer]):

@@ -896,7 +896,9 @@ class Tensor(metaclass=_TensorType):
       raise RuntimeError("backward() from a tensor no gradient reaches: it was computed from the tensors that require grad only "
                          "through ops without a gradient (comparisons, casts to int or bool, integer ops)")
     if self._ctx is F.NO_GRAPH:
-      if Tensor.no_grad: return self   # still inside the no_grad block, as tinygrad's tests call it: nothing to fill
+      if Tensor.no_grad:   # still inside the no_grad block, as tinygrad's tests call it: only self's own .grad, as tinygrad's
+        self.grad = seed
+        return self
       raise RuntimeError("backward() from a tensor computed under Tensor.no_grad or Tensor.inference_mode(): it has no graph")
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
@@ -2244,15 +2246,15 @@ class Tensor(metaclass=_TensorType):
     """clip's values with torch's gradient (clip, as tinygrad's maximum and minimum, splits it at a tie): self takes
     all of it where min <= self <= max; a tensor bound takes it where self is past it, and max wherever max < min."""
     values = self.clip(min=min, max=max, out=out)
-    operands = tuple(t for t in (self, min, max) if isinstance(t, Tensor))
-    if Tensor.no_grad or not any(t.requires_grad for t in operands): return values
+    if Tensor.no_grad or not any(isinstance(t, Tensor) and t.requires_grad for t in (self, min, max)): return values
     x, lo, hi = (t.detach().cast(values.dtype)._broadcast_to(values.shape) if isinstance(t, Tensor) else t for t in (self, min, max))
     def within(): return (x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)).cast(values.dtype)
     def to_min(): return (x < lo if hi is None else (x < lo) & (lo < hi)).cast(values.dtype)
     def to_max(): return (x > hi if lo is None else (x > hi) | (hi < lo)).cast(values.dtype)
-    derivative_by = {id(self): within, id(min): to_min, id(max): to_max}
-    return _with_derivatives(tuple(t.cast(values.dtype)._broadcast_to(values.shape) for t in operands), values.detach(),
-                             tuple(derivative_by[id(t)] for t in operands))
+    # by position: one tensor given twice (x.clamp(min=x)) takes both derivatives, summed
+    operands = [(t, d) for t, d in ((self, within), (min, to_min), (max, to_max)) if isinstance(t, Tensor)]
+    return _with_derivatives(tuple(t.cast(values.dtype)._broadcast_to(values.shape) for t, _ in operands), values.detach(),
+                             tuple(d for _, d in operands))
 
   def _clip_bound(self, bound):
     """An int bound past an int tensor's dtype range taken as the end of the range: clipping to it is the same, and

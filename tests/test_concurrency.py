@@ -254,6 +254,27 @@ with multiprocessing.get_context("fork").Pool(2) as pool: print(pool.map(child, 
 """
 
 
+FORK_DURING_REALIZE = """
+import multiprocessing, threading, numpy as np
+from nbgrad import Tensor
+x = Tensor(np.ones((256, 256), np.float32)).realize()
+stop = threading.Event()
+def realize_in_a_loop():
+  while not stop.is_set(): (x * 2 + 1).sum(0).numpy()
+thread = threading.Thread(target=realize_in_a_loop)
+thread.start()
+def child(i): return (Tensor([float(i)]) + 1).item()
+with multiprocessing.get_context("fork").Pool(2) as pool: print(sum(pool.map(child, range(10))))
+stop.set()
+thread.join()
+"""
+
+
+def test_a_child_forked_while_another_thread_realizes_computes():
+  """It inherited the realize lock held by a thread it does not have, and waited forever (9 of 10 children)."""
+  assert run_python(FORK_DURING_REALIZE) == "55.0"
+
+
 def test_a_forked_child_builds_kernels_and_splits_products_of_its_own():
   """A child forked while another thread was building inherited the build's lock held by a thread it does not
   have, and the parent's product workers it does not have either: it waited forever."""

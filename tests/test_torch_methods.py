@@ -429,8 +429,9 @@ def test_clamp_gives_torch_s_gradient_at_its_bounds(call):
 
 
 @pytest.mark.parametrize("call", [lambda x, lo, hi: x.clamp(lo, hi), lambda x, lo, hi: x.clamp(min=lo), lambda x, lo, hi: x.clamp(max=hi),
-                                  lambda x, lo, hi: x.clamp(lo[1:2], hi), lambda x, lo, hi: x[2:3].clamp(lo, hi)],
-                         ids=["both", "min", "max", "broadcast_min", "broadcast_self"])
+                                  lambda x, lo, hi: x.clamp(lo[1:2], hi), lambda x, lo, hi: x[2:3].clamp(lo, hi),
+                                  lambda x, lo, hi: x.clamp(min=x), lambda x, lo, hi: x.clamp(lo, lo), lambda x, lo, hi: lo.clamp(x, lo)],
+                         ids=["both", "min", "max", "broadcast_min", "broadcast_self", "self_as_min", "min_as_max", "self_as_max"])
 def test_clamp_by_tensor_bounds_gives_torch_s_gradients(call):
   """Ties with either bound, a min above its max, a nan: self's gradient where lo <= self <= hi, a bound's where
   self is past it, max's wherever max < min, each summed over a broadcast bound."""
