@@ -279,3 +279,28 @@ def test_a_forked_child_builds_kernels_and_splits_products_of_its_own():
   """A child forked while another thread was building inherited the build's lock held by a thread it does not
   have, and the parent's product workers it does not have either: it waited forever."""
   assert run_python(FORK) == str([64 * 512 * 256 + 1.0, 64 * 512 * 256 + 4.0])
+
+
+FORK_AFTER_OPENMP = """
+import multiprocessing, numba, numpy as np
+from nbgrad import Tensor
+from nbgrad.jit.compiler import finish_builds
+def work(_=None):   # a big input for each kind of parallel routine
+  x = Tensor(np.linspace(-1, 1, 1 << 18, dtype=np.float32).reshape(64, 4096))
+  Tensor.manual_seed(3)
+  image, kernel = Tensor.ones(8, 16, 34, 34).contiguous(), Tensor.full((32, 16, 3, 3), 0.5).contiguous()
+  results = [(x * 2 + 1).sum(1), x.sort(1, descending=True)[0][:, :3], Tensor.randn(1 << 18)[:5],
+             image.conv2d(kernel).sum((0, 1)), x.cumsum(1)[:, -1], Tensor.cat(x, x, dim=1).sum(0)[:5]]
+  return [r.numpy() for r in results]
+work()
+finish_builds()
+expected = work()   # on the parallel builds: numba's OpenMP pool has run
+with multiprocessing.get_context("fork").Pool(1) as pool: got = pool.map_async(work, [0]).get(timeout=200)[0]
+print(numba.threading_layer(), all(np.allclose(a, b, rtol=1e-5, atol=1e-3) for a, b in zip(expected, got)))
+"""
+
+
+def test_a_child_forked_after_parallel_kernels_on_gnu_openmp_computes_big_inputs():
+  """GNU OpenMP ended such a child at its first parallel loop, and the pool waited for it forever; it runs serial
+  builds of the parallel routines now."""
+  assert run_python(FORK_AFTER_OPENMP) == "omp True"

@@ -8,7 +8,7 @@ import numba.np.ufunc.parallel as numba_threads   # its unchecked thread-count c
 import numpy as np
 from nbgrad.graph.schedule import Kernel, structure_key
 from nbgrad.graph.view import prod
-from nbgrad.jit.compiler import CompiledKernel, get_kernel, finish_builds, LAUNCH_LOCK
+from nbgrad.jit.compiler import CompiledKernel, get_kernel, finish_builds, parallel_loops_work, LAUNCH_LOCK
 from nbgrad.jit.render import Renderer
 
 # Below this many loop iterations a kernel runs serially. On OpenMP's pool, measured for relu(x*y+z) (float32,
@@ -110,7 +110,7 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   or on all (see ALWAYS_PARALLEL_ELEMENTS); until then the serial build runs and the parallel one compiles on a
   background thread, so a first call never waits for a parallel compile."""
   arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
-  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS:
+  if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS and parallel_loops_work():
     parallel = _rendered(kernel, parallel=True)
     if parallel.compiled.ready or parallel.compiled.on_disk():
       launch = parallel.fastest(kernel, arrays)

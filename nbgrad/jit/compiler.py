@@ -139,6 +139,38 @@ def load_from_disk(fn, signature) -> bool:
   return True
 
 
+# GNU OpenMP (numba's "omp" threading layer on Linux) ends a process forked after its thread pool ran as soon as the
+# child starts a parallel loop ("fork() called from a process already using GNU OpenMP, this is unsafe"), and numba
+# cannot start another layer in it. Such a child runs serial builds of the parallel functions instead.
+_parallel_loops_fatal = False
+
+
+def _note_fork_in_child():
+  global _parallel_loops_fatal
+  try: _parallel_loops_fatal = _parallel_loops_fatal or numba.threading_layer() == "omp"
+  except ValueError: pass   # no threading layer started: the child may start one
+
+
+os.register_at_fork(after_in_child=_note_fork_in_child)
+
+
+def parallel_loops_work() -> bool: return not _parallel_loops_fatal
+
+
+_serial_builds: dict = {}
+
+
+def runnable(dispatcher):
+  """A numba function to call: itself, or where parallel loops are fatal, a serial build of a parallel one (built
+  in that process: numba's disk cache does not tell it from the parallel one)."""
+  if not _parallel_loops_fatal or not dispatcher.targetoptions.get("parallel"): return dispatcher
+  serial = _serial_builds.get(dispatcher.py_func)
+  if serial is None:
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("nopython", "parallel")}
+    serial = _serial_builds[dispatcher.py_func] = numba.njit(**options)(dispatcher.py_func)
+  return serial
+
+
 class CachedEntry:
   """Wraps a module-level @njit(cache=True) function called from Python (cumsum's, the random generator's, the
   product parts'): its first call with each signature loads the machine code through load_from_disk, not
@@ -149,6 +181,7 @@ class CachedEntry:
     self.seen: set[tuple] = set()   # argument_kinds of the calls so far
 
   def __call__(self, *args):
+    if _parallel_loops_fatal: return runnable(self.dispatcher)(*args)
     kinds = tuple(map(argument_kind, args))
     if kinds not in self.seen:
       load_from_disk(self.dispatcher, tuple(numba.typeof(a) for a in args))   # nothing on disk yet: the call compiles it

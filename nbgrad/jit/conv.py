@@ -15,6 +15,7 @@ import numpy as np
 import numba
 from numba import njit, prange
 from nbgrad.jit.blas import ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE, OPENBLAS_GEMMS, blas_threads
+from nbgrad.jit.compiler import runnable
 
 C, H, W, COUT, GROUPS, KH, KW, SY, SX, DY, DX, PT, PL, OH, OW = range(15)
 
@@ -175,14 +176,14 @@ def _work(batch: int, rows: int) -> tuple[int, int, np.ndarray]:
 def forward(out, x, x_strides, x_offset, w, geometry, batch):
   _, blocks, parts = _work(batch, int(geometry[OH]))
   with blas_threads(1):
-    _forward(OPENBLAS_GEMMS[out.dtype], out, x, x_strides, x_offset, w, geometry, parts, blocks, out.dtype.type(1), out.dtype.type(0))
+    runnable(_forward)(OPENBLAS_GEMMS[out.dtype], out, x, x_strides, x_offset, w, geometry, parts, blocks, out.dtype.type(1), out.dtype.type(0))
 
 
 def input_grad(dx, g, w, geometry, batch):
   threads, blocks, parts = _work(batch, int(geometry[OH]))
   target = dx if blocks == 1 else np.empty(threads * dx.size, dx.dtype)
   with blas_threads(1):
-    _input_grad(OPENBLAS_GEMMS[dx.dtype], target, g, w, geometry, parts, blocks, dx.dtype.type(1), dx.dtype.type(0))
+    runnable(_input_grad)(OPENBLAS_GEMMS[dx.dtype], target, g, w, geometry, parts, blocks, dx.dtype.type(1), dx.dtype.type(0))
   if blocks > 1: np.sum(target.reshape(threads, dx.size), axis=0, out=dx)
 
 
@@ -190,7 +191,7 @@ def weight_grad(dw, x, x_strides, x_offset, g, geometry, batch):
   threads, blocks, parts = _work(batch, int(geometry[OH]))
   partials = np.empty(threads * dw.size, dw.dtype)
   with blas_threads(1):
-    _weight_grad_parts(OPENBLAS_GEMMS[dw.dtype], partials, x, x_strides, x_offset, g, geometry, parts, blocks,
+    runnable(_weight_grad_parts)(OPENBLAS_GEMMS[dw.dtype], partials, x, x_strides, x_offset, g, geometry, parts, blocks,
                        dw.dtype.type(1), dw.dtype.type(0))
   groups, cout = geometry[GROUPS], geometry[COUT] // geometry[GROUPS]
   summed = partials.reshape(threads, groups, dw.size // (groups * cout), cout).sum(axis=0)

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.blas import strided_view
-from nbgrad.jit.compiler import LAUNCH_LOCK
+from nbgrad.jit.compiler import LAUNCH_LOCK, runnable
 
 _FLAGS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 ROW_CHUNKS = 64       # parallel chunks of transform work items (each allocates its scratch once)
@@ -181,7 +181,7 @@ def axis_transform(out: np.ndarray, x: np.ndarray, matrix: tuple, batch_sizes: t
           np.array(out_strides, np.int64), offset, items, _plan(tuple(map(tuple, matrix)), k, x.dtype.name),
           _grid_offsets((cols,) * k, tile_in_strides), _grid_offsets((rows,) * k, tile_out_strides))
   with LAUNCH_LOCK:
-    if math.prod(batch_sizes) * rows ** k >= PARALLEL_MIN_ELEMENTS and items > 1: _transform_parallel(out, x, *args)
+    if math.prod(batch_sizes) * rows ** k >= PARALLEL_MIN_ELEMENTS and items > 1: runnable(_transform_parallel)(out, x, *args)
     else: _transform_serial(out, x, *args)
 
 
@@ -222,5 +222,5 @@ def overlap_add(out: np.ndarray, x: np.ndarray, batch: int, channels: int, tiles
   blocks = -(-channels // CHANNEL_BLOCK)
   args = (blocks, channels, tile_x, tile_out, element_x, element_out, x_strides[0], out_batch_stride)
   with LAUNCH_LOCK:
-    if out.size >= PARALLEL_MIN_ELEMENTS and batch * blocks > 1: _overlap_add_parallel(out, x, batch * blocks, *args)
+    if out.size >= PARALLEL_MIN_ELEMENTS and batch * blocks > 1: runnable(_overlap_add_parallel)(out, x, batch * blocks, *args)
     else: _overlap_add_items(out, x, 0, batch * blocks, *args)
