@@ -15,7 +15,7 @@ from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.schedule import Kernel, create_schedule, graph_structure, scheduled_before
-from nbgrad.helpers import GlobalCounters, DEBUG, GRAPH, getenv
+from nbgrad.helpers import GlobalCounters, DEBUG, GRAPH, getenv, held_across_fork
 from nbgrad.jit import run_kernel
 from nbgrad import cuda as cuda_device
 
@@ -207,11 +207,9 @@ DEPTH_STAGE = 500
 # One realize at a time: a realize turns the nodes it computes into buffers, and another thread scheduling a graph
 # that shares them must not see them half changed (4 threads assigning w + 1 to one tensor failed inside the
 # scheduler). The kernels take turns anyway (LAUNCH_LOCK); building graphs stays free.
-REALIZE_LOCK = threading.RLock()
-# A fork waits for a realize running on another thread (a child inherited the lock held and waited forever). Taken
-# before the compiler's locks (whose at-fork handlers, registered first, run after this one), in the order realize
-# takes them.
-os.register_at_fork(before=REALIZE_LOCK.acquire, after_in_parent=REALIZE_LOCK.release, after_in_child=REALIZE_LOCK.release)
+# A fork waits for a realize running on another thread; it takes this lock before the compiler's (registered
+# first), in the order a realize takes them.
+REALIZE_LOCK = held_across_fork(threading.RLock())
 
 
 def realize(outs: list[LazyBuffer]):

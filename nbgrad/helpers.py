@@ -75,6 +75,14 @@ class Timing(contextlib.ContextDecorator):
 
 
 # the small helpers tinygrad's examples import from its helpers
+def held_across_fork(lock):
+  """lock, which a fork takes first (so it waits for a thread holding it) and lets go after it on both sides: a
+  child forked while another thread held it inherited it held by a thread it does not have, and waited forever.
+  Forks take such locks in the reverse of the order they were registered in."""
+  os.register_at_fork(before=lock.acquire, after_in_parent=lock.release, after_in_child=lock.release)
+  return lock
+
+
 def prod(values) -> int: return math.prod(values)
 def flatten(nested) -> list: return [item for inner in nested for item in inner]
 def dedup(items) -> list: return list(dict.fromkeys(items))   # first occurrences, in order

@@ -18,18 +18,14 @@ import warnings
 from typing import Optional
 import numba
 import numpy as np
-from nbgrad.helpers import GlobalCounters, cache_dir, DEBUG
+from nbgrad.helpers import GlobalCounters, cache_dir, held_across_fork, DEBUG
 
-COMPILE_LOCK = threading.RLock()   # one build at a time (numba compiles under its own global lock anyway)
+# A fork waits for a build or a launch running on another thread (helpers.held_across_fork).
+COMPILE_LOCK = held_across_fork(threading.RLock())   # one build at a time (numba compiles under its own lock anyway)
 # numba's workqueue threading layer must not run two parallel kernels at once. Reentrant: a __del__ or a signal
 # handler that computes may run on a thread that holds it (between numba calls), and then waited for it forever.
-LAUNCH_LOCK = threading.RLock()
+LAUNCH_LOCK = held_across_fork(threading.RLock())
 
-# A fork takes both locks first, so it waits for a build or a launch running on another thread: a child forked
-# during a background build inherited the lock held by a thread it does not have, and waited for it forever.
-# The forking thread holds them in the child too, and lets them go there as in the parent.
-for _lock in (COMPILE_LOCK, LAUNCH_LOCK):
-  os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release)
 # A background build (a kernel's parallel or specialized variant) starts once no kernel has waited for or had an
 # on-demand build for this long: builds run one at a time, and the on-demand builds of a first training step waited
 # behind them (a probe script, not a benchmark: a small CNN's first training step with an empty cache, 26.5 s -> 20 s; a
