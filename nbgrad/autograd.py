@@ -6,7 +6,7 @@ import math
 import numpy as np
 from dataclasses import dataclass
 from nbgrad import linalg
-from nbgrad.dtype import DType, dtypes
+from nbgrad.dtype import DType, dtypes, index_dtype
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.view import Affine
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
@@ -660,7 +660,7 @@ class AsStrided(Function):
   def backward(self, grad):
     size, stride, offset = self.args
     positions = offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - k - 1)) * st for k, (n, st) in enumerate(zip(size, stride)))
-    flat = np.ascontiguousarray(np.broadcast_to(positions, size), np.int64 if math.prod(self.input_shape) >= 2**31 else np.int32).reshape(-1)
+    flat = np.ascontiguousarray(np.broadcast_to(positions, size), index_dtype(math.prod(self.input_shape)).np).reshape(-1)
     positions = LazyBuffer.from_buffer(flat, size, dtypes.from_np(flat.dtype), "CPU")
     if positions.device != grad.device: positions = positions.copy_to(grad.device)
     return scatter_add(grad, positions, (math.prod(self.input_shape),), 0).reshape(self.input_shape)

@@ -179,6 +179,11 @@ def int_dtype_holding(low: int, high: int) -> DType:
   raise ValueError(f"ints from {low} to {high} do not fit in int64 or uint64; give a float dtype to store them as floats")
 
 
+def index_dtype(largest: int) -> DType:
+  """The dtype of positions up to largest: int32, the API's (tinygrad's) index dtype, or int64 past its range."""
+  return dtypes.int32 if largest < 2**31 else dtypes.int64
+
+
 def signed_int_of_size(dt: DType) -> DType:
   """The signed int dtype as wide as dt: a float's bits read as an int (its sign bit the int's)."""
   return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]

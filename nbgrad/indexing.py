@@ -4,20 +4,19 @@ from __future__ import annotations
 import math
 from typing import Optional
 import numpy as np
+from nbgrad.dtype import dtypes, index_dtype
 from nbgrad.graph.view import contiguous_strides
 
 
 def whole_float_indices(index):
   """Float index values read as tinygrad reads them, comparing them with the positions: 3.0 is position 3, and a value
   no position equals (2.5, -1.0, nan) becomes int32's minimum, an index past every dim, which reads 0."""
-  from nbgrad.dtype import dtypes
   whole = (index >= 0) & (index == index.trunc())
   return whole.where(index, -2**31).cast(dtypes.int32)
 
 
 def _is_int_tensor(i) -> bool:
   from nbgrad.tensor import Tensor
-  from nbgrad.dtype import dtypes
   return isinstance(i, Tensor) and dtypes.is_int(i.dtype)
 
 
@@ -37,7 +36,6 @@ def _is_array_index(i) -> bool:
 def _bool_mask(i) -> Optional[np.ndarray]:
   """i's values if it is a boolean mask (a bool tensor, array or list with at least one dim), else None."""
   from nbgrad.tensor import Tensor
-  from nbgrad.dtype import dtypes
   if isinstance(i, Tensor): return i.numpy() if i.dtype == dtypes.bool and i.ndim else None
   if isinstance(i, (list, tuple, np.ndarray)) and (array := np.asarray(i)).dtype == np.bool_ and array.ndim: return array
   return None
@@ -47,7 +45,6 @@ def _index_items(indices) -> tuple:
   """indices as a tuple of index items. A list of ints or bools is one index array; any other list is a tuple of
   indices (x[[t, 1]] is x[t, 1]), as in tinygrad. A 0-d integer tensor is an int, as in torch and tinygrad."""
   from nbgrad.tensor import Tensor
-  from nbgrad.dtype import dtypes
   if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
   indices = tuple(foreign_array(i) for i in indices)
@@ -158,7 +155,6 @@ class BasicIndex:
 def index_tensor(index, device: str):
   """An integer index (tensor, list or array) as an integer tensor; IndexError for any other kind."""
   from nbgrad.tensor import Tensor
-  from nbgrad.dtype import dtypes
   if not isinstance(index, Tensor):
     array = np.asarray(index)
     if array.dtype.kind not in "iu" and array.size: raise IndexError(f"index {index!r} must hold integers, not {array.dtype}")
@@ -189,7 +185,6 @@ def index_positions(index, size: int, device: str, negative_from_end=True):
 def along_axis(size: int, stride: int, axis: int, ndim: int, device: str):
   """arange(size) * stride (int64) laid along axis of an ndim-dim shape, size 1 elsewhere: a dim's flat offsets."""
   from nbgrad.tensor import Tensor
-  from nbgrad.dtype import dtypes
   place = [1] * ndim
   place[axis] = size
   return (Tensor.arange(size, dtype=dtypes.int64, device=device) * stride).reshape(place)
@@ -199,8 +194,7 @@ def read_positions(x, flat, inside, row_dims=0):
   """Reads the rows of x's last row_dims dims at flat positions (into x seen as contiguous), 0 where inside is
   False."""
   from nbgrad.autograd import Take
-  from nbgrad.dtype import dtypes
-  positions = inside.where(flat, -1).cast(dtypes.int32 if x.numel() < 2**31 else dtypes.int64)
+  positions = inside.where(flat, -1).cast(index_dtype(x.numel()))
   return Take.apply(x, positions, row_dims=row_dims)
 
 
@@ -252,7 +246,7 @@ def advanced_index(tensor, items: list):
                                   lambda size, stride, axis: (np.arange(size) * stride).reshape(_placed(size, axis, out_ndim)))
     flat = np.where(inside, flat, -1)
     if flat.shape != out_shape: flat = np.broadcast_to(flat, out_shape)
-    return Take.apply(x, Tensor(flat.astype(np.int32 if x.numel() < 2**31 else np.int64), device=x.device), row_dims=row_dims)
+    return Take.apply(x, Tensor(flat.astype(index_dtype(x.numel()).np), device=x.device), row_dims=row_dims)
   wrapped = wrapped or [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
   flat, inside = flat_positions(wrapped, lambda size, stride, axis: along_axis(size, stride, axis, out_ndim, x.device))
   return read_positions(x, flat._broadcast_to(out_shape), inside._broadcast_to(out_shape), row_dims)
@@ -289,7 +283,6 @@ def _read_rows(x, index):
   """x[index] for one index tensor on x's first dim: the take kernel counts negative indices from the end and reads
   0 out of range itself."""
   from nbgrad.autograd import Take
-  from nbgrad.dtype import dtypes
   if index.dtype != dtypes.int32: index = _as_int64(index, x.shape[0])
   return Take.apply(x, index, row_dims=x.ndim - 1, dim_size=x.shape[0])
 
@@ -297,7 +290,6 @@ def _read_rows(x, index):
 def _as_int64(index, size: int):
   """An integer index tensor as int64. uint64 indices past int64's range would turn negative: like every index from
   size on they are out of range, so they become size first."""
-  from nbgrad.dtype import dtypes
   if index.dtype == dtypes.uint64: index = index.minimum(size)
   return index.cast(dtypes.int64)
 
@@ -386,7 +378,7 @@ def set_index(tensor, indices, value, fills: bool = False):
   first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
   from nbgrad import device as devices
-  from nbgrad.dtype import dtypes, float32_to_bfloat16_bits
+  from nbgrad.dtype import float32_to_bfloat16_bits
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
   from nbgrad.autograd import NO_GRAPH

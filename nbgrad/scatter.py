@@ -9,7 +9,7 @@ the gradient where self's value stays in the result."""
 from __future__ import annotations
 import numpy as np
 from nbgrad import autograd as F
-from nbgrad.dtype import dtypes
+from nbgrad.dtype import dtypes, index_dtype
 from nbgrad.graph.take import scatter_reduce as scatter_reduce_node
 from nbgrad.helpers import IndexMismatch, ShapeMismatch
 
@@ -28,7 +28,7 @@ def _landing(x, dim: int, index, src, name: str):
   if x.ndim and (any(i > s for i, s in zip(index.shape, src.shape)) or any(i > s for d, (i, s) in enumerate(zip(index.shape, x.shape)) if d != dim)):
     raise IndexMismatch(f"{name} index {index.shape} must fit in src {src.shape}, and in self {x.shape} outside dim {dim}")
   flat, inside = x.reshape(x.shape or (1,))._positions_along(dim, index.reshape(index.shape or (1,)))
-  positions = inside.where(flat, -1).cast(dtypes.int32 if x.numel() < 2**31 else dtypes.int64).reshape(index.shape)
+  positions = inside.where(flat, -1).cast(index_dtype(x.numel())).reshape(index.shape)
   return dim, positions, src.shrink(tuple((0, i) for i in index.shape)).cast(x.dtype)
 
 

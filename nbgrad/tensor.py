@@ -13,7 +13,7 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
+  float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
 from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
@@ -2674,7 +2674,7 @@ class Tensor(metaclass=_TensorType):
     hit = (self == extreme) | (self != self)
     countdown = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - axis - 1))
     first = (hit.cast(dtypes.int32) * countdown).max(axis, keepdim)
-    return (n - first).cast(dtypes.int32)
+    return (n - first).cast(index_dtype(n))
 
   @_torch_dim
   @_numpy_reduction
@@ -2890,7 +2890,7 @@ class Tensor(metaclass=_TensorType):
     rows_read = weight[indices]
     if not scale_grad_by_freq or not rows_read.requires_grad: return rows_read
     outside = (indices < 0) | (indices >= rows)   # reads no row: its count is kept apart, in an extra slot
-    slots = outside.where(rows, indices).cast(dtypes.int32 if rows < 2**31 else dtypes.int64)
+    slots = outside.where(rows, indices).cast(index_dtype(rows))
     counts = Tensor.zeros(rows + 1, dtype=weight.dtype, device=weight.device).scatter_add(0, slots.flatten(), Tensor.ones(slots.numel(), dtype=weight.dtype, device=weight.device))
     return _with_derivatives((rows_read,), rows_read.detach(), (lambda: (1 / counts[slots]).unsqueeze(-1).expand(rows_read.shape),))
 

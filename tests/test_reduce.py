@@ -566,6 +566,15 @@ def test_arg_reduce_noncontiguous(op, view, axis):
   np.testing.assert_array_equal(out.numpy(), expected)
 
 
+def test_arg_reduce_along_an_axis_longer_than_int32_gives_int64_positions():
+  """int32 positions wrapped to negative ones (argmax gave -2147482651); no buffer holds the 2**31 + 8 values."""
+  position = 2**31 + 3
+  hit = Tensor.arange(2**31 + 8) == position
+  for out in (hit.argmax(), hit.logical_not().argmin()):
+    assert out.dtype == dtypes.int64 and out.item() == position
+  assert hit[:16].argmax().dtype == dtypes.int32   # the API's int32 where it holds the positions
+
+
 # ---------------------------------------------------------------- softmax / log_softmax / logsumexp
 SOFTMAX_ROWS = [("float32", (5,), -1), ("float32", (3, 4), -1), ("float32", (3, 4), 0), ("float32", (2, 3, 4), 1),
                 ("float32", (2, 3, 4), -1), ("float32", (3, 1), -1), ("float32", (1, 4), 0), ("float32", (2, 1, 3), 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Optional
-from nbgrad.dtype import DType, dtypes
+from nbgrad.dtype import DType, index_dtype
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
 
@@ -32,13 +32,13 @@ class ArgSort:
 
 
 def argsort(x: LazyBuffer, axis: int, descending: bool, k: Optional[int] = None) -> LazyBuffer:
-  """The int32 positions along axis that put x in ascending (descending) order, equal values in the order they come;
-  with k, the first k of them."""
+  """The positions along axis that put x in ascending (descending) order, equal values in the order they come;
+  with k, the first k of them. int32, or int64 along an axis too long for int32."""
   x = x.in_flat_order()
   k = x.shape[axis] if k is None else k
   order = ArgSort(x.dtype, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), descending, k)
   shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
-  return LazyBuffer.load(LoadOps.CUSTOM, shape, dtypes.int32, x.device, arg=order, srcs=(x,))
+  return LazyBuffer.load(LoadOps.CUSTOM, shape, index_dtype(x.shape[axis]), x.device, arg=order, srcs=(x,))
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,9 @@ class SearchSorted:
 
 
 def searchsorted(sequence: LazyBuffer, values: LazyBuffer, right: bool) -> LazyBuffer:
-  """int32 positions of values (rows, count) in the sorted rows of sequence (rows, length), both of one dtype."""
+  """The positions (int32, or int64 past its range) of values (rows, count) in the sorted rows of sequence (rows,
+  length), both of one dtype."""
   sequence, values = sequence.in_flat_order(), values.in_flat_order()
   (rows, length), count = sequence.shape, values.shape[1]
   search = SearchSorted(rows, length, count, right)
-  return LazyBuffer.load(LoadOps.CUSTOM, values.shape, dtypes.int32, values.device, arg=search, srcs=(sequence, values))
+  return LazyBuffer.load(LoadOps.CUSTOM, values.shape, index_dtype(length), values.device, arg=search, srcs=(sequence, values))

@@ -169,7 +169,9 @@ def stable_argsort(out: np.ndarray, x: np.ndarray, dtype: DType, outer: int, len
   bits = x.view(np.dtype(f"int{8 * width}")).reshape(outer, length, inner)
   kind = FLOAT if dtype.kind == "f" else UNSIGNED if dtype.kind == "u" else SIGNED
   args = (width, kind, INFINITY_BITS.get(dtype.name, 0), descending)
-  scratch = np.empty((1 if x.size < PARALLEL_MIN_ELEMENTS or outer * inner == 1 else numba.config.NUMBA_NUM_THREADS, 5, length), np.int64)
+  streamed = 0 < k <= SELECT_MAX and k < length   # a streaming topk keeps k keys and positions (_sort_row)
+  scratch = np.empty((1 if x.size < PARALLEL_MIN_ELEMENTS or outer * inner == 1 else numba.config.NUMBA_NUM_THREADS, 5,
+                      k if streamed else length), np.int64)
   if len(scratch) == 1: _sort_serial(bits, out.reshape(outer, k, inner), *args, scratch)
   else:
     with LAUNCH_LOCK: _sort_parallel(bits, out.reshape(outer, k, inner), *args, scratch)
