@@ -78,31 +78,52 @@ def cuda_name(index: int) -> str: return "CUDA" if index == 0 else f"CUDA:{index
 Device = _DeviceRegistry()
 
 
-# ---- buffers: flat numpy arrays; freed large ones are kept for reuse (fresh pages cost page faults)
-_POOL: dict[tuple, list] = {}
+# ---- buffers: flat numpy arrays; freed large ones are kept for reuse (fresh pages cost page faults). A buffer the
+# pool has kept for POOL_KEEP_SECONDS without a taker goes back to the system: a training step takes its sizes again
+# within milliseconds, and a big tensor deleted for good held its memory for the rest of the process.
+_POOL: dict[tuple, list[tuple[float, np.ndarray]]] = {}   # (size, dtype) -> (time released, buffer), oldest first
 _POOL_LIMIT_BYTES = 1 << 30
-_pool_bytes = 0
 POOL_MIN_BYTES = 1 << 20
+POOL_KEEP_SECONDS = 2.0
+_pool_bytes = 0
+_oldest_release = float("inf")
+
+
+def _drop_stale(now: float):
+  """Lets go of the buffers kept too long. Releases from finalizers may run meanwhile (on any thread): one that
+  lands in a list replaced here is not kept, which only costs its reuse."""
+  global _pool_bytes, _oldest_release
+  if now - _oldest_release < POOL_KEEP_SECONDS: return
+  kept = {key: [e for e in entries if now - e[0] < POOL_KEEP_SECONDS] for key, entries in list(_POOL.items())}
+  _POOL.clear()
+  _POOL.update({key: entries for key, entries in kept.items() if entries})
+  _pool_bytes = sum(buffer.nbytes for entries in _POOL.values() for _, buffer in entries)
+  _oldest_release = min((entries[0][0] for entries in _POOL.values()), default=float("inf"))
 
 
 def allocate(size: int, dtype: DType) -> np.ndarray:
   global _pool_bytes
-  key = (size, dtype.storage)
-  if size * dtype.itemsize >= POOL_MIN_BYTES and _POOL.get(key):
-    buffer = _POOL[key].pop()
-    _pool_bytes -= buffer.nbytes
-    return buffer
+  if size * dtype.itemsize >= POOL_MIN_BYTES and _POOL:
+    _drop_stale(time.monotonic())
+    try: _, buffer = _POOL[(size, dtype.storage)].pop()
+    except (KeyError, IndexError): pass   # none of this size (or another thread took the last one)
+    else:
+      _pool_bytes -= buffer.nbytes
+      return buffer
   return np.empty(size, dtype=dtype.storage)
 
 
 def _release(buffer: np.ndarray):
   """Takes back the buffer of a collected node unless something else still holds it (a numpy array
   handed to the user keeps a reference, and then the memory is never reused)."""
-  global _pool_bytes
+  global _pool_bytes, _oldest_release
+  now = time.monotonic()
+  _drop_stale(now)
   if buffer.nbytes < POOL_MIN_BYTES or _pool_bytes + buffer.nbytes > _POOL_LIMIT_BYTES: return
   if sys.getrefcount(buffer) > _UNSHARED_REFCOUNT or buffer.base is not None: return
-  _POOL.setdefault((buffer.size, buffer.dtype.name), []).append(buffer)
+  _POOL.setdefault((buffer.size, buffer.dtype.name), []).append((now, buffer))
   _pool_bytes += buffer.nbytes
+  _oldest_release = min(_oldest_release, now)
 
 
 def _measure_unshared_refcount() -> int:

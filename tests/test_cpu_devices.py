@@ -78,3 +78,27 @@ def test_a_gradient_on_another_device_is_refused():
   with pytest.raises(ValueError, match="device CPU, got one on CPU:1"):
     x.grad = Tensor([1.0, 1.0], device="CPU:1")
   assert x.grad is None
+
+
+def test_a_freed_buffer_is_reused_soon_after_and_let_go_of_later(monkeypatch):
+  """Freed buffers of 1 MiB and up are kept for a tensor of the same size (a training step's next one); one
+  nothing took for POOL_KEEP_SECONDS goes back to the system (a deleted 1 GB tensor held its memory for good)."""
+  import gc
+  from nbgrad import device
+  clock = [1000.0]
+  monkeypatch.setattr(device.time, "monotonic", lambda: clock[0])
+  monkeypatch.setattr(device, "_POOL", {})
+  monkeypatch.setattr(device, "_pool_bytes", 0)
+  monkeypatch.setattr(device, "_oldest_release", float("inf"))
+  x = (Tensor.ones(1 << 19) + 1).realize()
+  address = x.lazydata.base.buffer.ctypes.data
+  del x
+  gc.collect()
+  assert device._pool_bytes == 4 << 19
+  y = (Tensor.ones(1 << 19) * 3).realize()   # the same size soon after: the same memory
+  assert y.lazydata.base.buffer.ctypes.data == address and (y.numpy() == 3).all()
+  del y
+  gc.collect()
+  clock[0] += device.POOL_KEEP_SECONDS
+  z = (Tensor.ones(1 << 18) * 2).realize()   # any buffer allocated later lets the stale one go
+  assert device._pool_bytes == 0 and device._POOL == {} and (z.numpy() == 2).all()
