@@ -196,10 +196,12 @@ def filled_dtype(value) -> DType:
   return scalar_dtype(value)
 
 
-def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str) -> LazyBuffer:
-  """Host data becomes a buffer of a CPU device, and a (lazy) copy from the CPU on a GPU."""
+def _np_to_lazy(array: np.ndarray, dtype: Optional[DType], device: str, fresh: bool = False) -> LazyBuffer:
+  """Host data becomes a buffer of a CPU device, and a (lazy) copy from the CPU on a GPU. The buffer is a copy of
+  the array unless the array is fresh (made for this tensor, nobody else holds it) and already laid out as one."""
   if dtype is None: dtype = dtypes.from_np(array.dtype)
   if dtype == dtypes.bfloat16: flat = float32_to_bfloat16_bits(array.astype(np.float32).reshape(-1))
+  elif fresh: flat = np.ascontiguousarray(array, dtype=dtype.storage).reshape(-1)
   else: flat = np.array(array, dtype=dtype.storage, copy=True, order="C").reshape(-1)
   if devices.is_cpu(device): return LazyBuffer.from_buffer(flat, array.shape, dtype, device)
   return LazyBuffer.from_buffer(flat, array.shape, dtype, "CPU").copy_to(device)
@@ -513,13 +515,11 @@ class Tensor(metaclass=_TensorType):
       lazy = LazyBuffer.full(data, (), dtype or filled_dtype(data), device)
     elif isinstance(data, (list, tuple)):
       array = _list_to_array(data, dtype)   # floats as dtypes.default_float (bfloat16 arrives as float32)
-      lazy = _np_to_lazy(array, dtype or (dtypes.default_float if array.dtype.kind == "f" else None), device)
+      lazy = _np_to_lazy(array, dtype or (dtypes.default_float if array.dtype.kind == "f" else None), device, fresh=True)
     elif isinstance(data, bytes):
       lazy = _np_to_lazy(np.frombuffer(data, dtype=np.uint8), dtype, device)
     elif isinstance(data, (np.ndarray, np.generic)):
-      array = np.asarray(data)
-      if dtype is not None and dtype != dtypes.bfloat16: array = array.astype(dtype.np)
-      lazy = _np_to_lazy(array, dtype, device)
+      lazy = _np_to_lazy(np.asarray(data), dtype, device)
     else:
       raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array (or an object numpy converts), bytes or None")
     if requires_grad is not None: _check_requires_grad(requires_grad, lazy.dtype)
