@@ -51,7 +51,10 @@ class Function:
       # first step's kernels differ from every later step's (which read its updated values), and compile twice.
       if t.requires_grad and t._ctx is None and t.lazydata.const_value() is not None: t.lazydata = t.lazydata.contiguous()
     ctx = cls(device, *tensors)
-    out = type(tensors[0])(ctx.forward(*[t.lazydata for t in tensors], **kwargs), requires_grad=ctx.requires_grad)
+    lazy = ctx.forward(*[t.lazydata for t in tensors], **kwargs)
+    if lazy is lazy.base and any(t.lazydata is not lazy and t.lazydata.base is lazy for t in tensors):
+      lazy = lazy.own_node()   # view steps back to the base node another tensor holds (x.flip(0).flip(0), x.pad(1)[1:-1])
+    out = type(tensors[0])(lazy, requires_grad=ctx.requires_grad)
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
       ctx.input_writes = [(t.lazydata.base, t.lazydata.base.writes) for t in tensors]
@@ -108,6 +111,13 @@ class Contiguous(Function):
 class Assigned(Function):
   """x's values in a node no tensor holds (what assign binds its target to), the gradient passed back to x."""
   def forward(self, x): return x.unshared()
+  def backward(self, grad): return grad
+
+
+class CopyOf(Function):
+  """x's values as a copy that moves nothing (torch's flip of size-1 dims, a repeat of ones): it reads x's elements
+  through a node of its own until a write into x copies them out, or one into it gives it a buffer of its own."""
+  def forward(self, x): return x.own_node()
   def backward(self, grad): return grad
 
 

@@ -338,7 +338,8 @@ def _taken_again(tensor):
   being a view of it is given a buffer of its own), or whose source has been given other values since."""
   if tensor._view_of is None:
     lazy = tensor.lazydata
-    if lazy is not lazy.base or _strided_window(lazy) is None: tensor.replace(tensor.contiguous().realize())
+    if lazy is not lazy.base: tensor.replace(tensor.clone().realize())   # it reads another tensor's buffer (a copy in order, too)
+    elif _strided_window(lazy) is None: tensor.replace(tensor.contiguous().realize())
     return tensor.lazydata
   source, view, arguments = tensor._view_of
   if not _same_view(view.apply(source, **arguments), tensor) or _taken_again(source) is None: return None

@@ -1247,7 +1247,7 @@ class Tensor(metaclass=_TensorType):
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
     if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
-    if not self.ndim or all(self.shape[a] == 1 for a in resolved): return F.Assigned.apply(self)   # nothing moves (a 0-d tensor's axis 0): a copy all the same
+    if not self.ndim or all(self.shape[a] == 1 for a in resolved): return F.CopyOf.apply(self)   # nothing moves (a 0-d tensor's axis 0): a copy all the same
     return F.Flip.apply(self, axes=resolved)
 
   def shrink(self, arg) -> Tensor:
@@ -1278,7 +1278,7 @@ class Tensor(metaclass=_TensorType):
         if -min(b, 0) - min(a, 0) > size: raise ShapeMismatch(f"pad {arg} crops more than the {size} elements of a dim of {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(resolved, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in resolved), value)
-    if all(b == 0 and a == 0 for b, a in resolved): return self
+    if all(b == 0 and a == 0 for b, a in resolved): return F.CopyOf.apply(self)   # a copy all the same
     if isinstance(value, int): check_storable(value, self.dtype, "pad value")   # a float value makes the result float
     check_element_count(tuple(b + size + a for (b, a), size in zip(resolved, self.shape)))
     padded = F.Pad.apply(self, arg=resolved)
@@ -1395,7 +1395,8 @@ class Tensor(metaclass=_TensorType):
     base = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
     interleaved = [d for s in base.shape for d in (1, s)]
     expanded = [d for r, s in zip(repeats, base.shape) for d in (r, s)]
-    return base.reshape(interleaved).expand(expanded).reshape(tuple(r * s for r, s in zip(repeats, base.shape)))
+    out = base.reshape(interleaved).expand(expanded).reshape(tuple(r * s for r, s in zip(repeats, base.shape)))
+    return out if out._view_of is None else F.CopyOf.apply(out)   # a copy, as torch's, where strides could express it
 
   def repeat_interleave(self, repeats, dim: Optional[int] = None) -> Tensor:
     """Each element repeated in place along dim (along the flattened tensor without one), as torch's

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import nbgrad
 from nbgrad import Tensor, dtypes
 from against_torch import grads_match
 
@@ -327,6 +328,9 @@ def test_roll_as_torch(shifts, dims):
 def test_roll_of_views_empty_and_0d_tensors():
   np.testing.assert_array_equal(Tensor(X).T.roll(1, 0).numpy(), np.roll(X.T, 1, 0))
   assert Tensor.zeros(0, 3).roll(2, 0).shape == (0, 3)
+  empty = np.zeros((2, 0, 4), np.float32)
+  assert Tensor(empty).roll(1, 2).numpy().shape == (2, 0, 4)   # along a dim of another empty tensor (eager: it raised)
+  with nbgrad.eager(): assert Tensor(empty).roll(1, 2).numpy().shape == (2, 0, 4)
   assert Tensor(5.0).roll(3).item() == 5.0
   t = Tensor([1, 2, 3])
   assert t.roll(3) is not t and t.roll(3).tolist() == [1, 2, 3]

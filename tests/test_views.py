@@ -293,6 +293,16 @@ ALIASING = {
   "detach after an in-place op": lambda lib: (lambda x: (x.add_(1), x.detach().add_(100), x)[2:])(_x(lib)),
   "stack of one written": lambda lib: (lambda x: (lambda s: (s.mul_(-1), x)[1:])((Tensor.stack if lib == "nbgrad" else torch.stack)([x])))(_x(lib)),
   "reshape of a transposed zeros": _reshape_of_a_transposed_zeros,
+  # copies that move nothing, or whose view steps come back to the tensor's own (they shared its node)
+  "pad of nothing": lambda lib: (lambda x: (lambda p: (x.__setitem__(0, -1), p)[1:])(x.pad(((0, 0), (0, 0))) if lib == "nbgrad" else torch.nn.functional.pad(x, (0, 0))))(_x(lib)),
+  "pad of nothing written": lambda lib: (lambda x: (lambda p: (p.__setitem__(0, -1), x)[1:])(x.pad(((0, 0), (0, 0))) if lib == "nbgrad" else torch.nn.functional.pad(x, (0, 0))))(_x(lib)),
+  "negative pad": lambda lib: (lambda x: (lambda p: (x.__setitem__((0, 1), -1), p)[1:])(x.pad((None, (-1, 0))) if lib == "nbgrad" else torch.nn.functional.pad(x, (-1, 0))))(_x(lib)),
+  "repeat of ones": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x.repeat(1, 1)))(_x(lib)),
+  "repeat of ones written": lambda lib: (lambda x: (lambda r: (r.__setitem__(0, -1), x)[1:])(x.repeat(1, 1)))(_x(lib)),
+  "repeat of a row": lambda lib: (lambda x: (lambda r: (x.__setitem__((0, 0), -1), r)[1:])(x[:1].repeat(3, 1)))(_x(lib)),
+  "flip of a flip": lambda lib: (lambda x: (lambda f: (x.__setitem__(0, -1), f)[1:])(x.flip(0).flip(0)))(_x(lib)),
+  "flip of a flip written": lambda lib: (lambda x: (lambda f: (f.__setitem__(0, -1), x)[1:])(x.flip(0).flip(0)))(_x(lib)),
+  "slice of a pad": lambda lib: (lambda x: (lambda s: (x.__setitem__(0, -1), s)[1:])(_pad(x, lib)[:, 1:5]))(_x(lib)),
   "expanded then reshaped": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x[..., None].expand(3, 4, 2).reshape(3, 8)))(_x(lib)),
 }
 

@@ -154,6 +154,15 @@ class LazyBuffer:
     add_weak_reference(base.view_nodes, moved)
     return moved
 
+  def own_node(self) -> LazyBuffer:
+    """These elements read through a view node of their own: a copy op that moved nothing, or view steps that came
+    back to a base node, give a tensor a node no other tensor holds, so a write into the other tensor copies it out
+    (live_views) instead of showing through it."""
+    moved = LazyBuffer(self.device, self.shape, self.dtype, base=self.base, view=self.view)
+    if self.base.view_nodes is None: self.base.view_nodes = []
+    add_weak_reference(self.base.view_nodes, moved)
+    return moved
+
   def live_views(self) -> list[LazyBuffer]:
     return [v for v in (ref() for ref in self.view_nodes or ()) if v is not None and v._base is self]
 

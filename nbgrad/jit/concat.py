@@ -44,6 +44,7 @@ def concatenate(out: np.ndarray, sources: tuple, outer: int, sizes: tuple[int, .
   """out seen as (outer, sum(sizes), inner) takes source i, seen as (outer, sizes[i], inner), in its slot: element
   (r, j, k) of it is at start + r * row_step + j * dim_step + k in the flat buffer sources[i], windows[i] = (start,
   row_step, dim_step)."""
+  if out.size == 0: return   # nothing to copy (a source's window into an empty buffer is no numpy view)
   total = sum(sizes)
   starts = np.cumsum((0,) + sizes)
   if out.size < PARALLEL_MIN_ELEMENTS:   # too little to wake the threads for
