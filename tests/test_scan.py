@@ -32,6 +32,7 @@ CASES = {
   "strided_slice": ((8, 6), 1, "slice"),
   "long_axis": ((100_000,), 0, None),
   "long_axis_0_of_2d": ((3000, 40), 0, None),
+  "long_rows": ((7, 20_000), 1, None),   # rows scanned four side by side on threads, three left over
 }
 DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "bool": np.bool_}
 

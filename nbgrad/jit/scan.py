@@ -110,54 +110,78 @@ def _log_add_exp(a, b):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _running_item(out, x, factors, op, length, inner, item, state, best):
+def _running_item(out, x, factors, op, outer, length, inner, item, state, best):
   """One work item of a generic scan: state holds the running values (products, recurrences) or positions, best
-  the running extremes."""
-  blocks = (inner + SCAN_BLOCK - 1) // SCAN_BLOCK
-  outer_index, block = item // blocks, item % blocks
-  start = outer_index * length * inner + block * SCAN_BLOCK
-  width = min(SCAN_BLOCK, inner - block * SCAN_BLOCK)
-  for i in range(length):
-    row = start + i * inner
-    for j in range(width):
-      value = x[row + j]
-      if op <= 1 or op == 4:
-        if i == 0: state[j] = value
-        elif op == 0: state[j] = state[j] * value
-        elif op == 1: state[j] = value + factors[row + j] * state[j]
-        else: state[j] = _log_add_exp(state[j], value)
-      elif i == 0 or value != value or (value >= best[j] if op == 2 else value <= best[j]):
-        best[j] = value
-        state[j] = i
-      out[row + j] = state[j]
+  the running extremes. Element (i, j) of the item is at base + i * step + j * column_step: a block of columns
+  (inner > 1), or ROWS_TOGETHER rows side by side (inner == 1), whose chains overlap; the op is chosen once per row,
+  not per element. Along the rows of 512x1024 float32 (fastest of 15, a row at a time and per-element choice before):
+  cumprod 2.0-2.1 -> 0.9-1.4 ms, cummax 2.8 -> 1.8-2.1, logcumsumexp 28-34 -> 6.6-7.0."""
+  if inner == 1:
+    first = item * ROWS_TOGETHER
+    base, step, column_step, width = first * length, 1, length, min(ROWS_TOGETHER, outer - first)
+  else:
+    blocks = (inner + SCAN_BLOCK - 1) // SCAN_BLOCK
+    outer_index, block = item // blocks, item % blocks
+    base, step, column_step = outer_index * length * inner + block * SCAN_BLOCK, inner, 1
+    width = min(SCAN_BLOCK, inner - block * SCAN_BLOCK)
+  for j in range(width):
+    at = base + j * column_step
+    best[j] = x[at]
+    state[j] = 0 if op == 2 or op == 3 else x[at]
+    out[at] = state[j]
+  for i in range(1, length):
+    row = base + i * step
+    if op == 0:
+      for j in range(width):
+        at = row + j * column_step
+        state[j] = state[j] * x[at]
+        out[at] = state[j]
+    elif op == 1:
+      for j in range(width):
+        at = row + j * column_step
+        state[j] = x[at] + factors[at] * state[j]
+        out[at] = state[j]
+    elif op == 4:
+      for j in range(width):
+        at = row + j * column_step
+        state[j] = _log_add_exp(state[j], x[at])
+        out[at] = state[j]
+    else:
+      for j in range(width):
+        at = row + j * column_step
+        value = x[at]
+        if value != value or (value >= best[j] if op == 2 else value <= best[j]):
+          best[j] = value
+          state[j] = i
+        out[at] = state[j]
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy")
-def _running_serial(out, x, factors, op, length, inner, items, state, best):
-  for item in range(items): _running_item(out, x, factors, op, length, inner, item, state[0], best[0])
+def _running_serial(out, x, factors, op, outer, length, inner, items, state, best):
+  for item in range(items): _running_item(out, x, factors, op, outer, length, inner, item, state[0], best[0])
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _running_parallel(out, x, factors, op, length, inner, items, state, best):
+def _running_parallel(out, x, factors, op, outer, length, inner, items, state, best):
   for item in prange(items):
     thread = numba.get_thread_id()
-    _running_item(out, x, factors, op, length, inner, item, state[thread], best[thread])
+    _running_item(out, x, factors, op, outer, length, inner, item, state[thread], best[thread])
 
 
 def running_scan(out: np.ndarray, x: np.ndarray, factors, op: str, outer: int, length: int, inner: int):
   """out = the running op of x along the middle axis of (outer, length, inner). Products and recurrences run
   in float64 for floats (rounded once per output, as the sums) and in int64 for ints (which wrap as their dtype)."""
   if x.size == 0: return
-  items = outer * ((inner + SCAN_BLOCK - 1) // SCAN_BLOCK)
+  items = work_items(outer, inner)
   threads = 1 if x.size < PARALLEL_MIN_ELEMENTS or items == 1 else numba.config.NUMBA_NUM_THREADS
   extreme = op in ("argmax", "argmin")
-  width = min(SCAN_BLOCK, inner)
+  width = min(SCAN_BLOCK, max(inner, ROWS_TOGETHER))
   state = np.empty((threads, width), np.int64 if extreme or x.dtype.kind in "biu" else np.float64)
   best = np.empty((threads, width), x.dtype)
   factors = x if factors is None else factors   # read only by the recurrence
-  args = (out, x, factors, SCAN_OPS[op], length, inner, items, state, best)
+  args = (out, x, factors, SCAN_OPS[op], outer, length, inner, items, state, best)
   if threads == 1: _running_serial(*args)
   else:
     with LAUNCH_LOCK: _running_parallel(*args)
