@@ -55,6 +55,8 @@ def _restrided(matrices: np.ndarray, row_stride: int, col_stride: int) -> np.nda
 # A product whose inner size K dwarfs its output (a convolution's weight gradient over many positions) is cut
 # along K into this many pieces at most, run as one batched product and summed: BLAS spreads a single product
 # over threads by its output, not by K. (32, 21632) @ (21632, 9) float32: 0.51 ms whole, 0.20 ms in 32 pieces.
+# Only a product big enough for threads (SPLIT_MIN_MULTIPLY_ADDS) is cut: a dot of two 1024-vectors took 80 us
+# in pieces, 5 whole.
 K_PIECES = 32
 K_PIECE_MIN = 512
 
@@ -65,7 +67,7 @@ def matmul(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   m, k = a.shape[-2:]
   n = b.shape[-1]
   pieces = min(K_PIECES, k // K_PIECE_MIN)
-  if pieces < 2 or k < 16 * max(m, n):
+  if pieces < 2 or k < 16 * max(m, n) or out.size * k < SPLIT_MIN_MULTIPLY_ADDS:
     _product(out, blas_readable(a), blas_readable(b))
     return
   piece = k // pieces
@@ -110,6 +112,9 @@ _OPENBLAS = _openblas()
 OPENBLAS_GEMMS = {} if _OPENBLAS is None else _OPENBLAS[2]   # dtype -> its gemm through the C interface
 # Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
+# OpenBLAS computes a product of up to 4 * 65536 multiply-adds on one thread whatever its thread count, so one far
+# below that skips setting the count (7 us of a 1x1024 @ 1024x1 product's 21)
+ONE_THREAD_MULTIPLY_ADDS = 1 << 16
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
 _workers: Optional[ThreadPoolExecutor] = None
 
@@ -134,8 +139,8 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   8.1-9.2 ms cut into parts, each packing the whole operand it does not cut. With another process busy on a core,
   the same step took 13.2-13.9 ms on BLAS's threads and 9.3-11.0 ms in parts, so then the parts run on a worker
   thread beside the calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
-  parts = numba.get_num_threads()
-  if _OPENBLAS is None or parts == 1:
+  parts = 1 if _OPENBLAS is None or out.size * a.shape[-1] < ONE_THREAD_MULTIPLY_ADDS else numba.get_num_threads()
+  if parts == 1:
     np.matmul(a, b, out=out)
     return
   with blas_threads(1):
