@@ -481,6 +481,20 @@ class DirectConv(Function):
     return grad_x, grad_w
 
 
+class ConvTranspose(Function):
+  """A 2-D transposed convolution computed as DirectConv's input gradient (no zeros put between the inputs of a
+  strided one), its gradients as DirectConv's forward and weight gradient; geometry is that of the convolution it
+  transposes, whose input is this one's output."""
+  def forward(self, x, w, geometry, out_shape):
+    out = linalg.direct_conv("input_grad", x, w, geometry, out_shape)
+    (self.x, self.w), self.geometry = out.srcs, geometry
+    return out
+  def backward(self, grad):
+    grad_x = linalg.direct_conv("forward", grad, self.w, self.geometry, self.x.shape) if self.needs_input_grad[0] else None
+    grad_w = linalg.direct_conv("weight_grad", grad, self.x, self.geometry, self.w.shape) if self.needs_input_grad[1] else None
+    return grad_x, grad_w
+
+
 class AxisTransform(Function):
   """A constant matrix applied along some axes: a linear map whose gradient is the transposed matrix
   applied along the same axes. layout orders the forward's buffer and grad_layout the gradient's (both

@@ -3327,6 +3327,12 @@ class Tensor(metaclass=_TensorType):
     if any(size < 1 for size in out_size):
       raise ValueError(f"conv_transpose2d of input {self.shape} with weight {weight.shape}, stride {stride}, padding {pads}, "
                        f"dilation {dilation} and output_padding {extra} gives an output size {tuple(out_size)}, below 1")
+    if any(s > 1 for s in stride) and all(e < s for e, s in zip(extra, stride)) and self._direct_conv_applies(weight, pads, None):
+      # a convolution's input gradient reads no zeros: 8 x 32 x 32 x 32 to 16 channels, 3x3, stride 2, forward in
+      # 8.2-12.3 ms with zeros put between the inputs, 1.3-1.8 ms so (fastest of 9, another process busy)
+      geometry = (cout_group * groups, *out_size, cin, groups, *kernel, *stride, *dilation, *pads, *self.shape[2:])
+      out = F.ConvTranspose.apply(self, weight, geometry=geometry, out_shape=(self.shape[0], cout_group * groups, *out_size))
+      return out if bias is None else out + bias.reshape(1, -1, 1, 1)
     x = self
     for axis, s in enumerate(stride):   # put s-1 zeros between neighbouring inputs
       if s == 1: continue

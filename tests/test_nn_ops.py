@@ -163,6 +163,9 @@ CONVT_CASES = {
   "dilation2_pad1": ((2, 2, 3, 3), (2, 2, 3, 3), False, dict(dilation=2, padding=1)),
   "k3_stride2": ((1, 2, 4, 4), (2, 3, 3, 3), False, dict(stride=2)),
   "stride_pad_outpad_tuples": ((1, 2, 3, 4), (2, 2, 2, 3), False, dict(stride=(2, 1), padding=(0, 1), output_padding=(1, 0))),
+  "stride2_groups4_dilation2": ((2, 4, 6, 5), (4, 1, 3, 3), True, dict(stride=2, padding=1, dilation=2, output_padding=1, groups=4)),
+  "stride3_k1_outpad2": ((2, 2, 4, 4), (2, 3, 1, 1), False, dict(stride=3, output_padding=2)),
+  "outpad_from_dilation": ((1, 2, 3, 3), (2, 2, 3, 3), False, dict(stride=2, padding=1, dilation=3, output_padding=2)),   # past the stride
 }
 
 
