@@ -713,11 +713,13 @@ class Tensor(metaclass=_TensorType):
     by an in-place op) it is a view, as torch's shares the storage: an in-place op on it writes into the tensor (torch's w.detach().normal_()
     of a parameter). Of a result not computed yet it is a tensor of its own: a parameter made as
     (Tensor.randn(n) * 0.01).detach() is updated by rebinding (a write from Python would keep TinyJit from replaying
-    its training step)."""
+    its training step); it reads the result's values through a node of its own, so a write into either leaves the
+    other."""
     out = _detached(self)
     base = self.lazydata.base
     if self._view_of is not None or (self.requires_grad and not self._in_graph()) or base.buffer is not None or base.assigned:
       out._record_view(self, _MadeBy, {"make": _detached})
+    else: out.lazydata = out.lazydata.own_node()
     return out
 
   def contiguous(self) -> Tensor:
@@ -1661,7 +1663,8 @@ class Tensor(metaclass=_TensorType):
   def cos(self) -> Tensor: return F.Cos.apply(self)
   @_in_float32
   def tan(self) -> Tensor: return self.sin() / self.cos()
-  def _rounding(self, op) -> Tensor: return self._flat(self._nondiff(op)) if dtypes.is_float(self.dtype) else self
+  # Where an op changes no value of the dtype (the rounding of ints, abs of unsigned ints) it gives a copy, as torch's.
+  def _rounding(self, op) -> Tensor: return self._flat(self._nondiff(op)) if dtypes.is_float(self.dtype) else F.CopyOf.apply(self)
   def trunc(self) -> Tensor: return self._rounding(UnaryOps.TRUNC)
   def ceil(self) -> Tensor: return self._rounding(UnaryOps.CEIL)
   def floor(self) -> Tensor: return self._rounding(UnaryOps.FLOOR)
@@ -1675,11 +1678,11 @@ class Tensor(metaclass=_TensorType):
     return rounded.cast(self.dtype)
   def square(self) -> Tensor: return self * self
   def sign(self) -> Tensor:
-    if self.dtype == dtypes.bool: return self
+    if self.dtype == dtypes.bool: return F.CopyOf.apply(self)
     signs = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
     return self._flat(signs if not dtypes.is_float(self.dtype) else (self != self).where(self, signs))   # nan stays nan, as numpy
   def abs(self) -> Tensor:
-    if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
+    if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return F.CopyOf.apply(self)
     if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
     # the sign bit cleared: one AND, where relu(x) + relu(-x) took two NaN-aware maxima, a negation and an addition
     bits = signed_int_of_size(self.dtype)

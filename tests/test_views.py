@@ -233,6 +233,11 @@ def _x3(lib):
   return Tensor.arange(24).reshape(2, 3, 4).float().realize() if lib == "nbgrad" else torch.arange(24).reshape(2, 3, 4).float()
 
 
+def _ints(lib, dtype):
+  values = np.array([3, 0, 5, 1]).astype(dtype)
+  return Tensor(values).realize() if lib == "nbgrad" else torch.tensor(values)
+
+
 def _pad(x, lib): return x.pad(((0, 0), (1, 1))) if lib == "nbgrad" else torch.nn.functional.pad(x, (1, 1))
 
 
@@ -302,9 +307,28 @@ ALIASING = {
   "repeat of a row": lambda lib: (lambda x: (lambda r: (x.__setitem__((0, 0), -1), r)[1:])(x[:1].repeat(3, 1)))(_x(lib)),
   "flip of a flip": lambda lib: (lambda x: (lambda f: (x.__setitem__(0, -1), f)[1:])(x.flip(0).flip(0)))(_x(lib)),
   "flip of a flip written": lambda lib: (lambda x: (lambda f: (f.__setitem__(0, -1), x)[1:])(x.flip(0).flip(0)))(_x(lib)),
+  "abs of uint8 written": lambda lib: (lambda x: (lambda y: (y.__setitem__(0, 0), x)[1:])(x.abs()))(_ints(lib, "uint8")),
+  "floor of int32 written": lambda lib: (lambda x: (lambda y: (y.__setitem__(0, 0), x)[1:])(x.floor()))(_ints(lib, "int32")),
+  "round of int32 after a write": lambda lib: (lambda x: (lambda y: (x.__setitem__(0, 0), y)[1:])(x.round()))(_ints(lib, "int32")),
+  "sign of bool written": lambda lib: (lambda x: (lambda y: (y.__setitem__(0, False), x)[1:])(x.sign()))(_ints(lib, "bool")),
   "slice of a pad": lambda lib: (lambda x: (lambda s: (x.__setitem__(0, -1), s)[1:])(_pad(x, lib)[:, 1:5]))(_x(lib)),
   "expanded then reshaped": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x[..., None].expand(3, 4, 2).reshape(3, 8)))(_x(lib)),
 }
+
+
+def test_detach_of_a_result_not_computed_yet_is_a_tensor_of_its_own():
+  """README: detach of a computed tensor is a view (torch's), of a result not computed yet a tensor of its own; they
+  shared the result's node, so a write into either showed in the other."""
+  x = Tensor([1.0, 2.0, 3.0])
+  y = x * 2
+  d = y.detach()
+  d[0] = 5
+  y[1] = 7
+  assert y.tolist() == [2.0, 7.0, 6.0] and d.tolist() == [5.0, 4.0, 6.0]
+  computed = (x * 2).realize()
+  view = computed.detach()
+  view[0] = 5
+  assert computed.tolist() == [5.0, 4.0, 6.0]
 
 
 @pytest.mark.parametrize("name", ALIASING)
