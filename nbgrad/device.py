@@ -85,18 +85,21 @@ _POOL: dict[tuple, list[tuple[float, np.ndarray]]] = {}   # (size, dtype) -> (ti
 _POOL_LIMIT_BYTES = 1 << 30
 POOL_MIN_BYTES = 1 << 20
 POOL_KEEP_SECONDS = 2.0
+# Releases come from finalizers, on any thread and in the middle of any code, an allocate's on the same thread too:
+# one that finds the lock taken lets its buffer go rather than wait (which could be for itself).
+_POOL_LOCK = held_across_fork(threading.Lock())
 _pool_bytes = 0
 _oldest_release = float("inf")
 
 
 def _drop_stale(now: float):
-  """Lets go of the buffers kept too long. Releases from finalizers may run meanwhile (on any thread): one that
-  lands in a list replaced here is not kept, which only costs its reuse."""
+  """Lets go of the buffers kept too long (the pool lock held)."""
   global _pool_bytes, _oldest_release
   if now - _oldest_release < POOL_KEEP_SECONDS: return
-  kept = {key: [e for e in entries if now - e[0] < POOL_KEEP_SECONDS] for key, entries in list(_POOL.items())}
-  _POOL.clear()
-  _POOL.update({key: entries for key, entries in kept.items() if entries})
+  for key in list(_POOL):
+    kept = [e for e in _POOL[key] if now - e[0] < POOL_KEEP_SECONDS]
+    if kept: _POOL[key] = kept
+    else: del _POOL[key]
   _pool_bytes = sum(buffer.nbytes for entries in _POOL.values() for _, buffer in entries)
   _oldest_release = min((entries[0][0] for entries in _POOL.values()), default=float("inf"))
 
@@ -104,12 +107,14 @@ def _drop_stale(now: float):
 def allocate(size: int, dtype: DType) -> np.ndarray:
   global _pool_bytes
   if size * dtype.itemsize >= POOL_MIN_BYTES and _POOL:
-    _drop_stale(time.monotonic())
-    try: _, buffer = _POOL[(size, dtype.storage)].pop()
-    except (KeyError, IndexError): pass   # none of this size (or another thread took the last one)
-    else:
-      _pool_bytes -= buffer.nbytes
-      return buffer
+    with _POOL_LOCK:
+      _drop_stale(time.monotonic())
+      entries = _POOL.get((size, dtype.storage))
+      if entries:
+        _, buffer = entries.pop()
+        if not entries: del _POOL[(size, dtype.storage)]
+        _pool_bytes -= buffer.nbytes
+        return buffer
   return np.empty(size, dtype=dtype.storage)
 
 
@@ -117,13 +122,17 @@ def _release(buffer: np.ndarray):
   """Takes back the buffer of a collected node unless something else still holds it (a numpy array
   handed to the user keeps a reference, and then the memory is never reused)."""
   global _pool_bytes, _oldest_release
-  now = time.monotonic()
-  _drop_stale(now)
-  if buffer.nbytes < POOL_MIN_BYTES or _pool_bytes + buffer.nbytes > _POOL_LIMIT_BYTES: return
-  if sys.getrefcount(buffer) > _UNSHARED_REFCOUNT or buffer.base is not None: return
-  _POOL.setdefault((buffer.size, buffer.dtype.name), []).append((now, buffer))
-  _pool_bytes += buffer.nbytes
-  _oldest_release = min(_oldest_release, now)
+  if buffer.nbytes < POOL_MIN_BYTES or sys.getrefcount(buffer) > _UNSHARED_REFCOUNT or buffer.base is not None: return
+  if not _POOL_LOCK.acquire(blocking=False): return
+  try:
+    now = time.monotonic()
+    _drop_stale(now)
+    if _pool_bytes + buffer.nbytes > _POOL_LIMIT_BYTES: return
+    _POOL.setdefault((buffer.size, buffer.dtype.name), []).append((now, buffer))
+    _pool_bytes += buffer.nbytes
+    _oldest_release = min(_oldest_release, now)
+  finally:
+    _POOL_LOCK.release()
 
 
 def _measure_unshared_refcount() -> int:

@@ -320,10 +320,14 @@ def writable_window(tensor):
   from nbgrad.device import realize
   if (pending := base.pending_readers()): realize(pending)
   family = _view_family(tensor)
-  if (others := [v for v in base.live_views() if id(v) not in family]):
-    copies = [v.contiguous() for v in others]
-    realize(copies)
-    for view, copy in zip(others, copies): view.copied_out(copy)
+  if len(others := [v for v in base.live_views() if id(v) not in family]) == 1:
+    copy = others[0].contiguous()
+    realize([copy])
+    others[0].copied_out(copy)
+  elif others:   # a copy and views of it, say: all go on reading one copy of the buffer, views of the copy still views of it
+    whole = base.contiguous()
+    realize([whole])
+    for view in others: view.reads(whole)
   return _strided_window(tensor.lazydata, repeats=True)
 
 

@@ -190,3 +190,11 @@ def test_generic_scans_of_many_rows_run_in_parallel_as_numpy():
   np.testing.assert_allclose(Tensor(value).cumprod(1).numpy(), np.cumprod(value, 1), rtol=1e-12)
   np.testing.assert_array_equal(Tensor(value).cummax(1)[0].numpy(), np.maximum.accumulate(value, 1))
   np.testing.assert_array_equal(Tensor(value).cummin(0)[0].numpy(), np.minimum.accumulate(value, 0))
+
+
+def test_positions_along_an_axis_longer_than_int32_are_int64():
+  """Only built, never computed (2**31 values): int32 positions would wrap to negative ones there."""
+  x = Tensor.empty(2**31 + 8, dtype=dtypes.uint8)
+  assert x.cummax(0)[1].dtype == x.cummin(0)[1].dtype == x.argsort().dtype == x.topk(2)[1].dtype == dtypes.int64
+  assert x.searchsorted(Tensor([1], dtype=dtypes.uint8)).dtype == dtypes.int64
+  assert x[:10].cummax(0)[1].dtype == x[:10].argsort().dtype == dtypes.int32

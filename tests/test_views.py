@@ -265,6 +265,19 @@ def _sibling_views_of_a_flip(lib):
   return r2, f, x
 
 
+def _view_of_a_copy_written_after_the_tensor(copy):
+  """A view of a copy, taken before a write into the tensor, writes into the copy after it (the write into the tensor
+  copied the copy and the view out apart, and the view's writes no longer reached the copy)."""
+  def program(lib):
+    x = _x(lib)
+    y = copy(x, lib)
+    z = y[1]
+    x[2] = 0
+    z += 100
+    return y, z, x
+  return program
+
+
 def _reshape_of_a_transposed_zeros(lib):
   z = Tensor.zeros(3, 4) if lib == "nbgrad" else torch.zeros(3, 4)
   r = z.T.reshape(12)
@@ -311,6 +324,9 @@ ALIASING = {
   "floor of int32 written": lambda lib: (lambda x: (lambda y: (y.__setitem__(0, 0), x)[1:])(x.floor()))(_ints(lib, "int32")),
   "round of int32 after a write": lambda lib: (lambda x: (lambda y: (x.__setitem__(0, 0), y)[1:])(x.round()))(_ints(lib, "int32")),
   "sign of bool written": lambda lib: (lambda x: (lambda y: (y.__setitem__(0, False), x)[1:])(x.sign()))(_ints(lib, "bool")),
+  "view of a flip after a write": _view_of_a_copy_written_after_the_tensor(lambda x, lib: x.flip(0)),
+  "view of a pad after a write": _view_of_a_copy_written_after_the_tensor(_pad),
+  "view of a repeat of ones after a write": _view_of_a_copy_written_after_the_tensor(lambda x, lib: x.repeat(1, 1)),
   "slice of a pad": lambda lib: (lambda x: (lambda s: (x.__setitem__(0, -1), s)[1:])(_pad(x, lib)[:, 1:5]))(_x(lib)),
   "expanded then reshaped": lambda lib: (lambda x: (lambda r: (x.__setitem__(0, -1), r)[1:])(x[..., None].expand(3, 4, 2).reshape(3, 8)))(_x(lib)),
 }

@@ -171,6 +171,10 @@ class LazyBuffer:
     leaves it as it was, as the copy torch's flip, pad or repeat made would be."""
     self._base, self.view = copy.base, copy.view
 
+  def reads(self, copy: LazyBuffer):
+    """This view node reads the same places of copy, a copy of its base (computed), from now on: see copied_out."""
+    self._base = copy
+
   def reshape(self, shape) -> LazyBuffer:
     shape = tuple(shape)
     return self if shape == self.shape else self._moved(self.view.reshape(shape))

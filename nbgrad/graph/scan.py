@@ -3,7 +3,7 @@ contiguous buffers and fills its own; a device runs it through the descriptor's 
 from __future__ import annotations
 import math
 from dataclasses import dataclass
-from nbgrad.dtype import dtypes
+from nbgrad.dtype import index_dtype
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
 
@@ -51,9 +51,9 @@ class RunningScan:
 
 
 def running(x: LazyBuffer, axis: int, op: str, factors: LazyBuffer = None) -> LazyBuffer:
-  """The running op of x along axis (see RunningScan): in x's dtype, int32 positions for argmax and argmin."""
+  """The running op of x along axis (see RunningScan): in x's dtype, positions (index_dtype) for argmax and argmin."""
   x = x.in_flat_order()
   scan = RunningScan(op, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
-  dtype = dtypes.int32 if op in ("argmax", "argmin") else x.dtype
+  dtype = index_dtype(x.shape[axis]) if op in ("argmax", "argmin") else x.dtype
   srcs = (x,) if factors is None else (x, factors.in_flat_order())
   return LazyBuffer.load(LoadOps.CUSTOM, x.shape, dtype, x.device, arg=scan, srcs=srcs)
