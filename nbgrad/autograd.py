@@ -52,8 +52,10 @@ class Function:
       if t.requires_grad and t._ctx is None and t.lazydata.const_value() is not None: t.lazydata = t.lazydata.contiguous()
     ctx = cls(device, *tensors)
     lazy = ctx.forward(*[t.lazydata for t in tensors], **kwargs)
-    if lazy is lazy.base and any(t.lazydata is not lazy and t.lazydata.base is lazy for t in tensors):
-      lazy = lazy.own_node()   # view steps back to the base node another tensor holds (x.flip(0).flip(0), x.pad(1)[1:-1])
+    for t in tensors:
+      if t.lazydata._base is lazy:   # view steps back to the base node another tensor holds (x.flip(0).flip(0), x.pad(1)[1:-1])
+        lazy = lazy.own_node()
+        break
     out = type(tensors[0])(lazy, requires_grad=ctx.requires_grad)
     if ctx.requires_grad and not out.no_grad:
       out._ctx = ctx
