@@ -284,6 +284,26 @@ WORKLOADS = {
         torch=lambda m: torch.cumsum(m, dim=1),
         nbgrad=lambda m: m.cumsum(axis=1),
         rtol=1e-4, atol=1e-3),
+    # running products of factors near 1 (nbgrad and torch multiply in float64, numpy in float32), maxima, and
+    # log-sum-exps (numpy's logaddexp.accumulate) along the rows
+    "cumprod_axis1": Workload(
+        "matrix",
+        numpy=lambda m: np.cumprod(m * np.float32(1e-3) + np.float32(1), axis=1),
+        torch=lambda m: torch.cumprod(m * 1e-3 + 1, dim=1),
+        nbgrad=lambda m: (m * 1e-3 + 1).cumprod(axis=1),
+        rtol=1e-3, atol=1e-6),
+    "cummax_axis1": Workload(
+        "matrix",
+        numpy=lambda m: np.maximum.accumulate(m, axis=1),
+        torch=lambda m: torch.cummax(m, dim=1).values,
+        nbgrad=lambda m: m.cummax(axis=1)[0],
+        rtol=0.0, atol=0.0),
+    "logcumsumexp_axis1": Workload(
+        "matrix",
+        numpy=lambda m: np.logaddexp.accumulate(m, axis=1),
+        torch=lambda m: torch.logcumsumexp(m, dim=1),
+        nbgrad=lambda m: m.logcumsumexp(axis=1),
+        rtol=1e-4, atol=1e-4),
     # stable sorts (torch's stable=True, numpy's kind="stable"), as nbgrad's always is
     "sort_1m": Workload(
         "sort_inputs",
@@ -701,6 +721,24 @@ def test_scan_cumsum_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_scan_cumsum_axis1(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "cumsum_axis1")
+
+
+@pytest.mark.benchmark(group="scan")
+@pytest.mark.parametrize("lib", LIBS)
+def test_scan_cumprod_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cumprod_axis1")
+
+
+@pytest.mark.benchmark(group="scan")
+@pytest.mark.parametrize("lib", LIBS)
+def test_scan_cummax_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cummax_axis1")
+
+
+@pytest.mark.benchmark(group="scan")
+@pytest.mark.parametrize("lib", LIBS)
+def test_scan_logcumsumexp_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "logcumsumexp_axis1")
 
 
 @pytest.mark.benchmark(group="sort")

@@ -5,6 +5,8 @@
 of 256 and of a small CNN on 32 28x28 images, nbgrad against torch. Each library runs once before timing (nbgrad compiles then) and
 its answer is checked against numpy's product, or against torch's first loss and updated weights.
 `optim`: one Adam step of 4M float32 parameters, nbgrad against torch.optim.Adam.
+`conv_transpose`: forward and both gradients of a stride-2 3x3 transposed convolution (a decoder's upsampling:
+batch 8, 32 to 16 channels, 32x32 to 64x64).
 `conv5x5`: forward and both gradients of a 5x5 convolution (the second layer of tinygrad's MNIST example:
 batch 128, 32 to 32 channels, 24x24), whose 25 kernel offsets take a different input-gradient path than 3x3.
 `train-busy-core`: the same steps while another process keeps one core busy (a user's machine is rarely idle;
@@ -72,6 +74,16 @@ def bench_product(benchmark, lib, a, b, check):
     check(np.asarray(call().numpy() if lib != "numpy" else call()))
     if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, call)
     benchmark(call)
+
+
+@pytest.mark.benchmark(group="matmul")
+@pytest.mark.parametrize("lib", LIBS)
+def test_matmul_vector_dot(benchmark, lib):
+    """(1, 1024) @ (1024, 1) float32: a product too small for threads, where the call's own cost shows."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((1, 1024), dtype=np.float32), rng.standard_normal((1024, 1), dtype=np.float32)
+    bench_product(benchmark, lib, a, b, lambda result: np.testing.assert_allclose(
+        result, a @ b, rtol=1e-4, atol=1e-3, err_msg=f"{lib} dot differs from numpy"))
 
 
 @pytest.mark.benchmark(group="matmul")
@@ -291,6 +303,35 @@ def test_train_sgd_step_with_a_busy_core(benchmark, busy_core, model, lib):
 
 
 CONV5_SHAPES = ((128, 32, 24, 24), (32, 32, 5, 5))
+
+
+@pytest.mark.benchmark(group="conv_transpose")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_conv_transpose_stride2_forward_backward(benchmark, lib):
+    rng = np.random.default_rng(8)
+    x_data, w_data = rng.standard_normal((8, 32, 32, 32), dtype=np.float32), rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
+    args = dict(stride=2, padding=1, output_padding=1)
+    if lib == "nbgrad":
+        from nbgrad import Tensor
+        x, w = Tensor(x_data, requires_grad=True).realize(), Tensor(w_data, requires_grad=True).realize()
+
+        def step():
+            x.grad = w.grad = None
+            x.conv_transpose2d(w, **args).square().sum().backward()
+            return Tensor.realize(x.grad, w.grad)
+    else:
+        x, w = torch.tensor(x_data, requires_grad=True), torch.tensor(w_data, requires_grad=True)
+
+        def step():
+            x.grad = w.grad = None
+            F.conv_transpose2d(x, w, **args).square().sum().backward()
+    step()
+    tx, tw = torch.tensor(x_data, requires_grad=True), torch.tensor(w_data, requires_grad=True)
+    F.conv_transpose2d(tx, tw, **args).square().sum().backward()
+    for got, want in zip((x.grad.numpy(), w.grad.numpy()), (tx.grad.numpy(), tw.grad.numpy())):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-2)
+    if lib == "nbgrad": finish_nbgrad_warm_up(benchmark, step)
+    benchmark(step)
 
 
 @pytest.mark.benchmark(group="conv5x5")
