@@ -149,19 +149,20 @@ class LazyBuffer:
   def _moved(self, view: View) -> LazyBuffer:
     base = self.base
     if view.is_identity() and view.shape == base.shape: return base
-    moved = LazyBuffer(self.device, view.shape, self.dtype, base=base, view=view)
-    if base.view_nodes is None: base.view_nodes = []
-    add_weak_reference(base.view_nodes, moved)
+    return base._view_node(view)
+
+  def _view_node(self, view: View) -> LazyBuffer:
+    """A node reading this base node through view, known to it (live_views)."""
+    moved = LazyBuffer(self.device, view.shape, self.dtype, base=self, view=view)
+    if self.view_nodes is None: self.view_nodes = []
+    add_weak_reference(self.view_nodes, moved)
     return moved
 
   def own_node(self) -> LazyBuffer:
     """These elements read through a view node of their own: a copy op that moved nothing, or view steps that came
     back to a base node, give a tensor a node no other tensor holds, so a write into the other tensor copies it out
     (live_views) instead of showing through it."""
-    moved = LazyBuffer(self.device, self.shape, self.dtype, base=self.base, view=self.view)
-    if self.base.view_nodes is None: self.base.view_nodes = []
-    add_weak_reference(self.base.view_nodes, moved)
-    return moved
+    return self.base._view_node(self.view)
 
   def live_views(self) -> list[LazyBuffer]:
     return [v for v in (ref() for ref in self.view_nodes or ()) if v is not None and v._base is self]
