@@ -195,6 +195,13 @@ WORKLOADS = {
         torch=lambda *p: torch.cat(p, dim=1),
         nbgrad=lambda *p: p[0].cat(*p[1:], dim=1),
         rtol=0.0, atol=0.0),
+    # three pieces interleaved on a new last dim (points of x, y, z coordinates): rows of 3 elements to write
+    "stack_last_dim": Workload(
+        "pieces",
+        numpy=lambda *p: np.stack(p[:3], axis=-1),
+        torch=lambda *p: torch.stack(p[:3], dim=-1),
+        nbgrad=lambda *p: p[0].stack(*p[1:3], dim=-1),
+        rtol=0.0, atol=0.0),
     # a transposed read: numpy and torch copy the view to row-major order, nbgrad's kernel writes it so
     "transpose_copy": Workload(
         "matrix",
@@ -613,6 +620,12 @@ def test_movement_cat_axis0(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_movement_cat_axis1(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "cat_axis1")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_stack_last_dim(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "stack_last_dim")
 
 
 @pytest.mark.benchmark(group="movement")

@@ -529,6 +529,20 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
   np.testing.assert_array_equal(out.numpy().view(bits), np.concatenate(arrays, 1).view(bits))
 
 
+@pytest.mark.parametrize("npdt", [np.float32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_cat_of_short_rows_copies_many_rows_per_work_item(monkeypatch, npdt):
+  """Rows shorter than a work item's block (stack on a new last dim, cat of narrow columns) are copied many rows per
+  work item, a slot narrower than SHORT_SLOT a column at a time: 5000 rows of 12 elements are 4 work items, the last
+  one short."""
+  from nbgrad.jit import concat
+  monkeypatch.setattr(concat, "PARALLEL_MIN_ELEMENTS", 0)
+  a, b, c = make((5000, 2), npdt, seed=1), make((5000, 9), npdt, seed=2), make((5000, 1), npdt, seed=3)
+  x, y, z = (Tensor(v).realize() for v in (a, b, c))
+  np.testing.assert_array_equal(Tensor.cat(x, y, z, dim=1).numpy(), np.concatenate([a, b, c], 1))
+  np.testing.assert_array_equal(Tensor.stack(x[:, 0], y[:, 3], z[:, 0], dim=-1).numpy(), np.stack([a[:, 0], b[:, 3], c[:, 0]], -1))
+  np.testing.assert_array_equal(Tensor.stack(x, x.flip(1), dim=2).numpy(), np.stack([a, a[:, ::-1]], 2))
+
+
 @pytest.mark.parametrize("parallel", [False, True], ids=["small", "threads"])
 @pytest.mark.parametrize("npdt", [np.float32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
 def test_cat_reads_windows_of_buffers_in_place(monkeypatch, npdt, parallel):
