@@ -122,6 +122,14 @@ def search_inputs():
 
 
 @pytest.fixture(scope="session")
+def class_scores():
+    """Log-probabilities of 512 samples over 1024 classes (float32) and each sample's class (int64)."""
+    rng = np.random.default_rng(8)
+    logits = rng.standard_normal((512, 1024), dtype=np.float32)
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True)), rng.integers(0, 1024, 512)
+
+
+@pytest.fixture(scope="session")
 def ctc_inputs():
     """Speech-sized CTC: log-probabilities of 200 frames x 32 samples x 40 classes (float32), 32 padded label rows
     of 20 to 40 labels (int64, never the blank 0), and each sample's frame and label counts."""

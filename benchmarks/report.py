@@ -33,7 +33,8 @@ GROUP_TITLES = {
     "sort": "Stable sorts, float32: 1M values; the rows of a 1024x1024 matrix, its columns' order (argsort), and the "
             "top 10 of each row; the top 1000 of 1M values; 100k values placed among 1M sorted ones (searchsorted) (after warm-up)",
     "loss": "CTC loss (per sample, no reduction) of 200 frames x 32 samples x 40 classes float32, 20 to 40 labels each; "
-            "numpy has none, torch's answer is the reference (after warm-up)",
+            "and nll_loss (mean) with its gradient of 512x1024 float32 log-probabilities; numpy has none, torch's answer is the "
+            "reference (after warm-up)",
     "random": "16M float32 random values from a seeded generator (after warm-up)",
     "optim": "One Adam step of four 1024x1024 and four 1024 float32 parameters (after warm-up)",
     "matmul": "Matrix products, square float32 (after warm-up)",

@@ -355,7 +355,28 @@ WORKLOADS = {
         torch=lambda *args: F.ctc_loss(*args, reduction="none"),
         nbgrad=lambda log_probs, *labels: log_probs.ctc_loss(*labels, reduction="none"),
         rtol=1e-4, atol=1e-4),
+    # a classifier's loss read at each sample's class, and its gradient
+    "nll_loss_grad": Workload(
+        "class_scores",
+        numpy=lambda scores, labels: torch_nll_loss_grad(torch.from_numpy(scores), torch.from_numpy(labels)).numpy(),
+        torch=lambda scores, labels: torch_nll_loss_grad(scores, labels),
+        nbgrad=lambda scores, labels: nbgrad_nll_loss_grad(scores, labels),
+        rtol=1e-6, atol=1e-9),
 }
+
+
+def torch_nll_loss_grad(scores, labels):
+    scores.requires_grad_(True)
+    scores.grad = None
+    F.nll_loss(scores, labels).backward()
+    return scores.grad
+
+
+def nbgrad_nll_loss_grad(scores, labels):
+    scores.requires_grad = True
+    scores.grad = None
+    scores.nll_loss(labels).backward()
+    return scores.grad
 
 
 GROUPS = 8
@@ -794,6 +815,12 @@ def test_sort_searchsorted(benchmark, request, lib):
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 def test_loss_ctc(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "ctc_loss")
+
+
+@pytest.mark.benchmark(group="loss")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_loss_nll_forward_backward(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "nll_loss_grad")
 
 
 # ---------------------------------------------------------------------------------------------

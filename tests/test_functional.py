@@ -280,6 +280,22 @@ def test_cross_entropy_and_nll_loss_with_every_target_ignored_give_nan_and_zero_
   np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
 
 
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_a_computed_class_out_of_range_scores_nothing_and_weighs_nothing(name):
+  """A class index still to be computed is not checked when the loss is built (torch raises for one it holds): one
+  out of range, either side, picks no score and counts for nothing in the mean, as if it were ignored."""
+  values, classes = randn((4, 3), 3), np.array([2, 7, 0, -4])
+  x, kept = Tensor(values, requires_grad=True), torch.tensor(values[[0, 2]], requires_grad=True)
+  weight = np.array([0.5, 2.0, 3.0], values.dtype)
+  loss = getattr(x, name)(Tensor(classes) + 0, weight=Tensor(weight))
+  expected = getattr(F, name)(kept, torch.tensor(classes[[0, 2]]), weight=torch.tensor(weight))
+  loss.backward()
+  expected.backward()
+  np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy()[[0, 2]], kept.grad.numpy(), rtol=1e-5, atol=1e-7)
+  np.testing.assert_array_equal(x.grad.numpy()[[1, 3]], 0)
+
+
 def test_sparse_categorical_crossentropy_labels_shape_mismatch_raises():
   with pytest.raises(ValueError):
     Tensor(randn((6, 5), 0)).sparse_categorical_crossentropy(Tensor(labels((5,), 5, 0)))

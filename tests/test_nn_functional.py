@@ -186,6 +186,13 @@ FUNCTIONS = [
   row("cross_entropy_one_sample", lambda f, x: f.cross_entropy(x, const(f, np.array(4))), X1),
   row("nll_loss_positional", lambda f, x: f.nll_loss(f.log_softmax(x, 1), const(f, TARGETS), None, None, 5), X2),
   row("nll_loss_reduce_false", lambda f, x: f.nll_loss(x, const(f, TARGETS), reduce=False), X2),
+  # read at each sample's class: an ignored class that scores -inf adds nothing (no nan), class weights, classes in
+  # dim 1 of images (a view with the classes last), a transposed input
+  row("nll_loss_ignored_class_at_minus_inf", lambda f, x: f.nll_loss(x.clamp(-1.0, 1.0).masked_fill(const(f, np.arange(6) == 5), -math.inf),
+                                                                      const(f, TARGETS), const(f, W6), ignore_index=5), X2),
+  row("nll_loss_images_weighted_none", lambda f, x: f.nll_loss(x, const(f, INDICES[:, None, :] % 6 * np.ones((2, 4, 1), np.int64)),
+                                                                 const(f, W6), reduction="none"), X4[:, :, :, :3]),
+  row("nll_loss_transposed", lambda f, x: f.nll_loss(x.T, const(f, np.array([2, 0, 1, 1, 0, 2])), reduction="sum"), X2),
   row("mse_loss", lambda f, a, b: f.mse_loss(a, b), X2, randn(3, 6, seed=30)),
   row("l1_loss_size_average", lambda f, a, b: f.l1_loss(a, b, size_average=False), X2, randn(3, 6, seed=30)),
   row("smooth_l1_loss", lambda f, a, b: f.smooth_l1_loss(a, b, beta=0.5), X2, randn(3, 6, seed=30)),
