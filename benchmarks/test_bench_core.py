@@ -358,57 +358,33 @@ WORKLOADS = {
     # a classifier's loss read at each sample's class, and its gradient
     "nll_loss_grad": Workload(
         "class_scores",
-        numpy=lambda scores, labels: torch_nll_loss_grad(torch.from_numpy(scores), torch.from_numpy(labels)).numpy(),
-        torch=lambda scores, labels: torch_nll_loss_grad(scores, labels),
-        nbgrad=lambda scores, labels: nbgrad_nll_loss_grad(scores, labels),
+        numpy=lambda scores, labels: gradient(lambda x: F.nll_loss(x, torch.from_numpy(labels)), torch.from_numpy(scores)).numpy(),
+        torch=lambda scores, labels: gradient(lambda x: F.nll_loss(x, labels), scores),
+        nbgrad=lambda scores, labels: gradient(lambda x: x.nll_loss(labels), scores),
         rtol=1e-6, atol=1e-9),
-}
-
-
-WORKLOADS.update({
     # a ResNet stem's max-pool (3x3, stride 2, padding 1: overlapping windows) and its gradient
     "max_pool_overlapping_grad": Workload(
         "pool_images",
-        numpy=lambda images, _: torch_pool_grad(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), torch.from_numpy(images)).numpy(),
-        torch=lambda images, _: torch_pool_grad(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), images),
-        nbgrad=lambda images, _: nbgrad_pool_grad(lambda x: x.max_pool2d(3, 2, padding=1), images),
+        numpy=lambda images, _: gradient(lambda x: F.max_pool2d(x, 3, 2, 1).square().sum(), torch.from_numpy(images)).numpy(),
+        torch=lambda images, _: gradient(lambda x: F.max_pool2d(x, 3, 2, 1).square().sum(), images),
+        nbgrad=lambda images, _: gradient(lambda x: x.max_pool2d(3, 2, padding=1).square().sum(), images),
         rtol=1e-6, atol=1e-6),
     # windows of uneven sizes (28 rows into 5 windows of 6 or 7) and the gradient
     "adaptive_avg_pool_uneven_grad": Workload(
         "pool_images",
-        numpy=lambda _, images: torch_pool_grad(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 5), torch.from_numpy(images)).numpy(),
-        torch=lambda _, images: torch_pool_grad(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 5), images),
-        nbgrad=lambda _, images: nbgrad_pool_grad(lambda x: x.adaptive_avg_pool2d(5), images),
+        numpy=lambda _, images: gradient(lambda x: F.adaptive_avg_pool2d(x, 5).square().sum(), torch.from_numpy(images)).numpy(),
+        torch=lambda _, images: gradient(lambda x: F.adaptive_avg_pool2d(x, 5).square().sum(), images),
+        nbgrad=lambda _, images: gradient(lambda x: x.adaptive_avg_pool2d(5).square().sum(), images),
         rtol=1e-5, atol=1e-6),
-})
+}
 
 
-def torch_pool_grad(pool, images):
-    images.requires_grad_(True)
-    images.grad = None
-    pool(images).square().sum().backward()
-    return images.grad
-
-
-def nbgrad_pool_grad(pool, images):
-    images.requires_grad = True
-    images.grad = None
-    pool(images).square().sum().backward()
-    return images.grad
-
-
-def torch_nll_loss_grad(scores, labels):
-    scores.requires_grad_(True)
-    scores.grad = None
-    F.nll_loss(scores, labels).backward()
-    return scores.grad
-
-
-def nbgrad_nll_loss_grad(scores, labels):
-    scores.requires_grad = True
-    scores.grad = None
-    scores.nll_loss(labels).backward()
-    return scores.grad
+def gradient(loss, leaf):
+    """d loss(leaf) / d leaf, for a torch tensor or an nbgrad Tensor (both take requires_grad and grad this way)."""
+    leaf.requires_grad = True
+    leaf.grad = None
+    loss(leaf).backward()
+    return leaf.grad
 
 
 GROUPS = 8
@@ -452,20 +428,6 @@ def numpy_embedding_grad(table, tokens, grad):
     return out
 
 
-def torch_embedding_grad(table, tokens, grad):
-    table.requires_grad_(True)
-    table.grad = None
-    (table[tokens] * grad).sum().backward()
-    return table.grad
-
-
-def nbgrad_embedding_grad(table, tokens, grad):
-    table.requires_grad = True
-    table.grad = None
-    (table[tokens] * grad).sum().backward()
-    return table.grad
-
-
 WORKLOADS.update({
     "gather_1m_by_100k": Workload(
         "gather_inputs",
@@ -490,8 +452,8 @@ WORKLOADS.update({
     "embedding_grad": Workload(
         "embedding_inputs",
         numpy=numpy_embedding_grad,
-        torch=torch_embedding_grad,
-        nbgrad=nbgrad_embedding_grad,
+        torch=lambda table, tokens, grad: gradient(lambda t: (t[tokens] * grad).sum(), table),
+        nbgrad=lambda table, tokens, grad: gradient(lambda t: (t[tokens] * grad).sum(), table),
         rtol=1e-5, atol=1e-5),
 })
 
