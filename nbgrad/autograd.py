@@ -13,6 +13,7 @@ from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum, running
 from nbgrad.graph.take import take, scatter_add
 from nbgrad.graph.concat import concatenate, CAT_FUSED_MAX
+from nbgrad.graph.window_sums import MAX_DIMS as WINDOW_SUMS_MAX_DIMS, window_sums as window_sums_node
 
 
 def computed_once(x: LazyBuffer) -> LazyBuffer:
@@ -649,6 +650,7 @@ class Windows(Function):
     self.input_shape, self.args = x.shape, (kernel, stride, dilation)
     return x.windows(kernel, stride, dilation)
   def backward(self, grad):
+    if shifted_terms(*self.args) > 1 and window_sums_routine_takes(grad, self.args[0]): return window_sums_node(grad, self.input_shape, *self.args)
     if shifted_terms(*self.args) > MAX_SHIFTED_TERMS: return window_sums_by_dim(grad, self.input_shape, *self.args)
     return one_window_sum(grad, self.input_shape, *self.args)
 
@@ -698,6 +700,13 @@ class AsStrided(Function):
 # repeats of the input (1.3-1.8 s to compile, but its index arithmetic divides: 5x5 windows of a 128x32x24x24
 # input took 0.6 s to run, one dim at a time 0.05 s).
 MAX_SHIFTED_TERMS = 16
+
+
+def window_sums_routine_takes(grad: LazyBuffer, kernel: tuple) -> bool:
+  """Whether the window-sums node adds overlapping windows back (its CPU routine: float32 or float64, up to
+  WINDOW_SUMS_MAX_DIMS dims); elsewhere the sums are fused kernels of padded views."""
+  from nbgrad.device import is_cpu
+  return is_cpu(grad.device) and grad.dtype in (dtypes.float32, dtypes.float64) and len(kernel) <= WINDOW_SUMS_MAX_DIMS
 
 
 def shifted_terms(kernel, stride, dilation) -> int:

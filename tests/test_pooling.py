@@ -98,6 +98,24 @@ def test_avg_pool_of_ints_is_float32():
                                                        count_include_pad=False).numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("npdt, shape", [(np.float32, (4, 16, 25, 23)), (np.float16, (2, 4, 9, 11))], ids=["float32", "float16"])
+def test_overlapping_windows_gradient_is_added_back_by_one_routine_on_all_threads(npdt, shape):
+  """On the CPU, float32 (and float64) gradients of overlapping windows (stride below the kernel) are added back
+  into the input by the window-sums routine, a plane per work item (64 planes, 144k window elements: the parallel
+  build); float16 takes the fused kernel. Values and gradients against torch in float32 (distinct values: no ties,
+  whose gradient torch gives to one element and nbgrad shares)."""
+  x = np.random.default_rng(0).permutation(np.prod(shape)).reshape(shape).astype(npdt)
+  if npdt == np.float32: x = x / np.float32(1000)
+  out_shape = shape[:2] + tuple((n + 1) // 2 for n in shape[2:])
+  weights = values(out_shape, seed=1).astype(np.float32)
+  ours = Tensor(x, requires_grad=True)
+  (ours.max_pool2d(3, 2, padding=1).cast(dtypes.float32) * Tensor(weights)).sum().backward()
+  assert ("window_sums_3x3" in [k.name for k in ours.grad.schedule()]) == (npdt == np.float32)
+  theirs = torch.tensor(x.astype(np.float32), requires_grad=True)
+  (F.max_pool2d(theirs, 3, 2, padding=1) * torch.from_numpy(weights)).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy().astype(np.float32), theirs.grad.numpy(), *((1e-3, 2e-3) if npdt == np.float16 else (1e-6, 1e-6)))
+
+
 # id -> (nbgrad method, torch function, input shape, output_size, extra kwargs)
 ADAPTIVE_CASES = {
   "avg_divisible": ("adaptive_avg_pool2d", F.adaptive_avg_pool2d, (2, 3, 7, 6), (7, 3), {}),
