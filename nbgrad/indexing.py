@@ -80,6 +80,22 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
   return out
 
 
+def _plain_items(indices, ndim: int) -> Optional[list]:
+  """The index items, one per dim, when indices are only ints and slices and at most one Ellipsis (x[3], x[:, 1:5],
+  x[..., 0]: the common cases, which need none of _normalize's rules), else None."""
+  items = indices if type(indices) is tuple else (indices,)
+  ellipsis = None
+  for position, i in enumerate(items):
+    if i is Ellipsis:
+      if ellipsis is not None: return None   # two: _normalize says so
+      ellipsis = position
+    elif type(i) is not slice and type(i) is not int and not isinstance(i, np.integer): return None   # not bool: numpy's x[True]
+  given = len(items) - (ellipsis is not None)
+  if given > ndim: return None   # too many: _normalize says so
+  if ellipsis is None: return list(items) + [slice(None)] * (ndim - given)
+  return list(items[:ellipsis]) + [slice(None)] * (ndim - given) + list(items[ellipsis + 1:])
+
+
 def basic_index(tensor, indices):
   if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices)   # x[idx], the common case
   if isinstance(indices, (type(tensor), np.ndarray)) and (mask := _bool_mask(indices)) is not None and mask.ndim > 1 and \
@@ -87,12 +103,14 @@ def basic_index(tensor, indices):
     # x[mask] over its leading dims: those dims as one, read at the flat mask's positions (one index array, not one
     # per dim: 8x faster for a 1000x1000 mask)
     return basic_index(tensor.reshape((-1,) + tensor.shape[mask.ndim:]), mask.reshape(-1))
-  items = _normalize(indices, tensor.shape)
-  if any(isinstance(i, (bool, np.bool_)) for i in items): return _scalar_bool_index(tensor, items)
-  for i in items:
-    if _is_array_index(i): return advanced_index(tensor, items)
-    if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
-      raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
+  items = _plain_items(indices, tensor.ndim)
+  if items is None:
+    items = _normalize(indices, tensor.shape)
+    if any(isinstance(i, (bool, np.bool_)) for i in items): return _scalar_bool_index(tensor, items)
+    for i in items:
+      if _is_array_index(i): return advanced_index(tensor, items)
+      if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
+        raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
   x, dim = tensor, 0
   shrink, flips, strides, final_shape = [], [], [], []
   for i in items:

@@ -355,6 +355,16 @@ def test_large_index_reads_and_sums_per_index():
 
 
 # ---------------------------------------------------------------- bad indices
+PLAIN_INDICES = [(Ellipsis, 0), (1, Ellipsis), (Ellipsis,), (1, Ellipsis, 2), (slice(None, None, -1), Ellipsis, slice(1, 3)),
+                 (np.int64(1), 2, np.int32(-1), 4), (Ellipsis, 1, 2, 3, 4), (-1,), (), (slice(3, 0, -2), slice(None), 0), 1]
+
+
+@pytest.mark.parametrize("index", PLAIN_INDICES, ids=repr)
+def test_ints_slices_and_one_ellipsis_read_as_numpy_reads_them(index):
+  a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+  np.testing.assert_array_equal(Tensor(a)[index].numpy(), a[index])
+
+
 BAD_INDEX_ROWS = {
   "float_tensor": (lambda: Tensor([0.0, 1.0]), IndexError),
   "float_list": (lambda: [0.0, 1.0], IndexError),
