@@ -629,6 +629,21 @@ def _joined(slices: list[SliceGradient], shape: tuple):
   return concatenate(pieces, dim)
 
 
+class Step(Function):
+  """Every steps[d]-th element along each dim d from its first: the dim padded to a multiple of the step, split in
+  (count, step) and column 0 kept, as one op (four Tensor ops cost a step-sliced index about 60 us more)."""
+  def forward(self, x, steps):
+    self.input_shape, self.steps = x.shape, steps
+    padded = x.pad(tuple((0, (-n) % s) for n, s in zip(x.shape, steps)))
+    self.split_shape = tuple(d for n, s in zip(padded.shape, steps) for d in (n // s, s))
+    kept = padded.reshape(self.split_shape).shrink(tuple(r for n, s in zip(padded.shape, steps) for r in ((0, n // s), (0, 1))))
+    return kept.reshape(tuple(n // s for n, s in zip(padded.shape, steps)))
+  def backward(self, grad):
+    columns = grad.reshape(tuple(d for n in grad.shape for d in (n, 1)))
+    spread = columns.pad(tuple(p for s in self.steps for p in ((0, 0), (0, s - 1))))
+    return spread.reshape(tuple(n * s for n, s in zip(grad.shape, self.steps))).shrink(tuple((0, n) for n in self.input_shape))
+
+
 class Flip(Function):   # a copy, as torch's (a flip of a buffer reads it in place, but a write into it does not reach it)
   def forward(self, x, axes):
     self.axes = axes

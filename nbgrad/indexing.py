@@ -136,11 +136,8 @@ def basic_index(tensor, indices):
   flip_axes = tuple(d for d, f in enumerate(flips) if f and x.shape[d] > 1)   # (Tensor.flip of a dim of 1 is a copy)
   if flip_axes: x = x.flip(flip_axes)
   if any(s != 1 for s in strides):
-    # take every s-th element: pad to a multiple of s, split the dim into (n, s), keep column 0
-    padded = x.pad(tuple((0, (-n) % s) for n, s in zip(x.shape, strides)))
-    split = padded.reshape(tuple(d for n, s in zip(padded.shape, strides) for d in (n // s, s)))
-    kept = split.shrink(tuple(r for n, s in zip(padded.shape, strides) for r in ((0, n // s), (0, 1))))
-    x = kept.reshape(tuple(n // s for n, s in zip(padded.shape, strides)))
+    from nbgrad.autograd import Step
+    x = Step.apply(x, steps=tuple(strides))
   x = x.reshape(tuple(final_shape))
   # the result remembers the whole indexing as one view of tensor: a step's padding is no view step, so the chain of
   # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
