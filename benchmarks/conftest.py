@@ -129,6 +129,12 @@ def pool_images():
 
 
 @pytest.fixture(scope="session")
+def small_matrix():
+    """A 64x64 float32 matrix drawn from a standard normal (as a 1-tuple)."""
+    return (np.random.default_rng(10).standard_normal((64, 64), dtype=np.float32),)
+
+
+@pytest.fixture(scope="session")
 def class_scores():
     """Log-probabilities of 512 samples over 1024 classes (float32) and each sample's class (int64)."""
     rng = np.random.default_rng(8)

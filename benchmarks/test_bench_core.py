@@ -448,6 +448,14 @@ WORKLOADS.update({
         torch=lambda table, tokens, grad: table[tokens],
         nbgrad=lambda table, tokens, grad: table[tokens],
         rtol=0.0, atol=0.0),
+    # basic indices of a small matrix, copied out: every other column of rows 2 to 9, then its row 3 (where each
+    # call's fixed costs, building the views, count more than the copy)
+    "small_basic_indices": Workload(
+        "small_matrix",
+        numpy=lambda m: m[2:10, ::2][3].copy(),
+        torch=lambda m: m[2:10, ::2][3].clone(),
+        nbgrad=lambda m: m[2:10, ::2][3],
+        rtol=0.0, atol=0.0),
     # the lookup's gradient: every row a token reads gets that token's gradient added (numpy: np.add.at)
     "embedding_grad": Workload(
         "embedding_inputs",
@@ -856,6 +864,12 @@ def test_indexing_embedding_lookup(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_indexing_embedding_grad(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "embedding_grad")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_small_basic_indices(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "small_basic_indices")
 
 
 # ---------------------------------------------------------------------------------------------
