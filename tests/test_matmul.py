@@ -30,6 +30,7 @@ VIEWS = {
   "rows": (_broadcast_rows, lambda shape: shape[:-2] + (1, shape[-1])),
   "flip": (_flipped, lambda shape: shape),
   "pad": (_padded_rows, lambda shape: (shape[0] - 2, shape[1])),
+  "cols": (lambda x: x[..., 1:], lambda shape: shape[:-1] + (shape[-1] + 1,)),   # all but the first column
 }
 
 # id -> (a shape, b shape, view of a, view of b)
@@ -58,6 +59,7 @@ CASES = {
   "zero_m": ((0, 4), (4, 2), None, None),
   "zero_n": ((3, 4), (4, 0), None, None),
   "zero_batch": ((0, 3, 4), (4, 2), None, None),
+  "zero_k_b_sliced": ((3, 0), (0, 3), None, "cols"),   # a window past the end of an empty buffer: zeros, as torch's
 }
 
 

@@ -26,6 +26,7 @@ from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 def strided_view(buffer: np.ndarray, shape: tuple, strides: tuple, offset: int, writeable=False) -> np.ndarray:
   """The elements of a flat buffer at offset + sum(index * strides) as an array of shape (no copy). Built with
   numpy's array constructor, which checks the view stays in the buffer: as_strided took 7.5 us, this 1 us."""
+  if 0 in shape: return np.empty(shape, buffer.dtype)   # no element: the window's offset may lie past an empty buffer's end
   itemsize = buffer.itemsize
   view = np.ndarray(shape, buffer.dtype, buffer, offset * itemsize, tuple(s * itemsize for s in strides))
   if not writeable: view.flags.writeable = False
