@@ -85,6 +85,7 @@ def cross_entropy(x, target, weight=None, ignore_index: int = -100, reduction: s
   log_probs = scores.log_softmax(-1)
   if not dtypes.is_float(target.dtype): return _class_loss(log_probs, target, weight, ignore_index, reduction, label_smoothing)
   if target.shape != x.shape: raise ShapeMismatch(f"cross_entropy class probabilities of shape {target.shape} do not match logits of shape {x.shape}")
+  if ignore_index != -100: raise ValueError(f"cross_entropy ignores no class of probability targets (torch refuses it too): got ignore_index={ignore_index}")
   probabilities = (target if target.ndim == 1 else target.movedim(1, -1)) * (1 - label_smoothing) + label_smoothing / scores.shape[-1]
   losses = -(log_probs * probabilities * _class_weights(log_probs, weight)).sum(-1)
   return reduced(losses, reduction)

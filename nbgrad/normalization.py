@@ -43,6 +43,8 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
   channels = _channels(x, "group_norm")
   if channels % num_groups: raise ValueError(f"group_norm num_groups={num_groups} must divide the {channels} channels of shape {x.shape}")
   weight, bias = _weight_and_bias(x, weight, bias, (channels,), "group_norm")
+  if x.shape[0] * channels // num_groups * math.prod(x.shape[2:]) == 1:   # torch's check: one sample of one value a group
+    raise ValueError(f"group_norm needs more than 1 value per group, got an input of shape {x.shape} in {num_groups} groups")
   normalized = x.reshape(x.shape[0], num_groups, math.prod(x.shape[1:]) // num_groups).layernorm(eps=eps).reshape(x.shape)
   return _scaled_and_shifted(normalized, weight, bias, _per_channel(x))
 

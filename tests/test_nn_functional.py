@@ -475,6 +475,9 @@ ERRORS = [
   ("lp_pool_norm_0", lambda: F.lp_pool2d(ONES4, 0, 2), ValueError, "must not be 0"),
   ("inplace_leaf", lambda: F.relu(Tensor.ones(3, requires_grad=True), inplace=True), RuntimeError, "leaf tensor of shape"),
   ("cross_entropy_reduction", lambda: F.cross_entropy(Tensor(X2), Tensor(TARGETS), reduction="avg"), ValueError, "'avg'"),
+  ("cross_entropy_probabilities_ignore_index", lambda: F.cross_entropy(Tensor(X2), Tensor(PROBABILITIES), ignore_index=1), ValueError,
+   "ignore_index=1"),
+  ("group_norm_one_value_a_group", lambda: F.group_norm(Tensor([[2.0, 3.0]]), 2), ValueError, r"more than 1 value per group.*\(1, 2\)"),
 ]
 
 
