@@ -200,19 +200,31 @@ def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale
   first = x.ndim - len(sizes)
   for axis, (n, m) in enumerate(zip(x.shape[first:], sizes), first):
     if n == 0 and m != 0: raise ValueError(f"interpolate cannot resample dim {axis} of {x.shape}: it has no elements")
+  # an integer image keeps its dtype: resampled a dim at a time from the last, rounded to it after each (torch's
+  # uint8 kernels round so, in fixed point: their values can differ by 1)
+  rounds = not mode.startswith("nearest") and dtypes.is_int(x.dtype)
   if mode == "area":   # torch's: adaptive average pooling
-    return x.clone() if sizes == x.shape[first:] else pooling.adaptive_avg_pool(x, sizes, len(sizes))
+    if sizes == x.shape[first:]: return x.clone()
+    pooled = pooling.adaptive_avg_pool(x, sizes, len(sizes))
+    return _rounded_into(pooled, x.dtype) if rounds else pooled
   out = x if mode.startswith("nearest") else x._float_input()
   position_type = np.float64 if out.dtype == dtypes.float64 else np.float32
-  for axis, m, factor in zip(range(first, x.ndim), sizes, factors):
+  steps = list(zip(range(first, x.ndim), sizes, factors))
+  for axis, m, factor in reversed(steps) if rounds else steps:
     n = out.shape[axis]
     # torch's 2-D nearest kernel maps the points of a dim kept or doubled by sizes alone, whatever the factor
     if mode == "nearest" and len(sizes) == 2 and m in (n, 2 * n): factor = None
     # torch copies a dim whose size stays, except where a given factor moves the points (nearest and cubic)
     if m == n and (factor is None or mode in ALIGNABLE_MODES[:3]): continue
     taps = antialias_taps if antialias else axis_taps
-    out = resample_axis(out, axis, *taps(n, m, factor, mode, bool(align_corners), position_type))
+    out = resample_axis(out._float_input() if rounds else out, axis, *taps(n, m, factor, mode, bool(align_corners), position_type))
+    if rounds: out = _rounded_into(out, x.dtype)
   return out if out is not x else x.clone()
+
+
+def _rounded_into(x, dtype):
+  """Float values rounded to the nearest integer (halves up) and clamped into an integer dtype's range."""
+  return (x + 0.5).floor().clip(dtypes.min(dtype), dtypes.max(dtype)).cast(dtype)
 
 
 # ---- grid_sample and affine_grid: reads at points given as a tensor

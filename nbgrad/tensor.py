@@ -1323,7 +1323,8 @@ class Tensor(metaclass=_TensorType):
     scaled by scale_factor (one number: the dims after (N, C); or one per last dim): torch's sizes
     floor(size * factor), the factor mapping positions unless recompute_scale_factor. Positions are computed as
     torch computes them: Tensor.ones(1, 1, 2).interpolate(scale_factor=2).shape == (1, 1, 4). antialias (bilinear
-    and bicubic, as torch's): a downscale filters over the whole span of input each output covers."""
+    and bicubic, as torch's): a downscale filters over the whole span of input each output covers. An integer image
+    (uint8) keeps its dtype, rounded and clamped after each dim as torch's uint8 kernels do."""
     return sampling.interpolate(self, size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
