@@ -635,8 +635,8 @@ class Step(Function):
   def forward(self, x, steps):
     self.input_shape, self.steps = x.shape, steps
     padded = x.pad(tuple((0, (-n) % s) for n, s in zip(x.shape, steps)))
-    self.split_shape = tuple(d for n, s in zip(padded.shape, steps) for d in (n // s, s))
-    kept = padded.reshape(self.split_shape).shrink(tuple(r for n, s in zip(padded.shape, steps) for r in ((0, n // s), (0, 1))))
+    split = padded.reshape(tuple(d for n, s in zip(padded.shape, steps) for d in (n // s, s)))
+    kept = split.shrink(tuple(r for n, s in zip(padded.shape, steps) for r in ((0, n // s), (0, 1))))
     return kept.reshape(tuple(n // s for n, s in zip(padded.shape, steps)))
   def backward(self, grad):
     columns = grad.reshape(tuple(d for n in grad.shape for d in (n, 1)))
