@@ -99,11 +99,13 @@ def test_avg_pool_of_ints_is_float32():
 
 
 @pytest.mark.parametrize("npdt, shape", [(np.float32, (4, 16, 25, 23)), (np.float16, (2, 4, 9, 11))], ids=["float32", "float16"])
-def test_overlapping_windows_gradient_is_added_back_by_one_routine_on_all_threads(npdt, shape):
+def test_overlapping_windows_gradient_is_added_back_by_one_routine_on_all_threads(monkeypatch, npdt, shape):
   """On the CPU, float32 (and float64) gradients of overlapping windows (stride below the kernel) are added back
-  into the input by the window-sums routine, a plane per work item (64 planes, 144k window elements: the parallel
-  build); float16 takes the fused kernel. Values and gradients against torch in float32 (distinct values: no ties,
-  whose gradient torch gives to one element and nbgrad shares)."""
+  into the input by the window-sums routine, a plane per work item (here 64 planes on all threads); float16 takes the
+  fused kernel. Values and gradients against torch in float32 (distinct values: no ties, whose gradient torch gives
+  to one element and nbgrad shares)."""
+  from nbgrad.jit import window_sums
+  monkeypatch.setattr(window_sums, "PARALLEL_MIN_ELEMENTS", 0)
   x = np.random.default_rng(0).permutation(np.prod(shape)).reshape(shape).astype(npdt)
   if npdt == np.float32: x = x / np.float32(1000)
   out_shape = shape[:2] + tuple((n + 1) // 2 for n in shape[2:])
