@@ -615,7 +615,10 @@ def test_interpolate_of_ints_same_sizes_and_bad_input():
   pixels = np.arange(12, dtype=np.uint8).reshape(1, 1, 3, 4)
   np.testing.assert_array_equal(Tensor(pixels).interpolate((6, 8), mode="nearest").numpy(),
                                 torch.nn.functional.interpolate(torch.tensor(pixels), size=(6, 8), mode="nearest").numpy())
-  assert Tensor(pixels).interpolate((6, 8)).dtype == dtypes.float32   # linear of ints: floats
+  linear = Tensor(pixels).interpolate((6, 8))   # of ints: the image's dtype, rounded as torch's uint8 bilinear
+  assert linear.dtype == dtypes.uint8
+  theirs = torch.nn.functional.interpolate(torch.tensor(pixels), size=(6, 8), mode="bilinear").numpy()
+  assert np.abs(linear.numpy().astype(np.int64) - theirs).max() <= 1
   same = Tensor(X)
   assert same.interpolate((4,)) is not same and same.interpolate((4,)).tolist() == X.tolist()
   with pytest.raises(ValueError, match="mode"): same.interpolate((5,), mode="cubic")
