@@ -143,16 +143,16 @@ def _class_loss(x, target, weight, ignore_index: int, reduction: str, label_smoo
   check_class_indices(target, x.shape[-1], ignore_index)
   if target.shape != x.shape[:-1]:
     raise ShapeMismatch(f"class indices of shape {target.shape} do not match scores of shape {x.shape} (classes in dim 1)")
-  counted = target != ignore_index
+  weights, counted = None if weight is None else _class_weights(x, weight), target != ignore_index
   # the score at each sample's class, read where it lies (one element a sample, not a pass over every class); a
   # sample ignored or with a class out of range reads 0 and weighs 0
   scored = counted & (target >= 0) & (target < x.shape[-1])
   samples = type(x).arange(target.numel(), dtype=index_dtype(x.numel()), device=x.device).reshape(target.shape)
   picked = read_positions(x, samples * x.shape[-1] + target, scored)
-  sample_weight = scored.cast(x.dtype) if weight is None else scored.where(_class_weights(x, weight)[scored.where(target, 0)], 0)
+  sample_weight = scored.cast(x.dtype) if weights is None else scored.where(weights[scored.where(target, 0)], 0)
   losses = -picked * sample_weight
   if label_smoothing:   # torch's: the mean over classes of the weighted log-probabilities, of counted samples
-    uniform = counted.where(-(x * _class_weights(x, weight)).sum(-1) / x.shape[-1], 0)
+    uniform = counted.where(-(x if weights is None else x * weights).sum(-1) / x.shape[-1], 0)
     losses = (1 - label_smoothing) * losses + label_smoothing * uniform
   if reduction == "mean":   # no weight counted (every target ignored): nan, and torch's gradient 0, not nan
     total = sample_weight.sum()
