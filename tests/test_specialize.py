@@ -50,3 +50,22 @@ def test_a_parallel_build_computes_the_same_bits_on_one_thread_and_on_all():
     assert entry.one_thread_timings == jit.ONE_THREAD_TIMINGS, name
     np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4, err_msg=name)
     for got in results[1:]: assert np.array_equal(got.view(np.uint32), results[0].view(np.uint32)), name
+
+
+def test_a_row_sum_keeps_its_row_length_a_parameter_in_its_specialized_build():
+  """Written in, the row length let LLVM unroll a row's vectorized sum whole in the cached machine code, which then
+  ran 2x slower; the specialized build reads it from the parameter array and gives the generic build's bits."""
+  x = np.random.default_rng(5).standard_normal((300, 4100)).astype(np.float32)
+  t = Tensor(x).realize()
+  before = len(jit._rendered_cache)
+  results = []
+  for _ in range(jit.SPECIALIZE_AFTER + 2):
+    results.append(t.sum(1).numpy())
+    jit.finish_builds()
+  entry = parallel_entry_of(before)
+  assert entry.specialized is not None and entry.specialized.ready
+  row_length = entry.int_params.tolist().index(4100)
+  assert f"i{row_length} = ip[{row_length}]" in entry.specialized.source
+  assert "i0 = 300" in entry.specialized.source   # the kept dim's size is still written in
+  np.testing.assert_allclose(results[-1], x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-4)
+  for got in results[1:]: assert np.array_equal(got.view(np.uint32), results[0].view(np.uint32))
