@@ -79,6 +79,14 @@ def small_recurrence():
 
 
 @pytest.fixture(scope="session")
+def attention_inputs():
+    """Queries, keys, values and the output's gradient of causal attention: 8 samples x 8 heads x 256 positions x 64,
+    float32."""
+    rng = np.random.default_rng(10)
+    return tuple(rng.standard_normal((8, 8, 256, 64), dtype=np.float32) for _ in range(4))
+
+
+@pytest.fixture(scope="session")
 def int_vectors():
     """16M int32 numerators over +-1e6 and divisors in [-50, 50] without 0."""
     rng = np.random.default_rng(2)

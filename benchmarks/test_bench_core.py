@@ -376,6 +376,15 @@ WORKLOADS = {
         torch=lambda _, images: gradient(lambda x: F.adaptive_avg_pool2d(x, 5).square().sum(), images),
         nbgrad=lambda _, images: gradient(lambda x: x.adaptive_avg_pool2d(5).square().sum(), images),
         rtol=1e-5, atol=1e-6),
+    # causal attention's gradient with respect to the queries (the forward pass, then the softmax's and the products'
+    # gradients)
+    "attention_causal_grad": Workload(
+        "attention_inputs",
+        numpy=lambda q, k, v, g: gradient(lambda x: (F.scaled_dot_product_attention(x, *map(torch.from_numpy, (k, v)), is_causal=True)
+                                                     * torch.from_numpy(g)).sum(), torch.from_numpy(q)).numpy(),
+        torch=lambda q, k, v, g: gradient(lambda x: (F.scaled_dot_product_attention(x, k, v, is_causal=True) * g).sum(), q),
+        nbgrad=lambda q, k, v, g: gradient(lambda x: (x.scaled_dot_product_attention(k, v, is_causal=True) * g).sum(), q),
+        rtol=1e-4, atol=1e-5),
 }
 
 
@@ -829,6 +838,12 @@ def test_pool_max_3x3_stride2_forward_backward(benchmark, request, lib):
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 def test_pool_adaptive_avg_uneven_forward_backward(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "adaptive_avg_pool_uneven_grad")
+
+
+@pytest.mark.benchmark(group="attention")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_attention_causal_forward_backward(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "attention_causal_grad")
 
 
 @pytest.mark.benchmark(group="loss")

@@ -173,12 +173,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
   attn_mask = query._operand(attn_mask, "attn_mask", optional=True)
   if is_causal:
     attn_mask = type(query).ones(query.shape[-2], key.shape[-2], dtype=dtypes.bool, device=query.device).tril(0).cast(dtypes.bool)
-  scores = query @ key.transpose(-2, -1)
-  scores = scores / math.sqrt(query.shape[-1]) if scale is None else scores * scale   # torch's scale=
+  scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)   # as torch scales
   if attn_mask is not None:
     scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
-  # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan; its scores
-  # are replaced before the softmax too, so that no nan reaches the gradients
-  sees_nothing = scores._max(-1, keepdim=True) == -float("inf")
-  weights = sees_nothing.where(0.0, sees_nothing.where(0.0, scores).softmax(-1))
+  # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan
+  x = scores.cast(dtypes.float32) if scores.dtype in (dtypes.float16, dtypes.bfloat16) else scores
+  weights = x._softmax_of(-1, empty_rows_zero=True).cast(scores.dtype)
   return weights.dropout(dropout_p) @ value

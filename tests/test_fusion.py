@@ -325,6 +325,44 @@ def test_an_elementwise_node_an_earlier_kernel_stores_is_read_not_recomputed():
   np.testing.assert_allclose(tb.grad.numpy(), rb.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def kernel_ops(kernel) -> set:
+  """The ops of a compute kernel's expressions (its stages', its output's and those it stores alongside); none for a custom one."""
+  seen, ops, stack = set(), set(), [e for e in (kernel.out_expr, *kernel.also_exprs, *(e for _, e in kernel.stages)) if e is not None]
+  while stack:
+    e = stack.pop()
+    if id(e) in seen: continue
+    seen.add(id(e))
+    ops.add(e.op)
+    stack.extend(e.srcs)
+  return ops
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_a_softmax_stored_for_a_product_gives_its_gradient_without_finding_maxima_again(attention):
+  """softmax's gradient y * (g - sum(g * y)) reads the stored result y: the backward pass has one reduce, a sum, and
+  takes no exponential (attention's weights, 0 for a query that may attend to nothing, likewise)."""
+  import torch
+  from nbgrad.graph.ops import ReduceOps, UnaryOps
+  rng = np.random.default_rng(12)
+  q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in [(2, 5, 4), (2, 6, 4), (2, 6, 3)])
+  mask = rng.random((5, 6)) < 0.7
+  mask[2] = False   # query 2 sees nothing: zeros
+  tq = Tensor(q, requires_grad=True)
+  if attention: out = tq.scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(mask))
+  else: out = (tq @ Tensor(k).transpose(-1, -2)).softmax(-1) @ Tensor(v)
+  out.realize()
+  out.sum().backward()
+  kernels = tq.grad.schedule()
+  assert [op for kernel in kernels for op, _ in kernel.stages] == [ReduceOps.SUM]
+  assert not any(UnaryOps.EXP in kernel_ops(kernel) for kernel in kernels)
+  rq = torch.tensor(q, requires_grad=True)
+  if attention: ref = torch.nn.functional.scaled_dot_product_attention(rq, torch.from_numpy(k), torch.from_numpy(v), attn_mask=torch.from_numpy(mask))
+  else: ref = (rq @ torch.from_numpy(k).transpose(-1, -2)).softmax(-1) @ torch.from_numpy(v)
+  ref.sum().backward()
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(tq.grad.numpy(), rq.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_a_reduce_read_back_through_size_1_dims_fuses_with_its_consumer():
   """A convolution's bias step sums over (batch 1, positions) and reshapes away the size-1 dims: one kernel."""
   (g, b), (ng, nb) = inputs((1, 4, 3, 5), (4,))
