@@ -1474,7 +1474,7 @@ class Tensor(metaclass=_TensorType):
     # copied into their slots when there are many, or when all are stored in buffers anyway (computed already, or
     # made by a node of their own: no producer to fuse with): a fused kernel tests every piece at every element (8
     # realized (64, 128, 32) pieces on the last dim: 14.3 -> 2.0 ms)
-    if len(tensors) > CAT_FUSED_MAX or all(_stored_anyway(t.lazydata.base) for t in tensors):
+    if len(tensors) > CAT_FUSED_MAX or all(t.lazydata.base.stored_anyway() for t in tensors):
       return F.Concatenate.apply(*[t.cast(dtype) for t in tensors], dim=dim)
     total = sum(t.shape[dim] for t in tensors)
     out, before = None, 0
@@ -3814,10 +3814,6 @@ def _is_dtype_like(x) -> bool:
   """A DType, a numpy dtype or scalar type, or a torch dtype: what view() reads as a dtype, not a shape."""
   return isinstance(x, (DType, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic)) or \
     (type(x).__module__ == "torch" and type(x).__name__ == "dtype")
-
-
-def _stored_anyway(base: LazyBuffer) -> bool:
-  return base.buffer is not None or base.op in (LoadOps.CUSTOM, LoadOps.CONTIGUOUS, LoadOps.COPY)
 
 
 def _detached(t: Tensor) -> Tensor: return Tensor(t.lazydata, device=t.device, requires_grad=False)

@@ -363,6 +363,28 @@ def test_a_softmax_stored_for_a_product_gives_its_gradient_without_finding_maxim
   np.testing.assert_allclose(tq.grad.numpy(), rq.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_gradients_of_chunks_stored_anyway_are_joined_not_added_as_padded_pieces():
+  """q, k and v cut by chunk from one product, each read with its heads moved: their gradients (products, stored
+  anyway) are copied into one concatenation, as cat joins stored tensors, not added as padded pieces that every
+  element tests."""
+  import torch
+  rng = np.random.default_rng(13)
+  x, w = rng.standard_normal((2, 5, 4)).astype(np.float32), rng.standard_normal((4, 12)).astype(np.float32)
+  weights = [rng.standard_normal((2, 2, 5, 2)).astype(np.float32) for _ in range(3)]
+
+  def loss(xt, wt, lib):
+    pieces = (xt @ wt).chunk(3, dim=-1)
+    heads = [p.reshape(2, 5, 2, 2).transpose(1, 2) for p in pieces]
+    return sum(((h @ (Tensor(g) if lib is Tensor else torch.from_numpy(g)).transpose(-1, -2)) ** 2).sum() for h, g in zip(heads, weights))
+  tw = Tensor(w, requires_grad=True)
+  loss(Tensor(x), tw, Tensor).backward()
+  names = [k.name for k in tw.grad.schedule()]
+  assert "concat_3" in names and not any(n.startswith("e_add") for n in names), names
+  rw = torch.tensor(w, requires_grad=True)
+  loss(torch.from_numpy(x), rw, torch).backward()
+  np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_a_reduce_read_back_through_size_1_dims_fuses_with_its_consumer():
   """A convolution's bias step sums over (batch 1, positions) and reshapes away the size-1 dims: one kernel."""
   (g, b), (ng, nb) = inputs((1, 4, 3, 5), (4,))

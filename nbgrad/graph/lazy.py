@@ -64,6 +64,9 @@ class LazyBuffer:
 
   @property
   def realized(self) -> bool: return self.base.buffer is not None
+  def stored_anyway(self) -> bool:
+    """Whether this base node's values are in a buffer (computed, or made by a node of its own: no producer to fuse with)."""
+    return self.buffer is not None or self.op in (LoadOps.CUSTOM, LoadOps.CONTIGUOUS, LoadOps.COPY)
   @property
   def size(self) -> int: return math.prod(self.shape)
 
