@@ -46,7 +46,8 @@ GROUP_TITLES = {
     "conv": "conv2d 3x3, stride 1, padding 1, float32: ResNet-style layers, nbgrad's choice, Winograd (WINO=1) and "
             "direct (WINO=0) against torch (after warm-up)",
     "train": "One SGD step with cross-entropy: MLP 784-512-512-10 on a batch of 256; CNN (conv 32 3x3, "
-             "max-pool, conv 64 3x3, max-pool, linear) on 32x1x28x28 (after warm-up)",
+             "max-pool, conv 64 3x3, max-pool, linear) on 32x1x28x28; transformer (a tied embedding of 512 tokens x 128, "
+             "one pre-norm block of 4-head causal attention and a 4x GELU MLP) on 8 sequences of 64 tokens (after warm-up)",
     "indexing": "Indexed reads: x[idx], 100k int64 indices into 1M float32; m[idx, 1], column 1 of a 1M x 16 float32 "
                 "matrix at 100k int64 indices; an embedding table 50000x256 float32 read by a 64x128 token grid, and "
                 "its gradient; m[2:10, ::2][3] of a 64x64 float32 matrix, copied out (after warm-up)",

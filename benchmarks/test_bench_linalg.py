@@ -184,6 +184,44 @@ def cnn_data():
     return params, rng.standard_normal((32, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 32).astype(np.int32)
 
 
+HEADS = 4
+
+
+def transformer_data():
+    """A tied token embedding (512 tokens x 128) with learned positions, one pre-norm transformer block (causal
+    attention of 4 heads, a 4x MLP with tanh GELU) and the logits, for 8 sequences of 64 tokens and each token's next."""
+    rng = np.random.default_rng(5)
+    vocab, length, width = 512, 64, 128
+    params = [rng.standard_normal((vocab, width)).astype(np.float32) * np.float32(0.02),
+              rng.standard_normal((length, width)).astype(np.float32) * np.float32(0.02)]
+    for fan_out, fan_in in [(3 * width, width), (width, width), (4 * width, width), (width, 4 * width)]:
+        params += [uniform_layer(rng, (fan_out, fan_in), fan_in), uniform_layer(rng, fan_out, fan_in)]
+    tokens = rng.integers(0, vocab, (8, length + 1)).astype(np.int32)
+    return params, tokens[:, :-1], tokens[:, 1:].reshape(-1)
+
+
+def nbgrad_transformer(h, weights):
+    emb, pos, w_qkv, b_qkv, w_out, b_out, w_up, b_up, w_down, b_down = weights
+    batch, length = h.shape
+    x = emb[h] + pos
+    q, k, v = (t.reshape(batch, length, HEADS, -1).transpose(1, 2) for t in x.layernorm().linear(w_qkv.T, b_qkv).chunk(3, dim=-1))
+    x = x + q.scaled_dot_product_attention(k, v, is_causal=True).transpose(1, 2).reshape(batch, length, -1).linear(w_out.T, b_out)
+    x = x + x.layernorm().linear(w_up.T, b_up).gelu().linear(w_down.T, b_down)
+    return x.layernorm().linear(emb.T).reshape(batch * length, -1)
+
+
+def torch_transformer(h, weights):
+    emb, pos, w_qkv, b_qkv, w_out, b_out, w_up, b_up, w_down, b_down = weights
+    batch, length = h.shape
+    x = emb[h] + pos
+    normed = F.layer_norm(x, x.shape[-1:])
+    q, k, v = (t.reshape(batch, length, HEADS, -1).transpose(1, 2) for t in F.linear(normed, w_qkv, b_qkv).chunk(3, dim=-1))
+    attended = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, length, -1)
+    x = x + F.linear(attended, w_out, b_out)
+    x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, x.shape[-1:]), w_up, b_up), approximate="tanh"), w_down, b_down)
+    return F.linear(F.layer_norm(x, x.shape[-1:]), emb).reshape(batch * length, -1)
+
+
 def nbgrad_mlp(h, weights):
     for i in range(0, len(weights) - 2, 2): h = h.linear(weights[i].T, weights[i + 1]).relu()
     return h.linear(weights[-2].T, weights[-1])
@@ -207,7 +245,8 @@ def torch_cnn(h, weights):
 
 
 # model -> (data, nbgrad forward, torch forward)
-MODELS = {"mlp": (mlp_data, nbgrad_mlp, torch_mlp), "cnn": (cnn_data, nbgrad_cnn, torch_cnn)}
+MODELS = {"mlp": (mlp_data, nbgrad_mlp, torch_mlp), "cnn": (cnn_data, nbgrad_cnn, torch_cnn),
+          "transformer": (transformer_data, nbgrad_transformer, torch_transformer)}
 
 
 def nbgrad_step(model, device="CPU"):
