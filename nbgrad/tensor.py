@@ -1573,6 +1573,8 @@ class Tensor(metaclass=_TensorType):
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:
     """A Python scalar as a tensor of shape (a broadcast constant), typed by API.md's scalar rules."""
+    if self.dtype.kind == "f" and (type(value) is float or (type(value) is int and abs(value) < 2 ** 1024)):
+      return Tensor(LazyBuffer.full(value, shape, self.dtype, self.device), requires_grad=False)   # the common case, first
     if isinstance(value, (complex, np.complexfloating)): raise TypeError(f"complex operand {value!r}: nbgrad has no complex dtype")
     if not isinstance(value, (bool, int, float, np.generic)):
       raise TypeError(f"unsupported operand {value!r} ({type(value).__name__}): ops take numbers, Tensors and numpy arrays")
@@ -1600,6 +1602,7 @@ class Tensor(metaclass=_TensorType):
   def _from_numpy_operand(self, y):
     """A numpy operand as torch takes it: an array is a tensor of its dtype on this device, a 0-d one a scalar (so is
     another library's array, a torch CPU tensor)."""
+    if isinstance(y, (Tensor, float, int)): return y   # the common operands, without foreign_array's tests
     y = foreign_array(y)
     if not isinstance(y, np.ndarray): return y
     return y.item() if y.ndim == 0 else self._operand(y, "operand")
