@@ -1938,12 +1938,12 @@ class Tensor(metaclass=_TensorType):
   @_in_float32
   def log1p(self) -> Tensor:
     """log(1 + x) for x > -1 without losing a small x (softplus(-20) is 2e-9, not 0): Kahan's log(u) * x / (u - 1)
-    for u = 1 + x, whose rounding of u cancels out (a five-term series below 0.1 was 21 ulps off in softplus).
-    Its gradient is 1 / u."""
+    for u = 1 + x, whose rounding of u cancels out (a five-term series below 0.1 was 21 ulps off in softplus), with
+    x / (u - 1) (about 1) taken first: log(u) * x overflowed past 4e36 in float32. Its gradient is 1 / u."""
     x = self.detach()
     u = 1 + x
     exact, infinite = u == 1, u == math.inf
-    value = exact.where(x, infinite.where(u, u.log() * x / (exact | infinite).where(1.0, u - 1)))
+    value = exact.where(x, infinite.where(u, u.log() * (x / (exact | infinite).where(1.0, u - 1))))
     return _with_derivatives((self,), value, (lambda: 1 / u,))
   @_in_float32
   def softsign(self) -> Tensor: return self / (1 + self.abs())

@@ -68,6 +68,12 @@ def test_log1p_at_and_below_minus_one():
   np.testing.assert_array_equal(Tensor([-1.0, -2.0, INF, NAN]).log1p().numpy(), torch.log1p(torch.tensor([-1.0, -2.0, INF, NAN])).numpy())
 
 
+@pytest.mark.parametrize("dt,values", [(np.float32, [1e30, 4e36, 1e37, 1e38, 3.4e38]), (np.float64, [1e300, 1e306, 1e308, 1.7e308])])
+def test_log1p_of_the_largest_finite_values_is_finite(dt, values):
+  x = np.array(values, dt)
+  np.testing.assert_allclose(Tensor(x).log1p().numpy(), torch.log1p(torch.tensor(x.astype(np.float64))).numpy(), rtol=np.finfo(dt).eps * 2)
+
+
 # ---- erf and the inverse trigonometric functions: within an ulp or two of float64's values
 ANGLE_INPUTS = {"erf": np.array([-6.0, -1.5, -1e-20, 0.0, 1e-6, 0.3, 0.9, 2.0, 4.5, INF, NAN]),
                 "atan": np.array([-INF, -1e30, -3.0, -1e-20, 0.0, 1e-7, 0.5, 1.0, 7.0, INF, NAN]),
