@@ -231,15 +231,25 @@ def _kept_singular_values(s, shape, rtol=None):
   return s > s.max(-1, keepdim=True) * rtol
 
 
-def _pseudo_inverse(u, s, vh, kept):
-  return _transposed(vh) @ (_reciprocal_where(s, kept).unsqueeze(-1) * _transposed(u))
+def _pseudo_inverse(a, rtol=None):
+  """The pseudo-inverse of float matrices a from their reduced SVD, singular values at most rtol times the largest
+  counted as 0, and which ones count. Its gradient is the pseudo-inverse's own (Golub and Pereyra's differential,
+  which holds while the rank stays): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A). Through the SVD's
+  gradient, whose terms for repeated singular values are left out, pinv(diag(2, 2, 5))'s gradient came out wrong."""
+  u, s, vh = svd(a.detach())
+  kept = _kept_singular_values(s, a.shape, rtol)
+  p = _transposed(vh) @ (_reciprocal_where(s, kept).unsqueeze(-1) * _transposed(u))
+
+  def gradient(a, p, g):
+    pt, gt = _transposed(p), _transposed(g)
+    return -(pt @ g @ pt) + (gt - a @ (p @ gt)) @ (p @ pt) + (pt @ p) @ (gt - (gt @ p) @ a)
+  return F.custom(lambda _: p.lazydata, gradient, a), kept
 
 
 def pinv(x, rtol=None):
   """The Moore-Penrose pseudo-inverse from the reduced SVD: singular values at most rtol times the largest count as 0
   (rtol by default max(rows, cols) * the float type's epsilon, as numpy's and torch's)."""
-  u, s, vh = svd(x)
-  return _pseudo_inverse(u, s, vh, _kept_singular_values(s, x.shape, rtol))
+  return _as_input(x, _pseudo_inverse(_matrices(x, "pinv", square=False), rtol)[0])
 
 
 def pinverse(x, rcond: float = 1e-15):
@@ -257,10 +267,9 @@ def lstsq(x, b, rcond=None):
   residuals and singular_values are empty."""
   columns, vector = _as_columns(x, b, "lstsq")
   compute, result = _float_types(x, columns)
-  u, s, vh = svd(_matrices(x, "lstsq", square=False).cast(compute))
-  kept = _kept_singular_values(s, x.shape, rcond)
-  solution = (_pseudo_inverse(u, s, vh, kept) @ columns.cast(compute)).cast(result)
-  empty = s.new_zeros(0).cast(result)
+  inverse, kept = _pseudo_inverse(_matrices(x, "lstsq", square=False).cast(compute), rcond)
+  solution = (inverse @ columns.cast(compute)).cast(result)
+  empty = kept.new_zeros(0).cast(result)
   return LeastSquares(solution.squeeze(-1) if vector else solution, empty, kept.cast(dtypes.int64).sum(-1), empty)
 
 

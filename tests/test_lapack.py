@@ -177,6 +177,19 @@ def test_pinv_as_torch(shape):
   np.testing.assert_allclose(Tensor(rank_one).pinv().numpy(), np.linalg.pinv(rank_one), atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["repeated_values", "orthogonal", "scaled_orthogonal_wide", "rank_deficient_tall"])
+def test_pinv_and_lstsq_gradients_with_repeated_singular_values_as_torch(name):
+  """The pseudo-inverse's own gradient, which the SVD's (its terms for repeated singular values left out) missed."""
+  q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+  values = {"repeated_values": np.diag([2.0, 2.0, 5.0]), "orthogonal": q, "scaled_orthogonal_wide": 3 * q[:3],
+            "rank_deficient_tall": np.outer(rng.standard_normal(5), rng.standard_normal(3))}[name]
+  weights = rng.standard_normal(values.shape[::-1])
+  matches_torch(lambda t: t.pinv() * Tensor(weights), lambda t: torch.linalg.pinv(t) * torch.tensor(weights), values)
+  if name != "rank_deficient_tall":   # torch's gelsy solves a rank-deficient system otherwise (not the least-norm solution)
+    b = rng.standard_normal((values.shape[0], 2))
+    matches_torch(lambda t: t.lstsq(Tensor(b)).solution, lambda t: torch.linalg.lstsq(t, torch.tensor(b)).solution, values)
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 5, -1, -3])
 def test_matrix_power_as_torch(n):
   values = well_conditioned((2, 3, 3)) / 3
