@@ -22,7 +22,7 @@ from pathlib import Path
 LIBS = ["nbgrad", "numpy", "torch"]
 GROUP_TITLES = {
     "elementwise": "Elementwise, 16M float32 (int32 for the divisions, cast to int64 for the int64 one, float16 for the half ones, float64 for the double ones; small: 64K float32; small tanh recurrence: 20 steps of tanh(h @ W), h 4x16, W 16x16) (after warm-up)",
-    "movement": "Movement, float32: cat of 8 realized 1024x512 pieces along each axis, and 3 of them stacked on a new last dim; a 4096x4096 matrix's transpose "
+    "movement": "Movement, float32: cat of 8 realized 1024x512 pieces along each axis, and 3 of them stacked on a new last dim; x * 2 + 1 and exp(y) (1024x512 each) computed and joined along axis 1; a 4096x4096 matrix's transpose "
                 "copied, and added to the matrix; 16x64x56x56 images copied channels-last; attention's heads (16x8x256x64) merged "
                 "to 16x256x512 (after warm-up)",
     "reduce": "Reductions, 16M / 4096x4096 float32 (any: of x > 3 along rows); softmax over attention's heads merged back "

@@ -202,6 +202,13 @@ WORKLOADS = {
         torch=lambda *p: torch.stack(p[:3], dim=-1),
         nbgrad=lambda *p: p[0].stack(*p[1:3], dim=-1),
         rtol=0.0, atol=0.0),
+    # pieces computed where they are joined: x * 2 + 1 and exp(y) side by side
+    "cat_computed_axis1": Workload(
+        "pieces",
+        numpy=lambda *p: np.concatenate([p[0] * 2 + 1, np.exp(p[1])], axis=1),
+        torch=lambda *p: torch.cat([p[0] * 2 + 1, p[1].exp()], dim=1),
+        nbgrad=lambda *p: (p[0] * 2 + 1).cat(p[1].exp(), dim=1),
+        rtol=1e-6, atol=0.0),
     # a transposed read: numpy and torch copy the view to row-major order, nbgrad's kernel writes it so
     "transpose_copy": Workload(
         "matrix",
@@ -658,6 +665,12 @@ def test_movement_cat_axis1(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_movement_stack_last_dim(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "stack_last_dim")
+
+
+@pytest.mark.benchmark(group="movement")
+@pytest.mark.parametrize("lib", LIBS)
+def test_movement_cat_computed_axis1(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "cat_computed_axis1")
 
 
 @pytest.mark.benchmark(group="movement")

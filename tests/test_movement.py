@@ -529,6 +529,29 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
   np.testing.assert_array_equal(out.numpy().view(bits), np.concatenate(arrays, 1).view(bits))
 
 
+def test_big_computed_pieces_are_computed_then_copied_small_ones_fused():
+  """A fused cat computes every piece at every element: pieces times elements from CAT_COPY_MIN_WORK on are computed
+  by kernels of their own and copied into their slots; smaller ones stay one fused kernel. Both with torch's
+  gradients."""
+  import torch
+  from nbgrad.graph.concat import CAT_COPY_MIN_WORK
+  for rows in (CAT_COPY_MIN_WORK // 512, 8):   # two pieces of rows x 256 (and of rows x 256 on dim 0)
+    a, b = (np.random.default_rng(seed).standard_normal((rows, 256)).astype(np.float32) for seed in (1, 2))
+    for dim in (0, 1):
+      x, y = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+      out = Tensor.cat(x * 2 + 1, y.exp(), dim=dim)
+      names = [k.name for k in out.schedule()]
+      assert (names[-1] == "concat_2" and len(names) == 3) if rows > 8 else len(names) == 1, (rows, names)
+      ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+      expected = torch.cat([ta * 2 + 1, tb.exp()], dim=dim)
+      np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-6)
+      weights = np.random.default_rng(3).standard_normal(expected.shape).astype(np.float32)
+      (out * Tensor(weights)).sum().backward()
+      (expected * torch.from_numpy(weights)).sum().backward()
+      np.testing.assert_allclose(x.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+      np.testing.assert_allclose(y.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("npdt", [np.float32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
 def test_cat_of_short_rows_copies_many_rows_per_work_item(monkeypatch, npdt):
   """Rows shorter than a work item's block (stack on a new last dim, cat of narrow columns) are copied many rows per
