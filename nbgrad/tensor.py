@@ -18,7 +18,7 @@ from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
 from nbgrad.graph.view import contiguous_strides
-from nbgrad.graph.concat import CAT_FUSED_MAX, CAT_COPY_MIN_WORK
+from nbgrad.graph.concat import CAT_FUSED_MAX, copied_apart
 from nbgrad import dense, dense_solve, functional, ordering, scatter
 from nbgrad import hooks, special
 from nbgrad import pooling
@@ -1474,7 +1474,7 @@ class Tensor(metaclass=_TensorType):
     # copied into their slots when there are many or big ones, or when all are stored in buffers anyway (computed
     # already, or made by a node of their own: no producer to fuse with): a fused kernel tests every piece at every
     # element (8 realized (64, 128, 32) pieces on the last dim: 14.3 -> 2.0 ms)
-    if len(tensors) > CAT_FUSED_MAX or len(tensors) * sum(t.numel() for t in tensors) >= CAT_COPY_MIN_WORK \
+    if len(tensors) > CAT_FUSED_MAX or copied_apart(len(tensors), sum(t.numel() for t in tensors), self.device) \
         or all(t.lazydata.base.stored_anyway() for t in tensors):
       return F.Concatenate.apply(*[t.cast(dtype) for t in tensors], dim=dim)
     total = sum(t.shape[dim] for t in tensors)

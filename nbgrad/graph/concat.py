@@ -14,10 +14,17 @@ from nbgrad.graph.view import contiguous_strides
 # cat of up to this many tensors is one fused kernel (a sum of padded pieces, fused with their producers); more are
 # copied into their slots: stacking 600 rows as padded pieces took 55 s to compile, and the copies 1 ms
 CAT_FUSED_MAX = 8
-# and fewer are copied too when the pieces times the elements reach this: the fused kernel computes every piece at
-# every element and keeps one (two 1024x512 pieces of x * 2 + 1 joined on dim 1: 1.37 ms fused, 0.50 copied into
-# their slots; of exp 2.69 and 0.71, one thread). Below it the copies' kernel launches cost more.
+# and on the CPU fewer are copied too when the pieces times the elements reach this: the fused kernel computes every
+# piece at every element and keeps one (two 1024x512 pieces of x * 2 + 1 joined on dim 1: 1.37 ms fused, 0.50 copied
+# into their slots; of exp 2.69 and 0.71, one thread). Below it the copies' kernel launches cost more.
 CAT_COPY_MIN_WORK = 1 << 18
+
+
+def copied_apart(pieces: int, elements: int, device: str) -> bool:
+  """Whether computed pieces (elements in all) are joined faster computed by kernels of their own and copied into
+  their slots than fused (CAT_COPY_MIN_WORK; measured on the CPU only, and GPUs keep the fused kernel)."""
+  from nbgrad.device import is_cpu
+  return is_cpu(device) and pieces * elements >= CAT_COPY_MIN_WORK
 OUT_OF_ORDER_MAX = 1 << 16   # elements of a piece read in place with its joined dim backwards or repeated
 
 
