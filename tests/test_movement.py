@@ -530,9 +530,9 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
 
 
 def test_big_computed_pieces_are_computed_then_copied_small_ones_fused():
-  """A fused cat computes every piece at every element: on the CPU, pieces times elements from CAT_COPY_MIN_WORK on are computed
-  by kernels of their own and copied into their slots; smaller ones stay one fused kernel. Both with torch's
-  gradients."""
+  """A fused cat computes every piece at every element: on the CPU, pieces times elements from CAT_COPY_MIN_WORK on
+  are computed by kernels of their own and copied into their slots; smaller ones stay one fused kernel. Both with
+  torch's gradients."""
   import torch
   from nbgrad.graph.concat import CAT_COPY_MIN_WORK
   for rows in (CAT_COPY_MIN_WORK // 512, 8):   # two pieces of rows x 256 (and of rows x 256 on dim 0)
