@@ -206,13 +206,14 @@ def bessel_asymptotic(order: int) -> tuple:
 @in_float64
 def bessel(x, order: int, scaled: bool):
   """I_order(x) (times exp(-|x|) when scaled, torch's i0e and i1e). The asymptotic exp(|x|) is taken as two halves:
-  exp(|x|) overflows from 709.8 on, I0 only from 713.99."""
+  exp(|x|) overflows from 709.8 on, I0 only from 713.99; and sqrt(2 pi x) as sqrt(x) sqrt(2 pi): 2 pi x overflowed
+  past 2.9e307 (i0e gave 0, i0 nan)."""
   a = x.abs()
   near = a < BESSEL_SERIES_END
   small, large = near.where(a, 0), near.where(BESSEL_SERIES_END, a)
   series = horner((small * 0.5) * (small * 0.5), bessel_series(order)) * (small * 0.5) ** order
   if scaled: series = series * (-small).exp()
-  asymptotic = horner(large.reciprocal(), bessel_asymptotic(order)) / (large * (2 * math.pi)).sqrt()
+  asymptotic = horner(large.reciprocal(), bessel_asymptotic(order)) / (large.sqrt() * math.sqrt(2 * math.pi))
   if not scaled: asymptotic = ((large * 0.5).exp() * asymptotic) * (large * 0.5).exp()
   magnitude = near.where(series, asymptotic)
   return (x < 0).where(-magnitude, magnitude) if order % 2 else magnitude

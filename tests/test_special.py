@@ -86,10 +86,11 @@ def test_ints_compute_in_float32(name):
   np.testing.assert_allclose(got.numpy(), expected, rtol=2 * ULP["float32"], atol=SMALLEST["float32"])
 
 
-SPECIAL = np.array([0.0, -0.0, -1.0, -2.0, 1e-300, 1e-30, 1e17, 1e300, INF, -INF, NAN])
+SPECIAL = np.array([0.0, -0.0, -1.0, -2.0, 1e-300, 1e-30, 1e17, 1e300, 1e308, -1.7e308, INF, -INF, NAN])
 # where torch's value is an accident of its formula, the limit instead: its trigamma's sin(pi x) is not 0 at the
-# negative integers (6.6e32 at -1), and its zeta gives nan at inf and at -inf for trigamma
-NOT_AS_TORCH = {"polygamma1": {-1.0: INF, -2.0: INF, -INF: INF}, "polygamma2": {INF: 0.0}, "polygamma5": {INF: 0.0}}
+# negative integers (6.6e32 at -1; nan at -1.7e308, an integer too), and its zeta gives nan at inf and at -inf for
+# trigamma
+NOT_AS_TORCH = {"polygamma1": {-1.0: INF, -2.0: INF, -1.7e308: INF, -INF: INF}, "polygamma2": {INF: 0.0}, "polygamma5": {INF: 0.0}}
 
 
 @pytest.mark.parametrize("name", list(FUNCTIONS))
