@@ -1730,9 +1730,15 @@ class Tensor(metaclass=_TensorType):
     return zero.where(1.0, angle.sin() / angle)
   @_in_float32
   def logit(self, eps: Optional[float] = None) -> Tensor:
-    """log(p / (1 - p)), p clamped to [eps, 1 - eps] first when eps is given (torch's logit; the gradient is 0 outside)."""
-    p = self if eps is None else self.clip(eps, 1 - eps)
-    return (p / (1 - p)).log()
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] first when eps is given (torch's logit). The gradient is torch's
+    1 / (p (1 - p)), 0 outside [eps, 1 - eps]: inf at 0 and 1, where the chain through the division gave inf * 0."""
+    x = self.detach()
+    p = x if eps is None else x.clip(eps, 1 - eps)
+
+    def derivative():
+      slope = 1 / (x * (1 - x))
+      return slope if eps is None else ((x < eps) | (x > 1 - eps)).where(0, slope)
+    return _with_derivatives((self,), (p / (1 - p)).log(), (derivative,))
 
   # activations
   @_in_float32

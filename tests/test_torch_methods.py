@@ -23,7 +23,8 @@ SAME_OPS = [("absolute", X, ()), ("negative", X, ()), ("sgn", X, ()), ("fix", X 
             ("multiply", X, (2.5,)), ("subtract", X, (1.5,)), ("divide", X, (4.0,)), ("true_divide", X, (3.0,)),
             ("clamp_min", X, (0.3,)), ("clamp_max", X, (0.3,)), ("swapdims", X, (0, 1)), ("t", X, ()), ("msort", X, ()),
             ("frac", X * 1.3, ()), ("deg2rad", X, ()), ("rad2deg", X, ()), ("sinc", X, ()), ("logit", UNIT.clip(0.05, 0.95), ()),
-            ("logit", UNIT, (0.2,)), ("hardshrink", X, (0.6,)), ("positive", X, ()),
+            ("logit", UNIT, (0.2,)), ("logit", np.array([[0.0, 1.0, 0.5], [0.2, 0.8, 1e-3]]), ()),   # gradient inf at 0 and 1
+            ("logit", np.array([[0.0, 1.0, 0.5], [0.2, 0.8, 0.1]]), (0.2,)), ("hardshrink", X, (0.6,)), ("positive", X, ()),
             ("logcumsumexp", X, (1,)), ("logcumsumexp", X, (0,)), ("nansum", X, ()), ("nanmean", X, (1,)),
             ("diag_embed", X, ()), ("diag_embed", X, (1, 0, 2)), ("diagflat", X, (-1,)), ("renorm", X, (2, 0, 3.0)),
             ("renorm", X, (1, 1, 2.0)), ("narrow", X, (1, 1, 2)), ("narrow", X, (0, -2, 2)), ("select", X, (1, -1)),
