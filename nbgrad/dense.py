@@ -317,15 +317,25 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim: bool = False):
   rows, cols = resolve_axis(dim[0], x.ndim), resolve_axis(dim[1], x.ndim)
   x, kept_shape = _as_float(x), tuple(1 if d in (rows, cols) else n for d, n in enumerate(x.shape))
   if ord == "fro": return x.norm("fro", (rows, cols), keepdim)
+  sizes = (x.shape[rows], x.shape[cols])
   if ord in (1, -1, math.inf, -math.inf):
     summed, extreme = (rows, cols) if ord in (1, -1) else (cols, rows)
     sums = x.abs().sum(summed, keepdim=True)
-    norm = sums.max(extreme, keepdim=True) if ord > 0 else sums.min(extreme, keepdim=True)
+    if x.shape[extreme] == 0: norm = _extreme_of_none(ord, x, sizes, kept_shape)
+    else: norm = sums.max(extreme, keepdim=True) if ord > 0 else sums.min(extreme, keepdim=True)
+  elif ord in (2, -2) and 0 in sizes: norm = _extreme_of_none(ord, x, sizes, kept_shape)
   elif ord in ("nuc", 2, -2):
     s = svdvals(x.permute([d for d in range(x.ndim) if d not in (rows, cols)] + [rows, cols]))
     norm = (s.sum(-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]).reshape(kept_shape)
   else: raise ValueError(f"matrix_norm ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf, got {ord!r}")
   return norm if keepdim else norm.reshape(tuple(n for d, n in enumerate(x.shape) if d not in (rows, cols)))
+
+
+def _extreme_of_none(ord, x, sizes, shape):
+  """torch's matrix norm where there are no sums (or singular values) to pick from: the largest is 0, the smallest an
+  IndexError."""
+  if ord < 0: raise IndexError(f"matrix_norm ord={ord} is the smallest of no values for matrices of {sizes[0]} x {sizes[1]}")
+  return x.new_zeros(shape)
 
 
 def matrix_power(x, n: int):

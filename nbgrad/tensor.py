@@ -2602,7 +2602,7 @@ class Tensor(metaclass=_TensorType):
     -inf, 0 (the count of nonzero elements) or any other number."""
     if p == "fro": p = 2
     if p == "nuc": return self.matrix_norm("nuc", (-2, -1) if dim is None else dim, keepdim)
-    axis = dim
+    axis = None if isinstance(dim, (tuple, list)) and not dim else dim   # dim=(): every dim, as torch's
     _check_number("norm p", p)
     magnitude = self.abs()
     if p == 2: return _root_of_powers(self.square().sum(axis, keepdim))   # gradient 0 at a zero vector, as torch's
@@ -2620,6 +2620,7 @@ class Tensor(metaclass=_TensorType):
 
   def renorm(self, p, dim: int, maxnorm: float) -> Tensor:
     """Each slice along dim scaled down to a p-norm of maxnorm where its norm is above that (torch's renorm)."""
+    if self.ndim < 2: raise ShapeMismatch(f"renorm needs at least 2 dims (torch's rule), got shape {self.shape}")
     dim = resolve_axis(dim, self.ndim)
     norms = self.norm(p, dim=tuple(d for d in range(self.ndim) if d != dim), keepdim=True)
     return self * (norms > maxnorm).where(maxnorm / (norms + 1e-7), 1.0)   # torch's 1e-7 too

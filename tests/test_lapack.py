@@ -277,6 +277,25 @@ def test_matrix_norm_as_torch(ord, keepdim):
   grads_match(lambda t: t.matrix_norm(ord, dim=(2, 0), keepdim=keepdim), lambda t: torch.linalg.matrix_norm(t, ord, dim=(2, 0), keepdim=keepdim), values)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0)], ids=str)
+def test_matrix_norms_of_empty_matrices_as_torch(shape):
+  """The largest of no sums or singular values is 0, the smallest an IndexError, as torch's."""
+  for ord in MATRIX_NORMS:
+    try: expected = torch.linalg.matrix_norm(torch.zeros(shape), ord).numpy()
+    except IndexError:
+      with pytest.raises(IndexError, match="smallest"): Tensor(np.zeros(shape)).matrix_norm(ord)
+      continue
+    np.testing.assert_array_equal(Tensor(np.zeros(shape)).matrix_norm(ord).numpy(), expected)
+
+
+def test_norms_over_dim_empty_take_every_dim_as_torch():
+  values = np.array([[3.0, 4.0], [0.0, 12.0]])
+  for dim in ((), []):
+    grads_match(lambda t: t.vector_norm(dim=dim), lambda t: torch.linalg.vector_norm(t, dim=dim), values)
+    grads_match(lambda t: t.norm(dim=dim), lambda t: t.norm(dim=dim), values)
+  with pytest.raises(ValueError, match="at least 2 dims"): Tensor([3.0, 4.0]).renorm(2, 0, 1.0)
+
+
 @pytest.mark.parametrize("ord", [2, 1, np.inf, -np.inf, 0, 3.5], ids=str)
 def test_vector_norm_as_torch(ord):
   values = rng.standard_normal((3, 4))
