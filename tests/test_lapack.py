@@ -149,6 +149,16 @@ def test_repeated_values_give_the_values_finite_gradients():
     np.testing.assert_allclose(t.grad.numpy(), np.eye(3), atol=1e-12)
 
 
+def test_a_nan_spreads_through_inverses_and_solutions_and_makes_no_cholesky_factor_as_torch():
+  """LAPACK left some entries of such a matrix's inverse finite; the other matrices of the batch are unaffected."""
+  a = np.stack([np.array([[np.nan, 1.0], [0.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])])
+  b = np.ones((2, 2, 1))
+  for ours, theirs in [(Tensor(a).inverse(), torch.linalg.inv(torch.tensor(a))),
+                       (Tensor(a).solve(Tensor(b)), torch.linalg.solve(torch.tensor(a), torch.tensor(b)))]:
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+  with pytest.raises(np.linalg.LinAlgError, match="NaN"): Tensor(a).cholesky().numpy()
+
+
 def test_factorizations_refuse_and_raise():
   with pytest.raises(np.linalg.LinAlgError, match="cholesky"): Tensor([[1.0, 2.0], [2.0, 1.0]]).cholesky().numpy()
   with pytest.raises(ValueError, match="square matrices"): Tensor.zeros(2, 3).eigh()

@@ -31,6 +31,10 @@ def _lapack(out: np.ndarray, matrices: np.ndarray, b, routine):
   """The ops numpy.linalg computes (or, for exp, composes)."""
   batch, rows, cols = matrices.shape
   k = min(rows, cols)
+  # A NaN spreads through the whole of a matrix's inverse or solution, and makes no Cholesky factor, as torch's: LAPACK
+  # left some entries finite
+  with_nan = np.isnan(matrices).any(axis=(1, 2)) if routine.op in ("inv", "solve", "cholesky") else None
+  if routine.op == "cholesky" and with_nan.any(): raise np.linalg.LinAlgError("a matrix holds NaN: it is not positive definite")
   if routine.op in ("inv", "cholesky"): out.reshape(matrices.shape)[...] = (np.linalg.inv if routine.op == "inv" else np.linalg.cholesky)(matrices)
   elif routine.op == "det":
     with np.errstate(over="ignore"): out[...] = np.linalg.det(matrices)   # past the range: inf, as torch's
@@ -55,6 +59,7 @@ def _lapack(out: np.ndarray, matrices: np.ndarray, b, routine):
     packed = out.reshape(batch, rows if complete else k, rows + cols)
     q, r = np.linalg.qr(matrices, mode="complete" if complete else "reduced")
     packed[:, :, :rows], packed[:, :, rows:] = np.swapaxes(q, -1, -2), r
+  if routine.op in ("inv", "solve"): out.reshape(batch, -1)[with_nan] = np.nan
 
 
 def _pade_coefficients(degree: int) -> list[float]:
