@@ -110,9 +110,14 @@ def _as_columns(x, b, op: str):
   return columns, vector
 
 
-def solve(x, b):
+def solve(x, b, left: bool = True):
   """y with x @ y = b: x square matrices (..., n, n), b vectors (of shape x.shape[:-1], or 1-D, as torch's rule says) or
-  matrices (..., n, k), batch dims broadcast. A singular x raises numpy's LinAlgError when computed."""
+  matrices (..., n, k), batch dims broadcast; with left=False, y @ x = b for matrices b (..., k, n). A singular x raises
+  numpy's LinAlgError when computed."""
+  if not left:
+    b = x._operand_or_number(b)
+    if b.ndim < 2: raise ShapeMismatch(f"solve with left=False needs b of shape (..., k, n) for matrices {x.shape}, got {b.shape}")
+    return _transposed(solve(_transposed(x), _transposed(b)))
   columns, vector = _as_columns(x, b, "solve")
   a, columns, result = _paired(x, columns, "solve")
 
@@ -135,8 +140,16 @@ def cholesky(x):
   return _as_input(x, _factorized("cholesky", gradient, _matrices(x, "cholesky")))
 
 
-def eigh(x):
-  """(eigenvalues ascending, eigenvectors as columns) of symmetric matrices (read from the lower triangle)."""
+def _triangle_read(x, uplo: str):
+  """x, or its transpose where the routines (which read the lower triangle) are to read the upper one (UPLO "U")."""
+  if uplo not in ("L", "U"): raise ValueError(f"UPLO must be 'L' or 'U', got {uplo!r}")
+  return x if uplo == "L" else _transposed(x)
+
+
+def eigh(x, uplo: str = "L"):
+  """(eigenvalues ascending, eigenvectors as columns) of symmetric matrices, read from the lower triangle (the upper
+  with uplo "U")."""
+  if uplo != "L": return eigh(_triangle_read(x, uplo))
   def gradient(a, packed, g):
     values, vectors = packed[..., 0, :], packed[..., 1:, :]
     inner = _diagonal_matrix(g[..., 0, :]) + _reciprocal_differences(values) * (_transposed(vectors) @ g[..., 1:, :])
@@ -224,32 +237,37 @@ def qr(x, mode: str = "reduced"):
   return _as_input(x, _transposed(packed[..., :rows])), _as_input(x, packed[..., rows:])
 
 
-def _kept_singular_values(s, shape, rtol=None):
-  """Where the singular values s count as nonzero: above rtol times the largest (rtol by default max(rows, cols) *
-  the float type's epsilon, as numpy's and torch's)."""
-  if rtol is None: rtol = max(shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
-  return s > s.max(-1, keepdim=True) * rtol
+def _kept_singular_values(s, shape, rtol=None, atol=None):
+  """Where the singular values s count as nonzero: above atol and above rtol times the largest (rtol by default
+  max(rows, cols) * the float type's epsilon, as numpy's and torch's, or 0 where atol above 0 is given, as torch's)."""
+  if rtol is None: rtol = 0.0 if atol else max(shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
+  return s > (s.max(-1, keepdim=True) * rtol).maximum(atol or 0.0)
 
 
-def _pseudo_inverse(a, rtol=None):
-  """The pseudo-inverse of float matrices a from their reduced SVD, singular values at most rtol times the largest
-  counted as 0, and which ones count. Its gradient is the pseudo-inverse's own (Golub and Pereyra's differential,
-  which holds while the rank stays): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A). Through the SVD's
-  gradient, whose terms for repeated singular values are left out, pinv(diag(2, 2, 5))'s gradient came out wrong."""
-  u, s, vh = svd(a.detach())
-  kept = _kept_singular_values(s, a.shape, rtol)
+def _pseudo_inverse(a, rtol=None, atol=None, values=None):
+  """The pseudo-inverse of float matrices a from their reduced SVD, singular values at most atol or rtol times the
+  largest counted as 0, and which ones count; values: other matrices whose pseudo-inverse a gets, as if it were a
+  (pinv's hermitian a read from one triangle). Its gradient is the pseudo-inverse's own (Golub and Pereyra's
+  differential, which holds while the rank stays): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A). Through the
+  SVD's gradient, whose terms for repeated singular values are left out, pinv(diag(2, 2, 5))'s gradient came out
+  wrong."""
+  m = (a if values is None else values).detach()
+  u, s, vh = svd(m)
+  kept = _kept_singular_values(s, a.shape, rtol, atol)
   p = _transposed(vh) @ (_reciprocal_where(s, kept).unsqueeze(-1) * _transposed(u))
 
-  def gradient(a, p, g):
+  def gradient(_, p, g):
     pt, gt = _transposed(p), _transposed(g)
-    return -(pt @ g @ pt) + (gt - a @ (p @ gt)) @ (p @ pt) + (pt @ p) @ (gt - (gt @ p) @ a)
+    return -(pt @ g @ pt) + (gt - m @ (p @ gt)) @ (p @ pt) + (pt @ p) @ (gt - (gt @ p) @ m)
   return F.custom(lambda _: p.lazydata, gradient, a), kept
 
 
-def pinv(x, rtol=None):
-  """The Moore-Penrose pseudo-inverse from the reduced SVD: singular values at most rtol times the largest count as 0
-  (rtol by default max(rows, cols) * the float type's epsilon, as numpy's and torch's)."""
-  return _as_input(x, _pseudo_inverse(_matrices(x, "pinv", square=False), rtol)[0])
+def pinv(x, rtol=None, atol=None, hermitian: bool = False):
+  """The Moore-Penrose pseudo-inverse from the reduced SVD: singular values at most atol or rtol times the largest
+  count as 0 (rtol by default max(rows, cols) * the float type's epsilon, as numpy's and torch's). hermitian: x is
+  symmetric and read from its lower triangle, as torch's (whose gradient is then the plain one's)."""
+  a = _matrices(x, "pinv", square=hermitian)
+  return _as_input(x, _pseudo_inverse(a, rtol, atol, a.tril() + _transposed(a.tril(-1)) if hermitian else None)[0])
 
 
 def pinverse(x, rcond: float = 1e-15):
@@ -260,11 +278,15 @@ def pinverse(x, rcond: float = 1e-15):
 LeastSquares = namedtuple("LeastSquares", "solution residuals rank singular_values")
 
 
-def lstsq(x, b, rcond=None):
+LSTSQ_DRIVERS = (None, "gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(x, b, rcond=None, driver=None):
   """torch.linalg.lstsq: the least-squares solutions X of x X = b of least norm (x (..., m, n), b (..., m, k) or
   vectors (..., m), batch dims broadcast) from the pseudo-inverse, and x's ranks (int64; singular values above rcond
   times the largest count, rcond by default max(m, n) * epsilon). As from torch's default driver on the CPU (gelsy),
-  residuals and singular_values are empty."""
+  residuals and singular_values are empty. Every driver gives that least-norm solution."""
+  if driver not in LSTSQ_DRIVERS: raise ValueError(f"lstsq driver must be one of {LSTSQ_DRIVERS}, got {driver!r}")
   columns, vector = _as_columns(x, b, "lstsq")
   compute, result = _float_types(x, columns)
   inverse, kept = _pseudo_inverse(_matrices(x, "lstsq", square=False).cast(compute), rcond)
@@ -273,9 +295,10 @@ def lstsq(x, b, rcond=None):
   return LeastSquares(solution.squeeze(-1) if vector else solution, empty, kept.cast(dtypes.int64).sum(-1), empty)
 
 
-def eigvalsh(x):
-  """The eigenvalues (ascending) of symmetric matrices (read from the lower triangle), with eigh's gradient."""
-  return eigh(x)[0]
+def eigvalsh(x, uplo: str = "L"):
+  """The eigenvalues (ascending) of symmetric matrices (read from the lower triangle, or the upper with uplo "U"), with
+  eigh's gradient."""
+  return eigh(x, uplo)[0]
 
 
 def svdvals(x):

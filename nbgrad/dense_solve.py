@@ -85,19 +85,25 @@ def _lu_gradient(a, packed, g):
   return permutation @ core
 
 
-def lu_factor(x):
+def _pivoting(pivot: bool, op: str):
+  if not pivot: raise RuntimeError(f"{op} without pivoting is not implemented on the CPU (as torch's)")
+
+
+def lu_factor(x, pivot: bool = True):
   """torch.linalg.lu_factor: (LU, pivots) of matrices (..., m, n) by partial pivoting, L below the diagonal of LU
   (its unit diagonal left out) and U on and above it, pivots int32 and 1-based as LAPACK's. A zero on U's diagonal
   raises numpy's LinAlgError when computed (lu gives those factors)."""
+  _pivoting(pivot, "lu_factor")
   a = _matrices(x, "lu_factor", square=False)
   rows, cols = a.shape[-2:]
   packed = F.custom(lapack.lu_factor, _lu_gradient, a)
   return LUFactorization(_as_input(x, packed[..., :cols]), packed[..., :min(rows, cols), cols].cast(dtypes.int32))
 
 
-def lu(x):
+def lu(x, pivot: bool = True):
   """torch.linalg.lu: (P, L, U) with x = P L U for matrices (..., m, n): P a permutation, L m x k lower triangular with
   ones on its diagonal and U k x n upper triangular (k = min(m, n)), by partial pivoting."""
+  _pivoting(pivot, "lu")
   a = _matrices(x, "lu", square=False)
   return PLU(*(_as_input(x, part) for part in _lu_parts(F.custom(lapack.lu, _lu_gradient, a), *a.shape[-2:])))
 

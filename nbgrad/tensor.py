@@ -3483,12 +3483,12 @@ class Tensor(metaclass=_TensorType):
   def det(self) -> Tensor: return dense.det(self)
   def slogdet(self) -> tuple[Tensor, Tensor]: return dense.slogdet(self)
   def logdet(self) -> Tensor: return dense.logdet(self)
-  def solve(self, b) -> Tensor: return dense.solve(self, b)
+  def solve(self, b, *, left: bool = True) -> Tensor: return dense.solve(self, b, left=left)
   def cholesky(self, upper: bool = False) -> Tensor:
     """The lower factor L of self = L L^T, or with upper (torch's Tensor.cholesky) its transpose U, self = U^T U."""
     lower = dense.cholesky(self)
     return lower.transpose(-2, -1) if upper else lower
-  def eigh(self) -> tuple[Tensor, Tensor]: return dense.eigh(self)
+  def eigh(self, UPLO: str = "L") -> tuple[Tensor, Tensor]: return dense.eigh(self, UPLO)
   def svd(self, some: bool = True, compute_uv: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """torch's Tensor.svd: (U, S, V) with self = U diag(S) V^T, V itself (linalg.svd's Vh is its transpose), S
     descending; some=False gives the full U (m x m) and V (n x n); compute_uv=False gives U and V of zeros."""
@@ -3498,20 +3498,25 @@ class Tensor(metaclass=_TensorType):
       return u, values, v
     u, s, vh = dense.svd(self, full_matrices=not some)
     return u, s, vh.transpose(-2, -1)
-  def qr(self, mode: str = "reduced") -> tuple[Tensor, Tensor]: return dense.qr(self, mode)
-  def pinv(self, rtol: Optional[float] = None) -> Tensor: return dense.pinv(self, rtol)
+  def qr(self, mode="reduced", *, some: Optional[bool] = None) -> tuple[Tensor, Tensor]:
+    """torch.linalg.qr's mode, or torch's Tensor.qr(some): some=False is mode "complete" (a bool mode is some)."""
+    if isinstance(mode, bool): mode, some = "reduced", mode
+    return dense.qr(self, mode if some is None else "reduced" if some else "complete")
+  def pinv(self, rtol: Optional[float] = None, *, atol: Optional[float] = None, hermitian: bool = False) -> Tensor:
+    return dense.pinv(self, rtol, atol=atol, hermitian=hermitian)
   def matrix_power(self, n: int) -> Tensor: return dense.matrix_power(self, n)
   def pinverse(self, rcond: float = 1e-15) -> Tensor: return dense.pinverse(self, rcond)
-  def lstsq(self, b, rcond: Optional[float] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]: return dense.lstsq(self, b, rcond)
-  def eigvalsh(self) -> Tensor: return dense.eigvalsh(self)
+  def lstsq(self, b, rcond: Optional[float] = None, *, driver: Optional[str] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    return dense.lstsq(self, b, rcond, driver=driver)
+  def eigvalsh(self, UPLO: str = "L") -> Tensor: return dense.eigvalsh(self, UPLO)
   def svdvals(self) -> Tensor: return dense.svdvals(self)
   def eig(self) -> tuple[Tensor, Tensor]: return dense.eig(self)
   def eigvals(self) -> Tensor: return dense.eig(self)
   def matrix_exp(self) -> Tensor: return dense.matrix_exp(self)
   def matrix_norm(self, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Tensor: return dense.matrix_norm(self, ord, dim, keepdim)
   def vector_norm(self, ord=2, dim=None, keepdim: bool = False) -> Tensor: return dense.vector_norm(self, ord, dim, keepdim)
-  def lu(self) -> tuple[Tensor, Tensor, Tensor]: return dense_solve.lu(self)
-  def lu_factor(self) -> tuple[Tensor, Tensor]: return dense_solve.lu_factor(self)
+  def lu(self, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]: return dense_solve.lu(self, pivot=pivot)
+  def lu_factor(self, *, pivot: bool = True) -> tuple[Tensor, Tensor]: return dense_solve.lu_factor(self, pivot=pivot)
   def lu_solve(self, LU_data, LU_pivots, *, left: bool = True, adjoint: bool = False) -> Tensor:
     return dense_solve.lu_solve(self, LU_data, LU_pivots, left=left, adjoint=adjoint)
   def solve_triangular(self, B, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:

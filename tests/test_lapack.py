@@ -403,3 +403,29 @@ def test_det_gradient_is_the_cofactor_matrix_also_where_singular(matrix):
   t = Tensor(a, requires_grad=True)
   t.det().backward()
   np.testing.assert_allclose(t.grad.numpy(), cofactors, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")   # torch's: its Tensor.qr(some) is deprecated
+def test_torch_keyword_arguments_of_the_factorizations():
+  """solve(left=False), eigh and eigvalsh UPLO, pinv atol and hermitian, lstsq driver, qr(some), lu(pivot): values and
+  gradients as torch's, and torch's refusals."""
+  a, b, s = rng.standard_normal((3, 3)), rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+  symmetric, weights = s + s.T, rng.standard_normal((3, 3))
+  grads_match(lambda t: t.solve(Tensor(b), left=False), lambda t: torch.linalg.solve(t, torch.tensor(b), left=False), a)
+  grads_match(lambda t: t.eigvalsh(UPLO="U"), lambda t: torch.linalg.eigvalsh(t, UPLO="U"), s)
+  np.testing.assert_allclose(Tensor(s).eigh(UPLO="U")[0].numpy(), torch.linalg.eigh(torch.tensor(s), UPLO="U")[0].numpy(), atol=1e-12)
+  small = np.diag([1.0, 1e-3, 1e-8])
+  for kwargs in ({"atol": 1e-4}, {"atol": 1e-4, "rtol": 1e-2}):
+    np.testing.assert_allclose(Tensor(small).pinv(**kwargs).numpy(), torch.linalg.pinv(torch.tensor(small), **kwargs).numpy(), rtol=1e-12)
+  np.testing.assert_allclose(Tensor(s).pinv(hermitian=True).numpy(), torch.linalg.pinv(torch.tensor(s), hermitian=True).numpy(), rtol=1e-10)
+  grads_match(lambda t: t.pinv(hermitian=True) * Tensor(weights), lambda t: torch.linalg.pinv(t, hermitian=True) * torch.tensor(weights), symmetric)
+  np.testing.assert_allclose(Tensor(a).lstsq(Tensor(b.T), driver="gelsd").solution.numpy(),
+                             torch.linalg.lstsq(torch.tensor(a), torch.tensor(b.T), driver="gelsd").solution.numpy(), rtol=1e-10)
+  tall = rng.standard_normal((4, 2))
+  for ours, theirs in [(Tensor(tall).qr(some=False), torch.tensor(tall).qr(some=False)), (Tensor(tall).qr(False), torch.tensor(tall).qr(False))]:
+    assert [t.shape for t in ours] == [tuple(t.shape) for t in theirs]
+  assert len(Tensor(a).lu(pivot=True)) == 3 and len(Tensor(a).lu_factor(pivot=True)) == 2
+  with pytest.raises(RuntimeError, match="without pivoting"): Tensor(a).lu(pivot=False)
+  with pytest.raises(ValueError, match="UPLO"): Tensor(a).eigh(UPLO="X")
+  with pytest.raises(ValueError, match="driver"): Tensor(a).lstsq(Tensor(b.T), driver="qr")
+  with pytest.raises(ValueError, match="left=False"): Tensor(a).solve(Tensor(b[0]), left=False)
