@@ -226,3 +226,19 @@ def test_gradients_as_torch(name):
 def test_negative_orders_are_value_errors(call, message):
   with pytest.raises(ValueError, match=message): call(Tensor([1.0]))
   with pytest.raises(TypeError, match="must be an int"): Tensor([1.0]).polygamma(1.5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sinc_gradient_near_zero_within_a_few_ulps_of_mpmath(dtype):
+  """pi (a cos a - sin a) / a^2 (a = pi x) cancels near 0 (float32's was 0 at 1e-5, as torch's): its series there."""
+  near, far = [0.0, 1e-10, -1e-5, 1e-4, 3e-3, 0.05, -0.15, 0.159], [0.16, 0.4, -1.0, 2.5]
+  t = Tensor(np.array(near + far, dtype=dtype), requires_grad=True)
+  t.sinc().sum().backward()
+
+  def exact(v):
+    a = mpmath.pi * mpmath.mpf(float(v))
+    return float(mpmath.pi * (a * mpmath.cos(a) - mpmath.sin(a)) / a ** 2) if v else 0.0
+  with mpmath.workdps(40): expected = np.array([exact(v) for v in t.numpy().tolist()])
+  got = t.grad.numpy()
+  np.testing.assert_allclose(got[:len(near)], expected[:len(near)], rtol=4 * ULP[dtype], atol=1e-300)
+  np.testing.assert_allclose(got[len(near):], expected[len(near):], rtol=2e-5 if dtype == "float32" else 1e-13)   # as torch's
