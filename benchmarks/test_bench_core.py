@@ -383,16 +383,24 @@ WORKLOADS = {
         torch=lambda _, images: gradient(lambda x: F.adaptive_avg_pool2d(x, 5).square().sum(), images),
         nbgrad=lambda _, images: gradient(lambda x: x.adaptive_avg_pool2d(5).square().sum(), images),
         rtol=1e-5, atol=1e-6),
-    # causal attention's gradient with respect to the queries (the forward pass, then the softmax's and the products'
-    # gradients)
+    # causal attention as a training step computes it: the output, and the gradients of the queries, keys and values
+    # (summed with it into one result)
     "attention_causal_grad": Workload(
         "attention_inputs",
-        numpy=lambda q, k, v, g: gradient(lambda x: (F.scaled_dot_product_attention(x, *map(torch.from_numpy, (k, v)), is_causal=True)
-                                                     * torch.from_numpy(g)).sum(), torch.from_numpy(q)).numpy(),
-        torch=lambda q, k, v, g: gradient(lambda x: (F.scaled_dot_product_attention(x, k, v, is_causal=True) * g).sum(), q),
-        nbgrad=lambda q, k, v, g: gradient(lambda x: (x.scaled_dot_product_attention(k, v, is_causal=True) * g).sum(), q),
-        rtol=1e-4, atol=1e-5),
+        numpy=lambda *arrays: attention_step(*map(torch.from_numpy, arrays), F.scaled_dot_product_attention).numpy(),
+        torch=lambda q, k, v, g: attention_step(q, k, v, g, F.scaled_dot_product_attention),
+        nbgrad=lambda q, k, v, g: attention_step(q, k, v, g, lambda *t, is_causal: t[0].scaled_dot_product_attention(*t[1:], is_causal=is_causal)),
+        rtol=1e-4, atol=1e-4),
 }
+
+
+def attention_step(q, k, v, g, attention):
+    """Causal attention's output plus the gradients of q, k and v of the sum of output * g (torch tensors or nbgrad
+    Tensors)."""
+    for t in (q, k, v): t.requires_grad, t.grad = True, None
+    out = attention(q, k, v, is_causal=True)
+    (out * g).sum().backward()
+    return out.detach() + q.grad + k.grad + v.grad
 
 
 def gradient(loss, leaf):
