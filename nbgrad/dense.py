@@ -142,14 +142,14 @@ def cholesky(x):
 
 def _triangle_read(x, uplo: str):
   """x, or its transpose where the routines (which read the lower triangle) are to read the upper one (UPLO "U")."""
-  if uplo not in ("L", "U"): raise ValueError(f"UPLO must be 'L' or 'U', got {uplo!r}")
-  return x if uplo == "L" else _transposed(x)
+  if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"): raise ValueError(f"UPLO must be 'L' or 'U', got {uplo!r}")
+  return x if uplo.upper() == "L" else _transposed(x)
 
 
 def eigh(x, uplo: str = "L"):
   """(eigenvalues ascending, eigenvectors as columns) of symmetric matrices, read from the lower triangle (the upper
   with uplo "U")."""
-  if uplo != "L": return eigh(_triangle_read(x, uplo))
+  if uplo != "L": return eigh(_triangle_read(x, uplo), "L")
   def gradient(a, packed, g):
     values, vectors = packed[..., 0, :], packed[..., 1:, :]
     inner = _diagonal_matrix(g[..., 0, :]) + _reciprocal_differences(values) * (_transposed(vectors) @ g[..., 1:, :])
@@ -240,8 +240,10 @@ def qr(x, mode: str = "reduced"):
 def _kept_singular_values(s, shape, rtol=None, atol=None):
   """Where the singular values s count as nonzero: above atol and above rtol times the largest (rtol by default
   max(rows, cols) * the float type's epsilon, as numpy's and torch's, or 0 where atol above 0 is given, as torch's)."""
-  if rtol is None: rtol = 0.0 if atol else max(shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
-  return s > (s.max(-1, keepdim=True) * rtol).maximum(atol or 0.0)
+  default = max(shape[-2:]) * (2.0 ** -52 if s.dtype == dtypes.float64 else 2.0 ** -23)
+  if atol is None: return s > s.max(-1, keepdim=True) * (default if rtol is None else rtol)
+  atol = s._operand_or_number(atol).cast(s.dtype).unsqueeze(-1)   # a number, or one per matrix
+  return s > (s.max(-1, keepdim=True) * ((atol > 0).where(0.0, default) if rtol is None else rtol)).maximum(atol)
 
 
 def _pseudo_inverse(a, rtol=None, atol=None, values=None):
@@ -259,7 +261,7 @@ def _pseudo_inverse(a, rtol=None, atol=None, values=None):
   def gradient(_, p, g):
     pt, gt = _transposed(p), _transposed(g)
     return -(pt @ g @ pt) + (gt - m @ (p @ gt)) @ (p @ pt) + (pt @ p) @ (gt - (gt @ p) @ m)
-  return F.custom(lambda _: p.lazydata, gradient, a), kept
+  return F.custom(lambda _: p.lazydata, gradient, a), kept, s
 
 
 def pinv(x, rtol=None, atol=None, hermitian: bool = False):
@@ -284,15 +286,26 @@ LSTSQ_DRIVERS = (None, "gels", "gelsy", "gelsd", "gelss")
 def lstsq(x, b, rcond=None, driver=None):
   """torch.linalg.lstsq: the least-squares solutions X of x X = b of least norm (x (..., m, n), b (..., m, k) or
   vectors (..., m), batch dims broadcast) from the pseudo-inverse, and x's ranks (int64; singular values above rcond
-  times the largest count, rcond by default max(m, n) * epsilon). As from torch's default driver on the CPU (gelsy),
-  residuals and singular_values are empty. Every driver gives that least-norm solution."""
+  times the largest count, rcond by default max(m, n) * epsilon). Every driver gives that least-norm solution; the
+  other outputs are the driver's, as torch's: residuals (the squared errors of each column, for more rows than
+  columns, and with "gelsd" and "gelss" only when every matrix has full rank, which is computed to tell) with
+  "gels", "gelsd" and "gelss"; singular_values with "gelsd" and "gelss"; no rank with "gels". The default on the
+  CPU, "gelsy", gives the ranks alone."""
   if driver not in LSTSQ_DRIVERS: raise ValueError(f"lstsq driver must be one of {LSTSQ_DRIVERS}, got {driver!r}")
   columns, vector = _as_columns(x, b, "lstsq")
   compute, result = _float_types(x, columns)
-  inverse, kept = _pseudo_inverse(_matrices(x, "lstsq", square=False).cast(compute), rcond)
-  solution = (inverse @ columns.cast(compute)).cast(result)
-  empty = kept.new_zeros(0).cast(result)
-  return LeastSquares(solution.squeeze(-1) if vector else solution, empty, kept.cast(dtypes.int64).sum(-1), empty)
+  a, columns = _matrices(x, "lstsq", square=False).cast(compute), columns.cast(compute)
+  inverse, kept, values = _pseudo_inverse(a, rcond)
+  solution = inverse @ columns
+  empty, rank = kept.new_zeros(0).cast(result), kept.cast(dtypes.int64).sum(-1)
+  rows, cols = a.shape[-2:]
+  residuals = empty
+  if driver in ("gels", "gelsd", "gelss") and rows > cols and (driver == "gels" or (rank.numpy() == cols).all()):
+    residuals = (a @ solution - columns).square().sum(-2).cast(result)
+  singular_values = values.cast(result) if driver in ("gelsd", "gelss") else empty
+  solution = solution.cast(result)
+  return LeastSquares(solution.squeeze(-1) if vector else solution, residuals, kept.new_zeros(0).cast(dtypes.int64) if driver == "gels" else rank,
+                      singular_values)
 
 
 def eigvalsh(x, uplo: str = "L"):
@@ -349,7 +362,8 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim: bool = False):
   elif ord in (2, -2) and 0 in sizes: norm = _extreme_of_none(ord, x, sizes, kept_shape)
   elif ord in ("nuc", 2, -2):
     s = svdvals(x.permute([d for d in range(x.ndim) if d not in (rows, cols)] + [rows, cols]))
-    norm = (s.sum(-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]).reshape(kept_shape)
+    # the largest or smallest as a max or min, whose gradient tied values share evenly (as torch's), not a pick of one
+    norm = (s.sum(-1) if ord == "nuc" else s.max(-1) if ord == 2 else s.min(-1)).reshape(kept_shape)
   else: raise ValueError(f"matrix_norm ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf, got {ord!r}")
   return norm if keepdim else norm.reshape(tuple(n for d, n in enumerate(x.shape) if d not in (rows, cols)))
 

@@ -429,3 +429,33 @@ def test_torch_keyword_arguments_of_the_factorizations():
   with pytest.raises(ValueError, match="UPLO"): Tensor(a).eigh(UPLO="X")
   with pytest.raises(ValueError, match="driver"): Tensor(a).lstsq(Tensor(b.T), driver="qr")
   with pytest.raises(ValueError, match="left=False"): Tensor(a).solve(Tensor(b[0]), left=False)
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_outputs_of_each_driver_as_torch(driver):
+  """residuals (for more rows than columns, and full rank but with gels), rank (not with gels) and singular values
+  (gelsd, gelss), batched; a rank-deficient batch gets no residuals but from gels, as torch's."""
+  full, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 2))
+  deficient = full.copy()
+  deficient[1, :, 2] = deficient[1, :, 1]
+  for a in (full, deficient):
+    if driver == "gels" and a is deficient: continue   # torch's gels assumes full rank (its solution is not the least-norm one)
+    ours, theirs = Tensor(a).lstsq(Tensor(b), driver=driver), torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    for got, expected in zip(ours, theirs):
+      assert got.shape == tuple(expected.shape)
+      np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_pinv_tolerances_and_uplo_cases_as_torch():
+  a = np.diag([3.0, 1.0, 1e-20])
+  for atol in (-1.0, 0.5, np.array(0.5), np.array([0.5, 2.0])):
+    matrices = a if np.ndim(atol) < 1 else np.stack([a, a])
+    theirs = torch.linalg.pinv(torch.tensor(matrices), atol=torch.tensor(atol) if isinstance(atol, np.ndarray) else atol)
+    np.testing.assert_allclose(Tensor(matrices).pinv(atol=Tensor(atol) if isinstance(atol, np.ndarray) else atol).numpy(), theirs.numpy())
+  s = rng.standard_normal((3, 3))
+  np.testing.assert_allclose(Tensor(s).eigvalsh(UPLO="u").numpy(), torch.linalg.eigvalsh(torch.tensor(s), UPLO="u").numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [2, -2])
+def test_matrix_norm_2_shares_the_gradient_of_tied_singular_values_as_torch(ord):
+  grads_match(lambda t: t.matrix_norm(ord), lambda t: torch.linalg.matrix_norm(t, ord), np.eye(3))
