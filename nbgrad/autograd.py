@@ -600,7 +600,8 @@ def summed_gradient(parts: list, shape: tuple) -> LazyBuffer:
   big, as cat joins tensors (attention's q, k and v cut from one product by chunk: their gradients, heads moved back,
   were added as padded tensors in 1.6 ms, and are copied and joined in 0.43, 8x128x768 float32 on one thread)."""
   slices = [p for p in parts if isinstance(p, SliceGradient)]
-  copied = len(slices) > 1 and (all(s.grad.base.stored_anyway() for s in slices) or copied_apart(len(slices), math.prod(shape), slices[0].grad.device))
+  stored = all(s.grad.base.stored_anyway() for s in slices)
+  copied = len(slices) > 1 and (stored or copied_apart(len(slices), math.prod(shape), slices[0].grad.device))
   if (len(slices) > CAT_FUSED_MAX or copied) and (joined := _joined(slices, shape)) is not None:
     parts = [p for p in parts if not isinstance(p, SliceGradient)] + [joined]
   lazies = [p.padded() if isinstance(p, SliceGradient) else p for p in parts]

@@ -303,9 +303,9 @@ def lstsq(x, b, rcond=None, driver=None):
   if driver in ("gels", "gelsd", "gelss") and rows > cols and (driver == "gels" or (rank.numpy() == cols).all()):
     residuals = (a @ solution - columns).square().sum(-2).cast(result)
   singular_values = values.cast(result) if driver in ("gelsd", "gelss") else empty
+  if driver == "gels": rank = empty.cast(dtypes.int64)
   solution = solution.cast(result)
-  return LeastSquares(solution.squeeze(-1) if vector else solution, residuals, kept.new_zeros(0).cast(dtypes.int64) if driver == "gels" else rank,
-                      singular_values)
+  return LeastSquares(solution.squeeze(-1) if vector else solution, residuals, rank, singular_values)
 
 
 def eigvalsh(x, uplo: str = "L"):

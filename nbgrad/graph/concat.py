@@ -18,6 +18,7 @@ CAT_FUSED_MAX = 8
 # piece at every element and keeps one (two 1024x512 pieces of x * 2 + 1 joined on dim 1: 1.37 ms fused, 0.50 copied
 # into their slots; of exp 2.69 and 0.71, one thread). Below it the copies' kernel launches cost more.
 CAT_COPY_MIN_WORK = 1 << 18
+OUT_OF_ORDER_MAX = 1 << 16   # elements of a piece read in place with its joined dim backwards or repeated
 
 
 def copied_apart(pieces: int, elements: int, device: str) -> bool:
@@ -25,7 +26,6 @@ def copied_apart(pieces: int, elements: int, device: str) -> bool:
   their slots than fused (CAT_COPY_MIN_WORK; measured on the CPU only, and GPUs keep the fused kernel)."""
   from nbgrad.device import is_cpu
   return is_cpu(device) and pieces * elements >= CAT_COPY_MIN_WORK
-OUT_OF_ORDER_MAX = 1 << 16   # elements of a piece read in place with its joined dim backwards or repeated
 
 
 @dataclass(frozen=True)
