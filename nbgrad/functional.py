@@ -176,7 +176,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
   scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)   # as torch scales
   if attn_mask is not None:
     scores = attn_mask.where(scores, -float("inf")) if attn_mask.dtype == dtypes.bool else scores + attn_mask
-  # a query that may attend to nothing (every score -inf) gets zeros, as in torch, not softmax's nan
-  x = scores.cast(dtypes.float32) if scores.dtype in (dtypes.float16, dtypes.bfloat16) else scores
-  weights = x._softmax_of(-1, empty_rows_zero=True).cast(scores.dtype)
+  weights = scores._softmax_of(-1, empty_rows_zero=True)   # a query that may attend to nothing gets zeros, as torch's
   return weights.dropout(dropout_p) @ value

@@ -2724,23 +2724,20 @@ class Tensor(metaclass=_TensorType):
     return shifted, exps, exps.sum(axis=axis, keepdim=True)
 
   @_torch_dim
-  @_in_float32
   def softmax(self, axis=-1) -> Tensor: return self._softmax_of(axis)
 
+  @_in_float32
   def _softmax_of(self, axis, empty_rows_zero: bool = False) -> Tensor:
     """softmax along axis with torch's gradient y * (g - sum(g * y)), which reads the result y (stored where a product
     reads it, as attention's weights are), so that the backward pass neither finds each row's maximum nor takes the
     exponentials again (causal attention of 8x8x256x64, forward and backward on one thread: the softmax kernels
     17.4 -> 6.8 ms). empty_rows_zero: a row of -inf only (a query that may attend to nothing) gives 0s, not nan."""
-    x = self._float_input().detach()
+    x = self.detach()
     top = x._max(axis, keepdim=True)
-    if empty_rows_zero:
-      empty = top == -float("inf")
-      exps = empty.where(0.0, x - top).exp()
-      y = empty.where(0.0, exps * exps.sum(axis=axis, keepdim=True).reciprocal())
-    else:
-      exps = (x - top).exp()
-      y = exps * exps.sum(axis=axis, keepdim=True).reciprocal()   # one division per row, not per element
+    empty = top == -float("inf") if empty_rows_zero else None
+    exps = (x - top if empty is None else empty.where(0.0, x - top)).exp()
+    y = exps * exps.sum(axis=axis, keepdim=True).reciprocal()   # one division per row, not per element
+    if empty is not None: y = empty.where(0.0, y)
     return F.custom(lambda _: y.lazydata, lambda _, out, grad: (out * (grad - (grad * out).sum(axis=axis, keepdim=True)),), self)
 
   @_torch_dim
