@@ -46,9 +46,12 @@ def _reciprocal_differences(values):
   return _reciprocal_where(differences, differences != 0)
 
 
+def _inverse_gradient(a, y, g): return -(_transposed(y) @ g @ _transposed(y))
+
+
 def inverse(x):
   """The inverses of square matrices (..., n, n); a singular one raises numpy's LinAlgError when computed."""
-  return _as_input(x, _factorized("inverse", lambda a, y, g: -(_transposed(y) @ g @ _transposed(y)), _matrices(x, "inverse")))
+  return _as_input(x, _factorized("inverse", _inverse_gradient, _matrices(x, "inverse")))
 
 
 def det(x):
@@ -67,7 +70,8 @@ def det(x):
 
 def slogdet(x):
   """(sign, log |det|) of square matrices (..., n, n): no overflow for big ones; the sign is flat."""
-  gradient = lambda a, pairs, g: g[..., 1].unsqueeze(-1).unsqueeze(-1) * _transposed(inverse(a))
+  # a singular matrix's log |det| is -inf, its gradient infinite: infs and NaNs there, as torch's, not an error
+  def gradient(a, pairs, g): return g[..., 1].unsqueeze(-1).unsqueeze(-1) * _transposed(_factorized("inverse_or_infinite", _inverse_gradient, a))
   pairs = _factorized("sign_and_log_determinant", gradient, _matrices(x, "slogdet"))
   return _as_input(x, pairs[..., 0]), _as_input(x, pairs[..., 1])
 
@@ -202,9 +206,11 @@ def svd(x, full_matrices: bool = False):
 def _qr_gradient_of_tall(q, r, grad_q, grad_r):
   """The gradient of A = Q R for A with at least as many rows as columns: (gQ + Q sym(M)) R^-T, with M = R gR^T - gQ^T Q
   and sym(M) its lower triangle mirrored."""
+  from nbgrad.dense_solve import _triangular
   m = r @ _transposed(grad_r) - _transposed(grad_q) @ q
   below = m.tril(-1)
-  return _transposed(solve(r, _transposed(grad_q + q @ (below + _transposed(below) + _diagonal_matrix(_diagonal(m))))))
+  # by substitution with R: a zero on its diagonal (a rank-deficient A) gives infs and NaNs, as torch's, not an error
+  return _transposed(_triangular(r, _transposed(grad_q + q @ (below + _transposed(below) + _diagonal_matrix(_diagonal(m)))), upper=True, unit=False))
 
 
 def qr(x, mode: str = "reduced"):

@@ -93,6 +93,23 @@ def test_singular_and_misshapen_matrices_raise():
   with pytest.raises(ValueError, match="solve needs b"): Tensor.eye(3).solve(Tensor.zeros(2))
 
 
+@pytest.mark.parametrize("op", ["slogdet", "logdet", "qr"])
+def test_gradients_at_singular_matrices_are_infinite_as_torch(op):
+  # a batch of a singular matrix and an invertible one: infs and NaNs for the first (where, depends on the order of
+  # the substitutions), the exact gradient for the second
+  values = np.stack([[[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 0.0]] if op == "qr" else
+                     [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], well_conditioned((3, 3))])
+  losses = {"slogdet": (lambda t: t.slogdet()[1], lambda t: torch.linalg.slogdet(t)[1]),
+            "logdet": (lambda t: t.logdet(), lambda t: torch.logdet(t)),
+            "qr": (lambda t: sum(part.sum() for part in t.qr()), lambda t: sum(part.sum() for part in torch.linalg.qr(t)))}[op]
+  ours, theirs = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  losses[0](ours).sum().backward()
+  losses[1](theirs).sum().backward()
+  expected = theirs.grad.numpy()
+  assert not np.isfinite(expected[0]).all() and not np.isfinite(ours.grad.numpy()[0]).all()
+  np.testing.assert_allclose(ours.grad.numpy()[1], expected[1], rtol=1e-9)
+
+
 # ---- cholesky, eigh, svd, qr: losses that do not depend on the sign each vector may take
 def symmetric_positive(shape):
   m = rng.standard_normal(shape)

@@ -10,7 +10,8 @@ from nbgrad.graph.ops import LoadOps
 
 @dataclass(frozen=True)
 class Factorized:
-  """op on batch matrices of rows x cols: "inv" their inverses, "det" their determinants, "slogdet" (sign, log |det|)
+  """op on batch matrices of rows x cols: "inv" their inverses ("inv_or_infinite" with infs and NaNs for a singular
+  one, where "inv" raises), "det" their determinants, "slogdet" (sign, log |det|)
   pairs, "solve" X with A X = B for a second source B of batch rows x k matrices, "cholesky" the lower factors L of
   A = L L^T, "eigh" the eigenvalues (ascending) over the eigenvectors (columns) of symmetric matrices (read from the
   lower triangle) in rows + 1 rows, "svd" U^T, S and Vh of the reduced singular value decomposition side by side
@@ -45,6 +46,7 @@ def _factorized(op: str, a: LazyBuffer, shape: tuple[int, ...], b: LazyBuffer = 
 
 
 def inverse(a: LazyBuffer) -> LazyBuffer: return _factorized("inv", a, a.shape)
+def inverse_or_infinite(a: LazyBuffer) -> LazyBuffer: return _factorized("inv_or_infinite", a, a.shape)
 def determinant(a: LazyBuffer) -> LazyBuffer: return _factorized("det", a, a.shape[:-2])
 def sign_and_log_determinant(a: LazyBuffer) -> LazyBuffer: return _factorized("slogdet", a, a.shape[:-2] + (2,))
 def cholesky(a: LazyBuffer) -> LazyBuffer: return _factorized("cholesky", a, a.shape)

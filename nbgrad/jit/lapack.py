@@ -36,6 +36,7 @@ def _lapack(out: np.ndarray, matrices: np.ndarray, b, routine):
   with_nan = np.isnan(matrices).any(axis=(1, 2)) if routine.op in ("inv", "solve", "cholesky") else None
   if routine.op == "cholesky" and with_nan.any(): raise np.linalg.LinAlgError("a matrix holds NaN: it is not positive definite")
   if routine.op in ("inv", "cholesky"): out.reshape(matrices.shape)[...] = (np.linalg.inv if routine.op == "inv" else np.linalg.cholesky)(matrices)
+  elif routine.op == "inv_or_infinite": _inverse_or_infinite(out.reshape(matrices.shape), matrices)
   elif routine.op == "det":
     with np.errstate(over="ignore"): out[...] = np.linalg.det(matrices)   # past the range: inf, as torch's
   elif routine.op == "slogdet":
@@ -60,6 +61,27 @@ def _lapack(out: np.ndarray, matrices: np.ndarray, b, routine):
     q, r = np.linalg.qr(matrices, mode="complete" if complete else "reduced")
     packed[:, :, :rows], packed[:, :, rows:] = np.swapaxes(q, -1, -2), r
   if routine.op in ("inv", "solve"): out.reshape(batch, -1)[with_nan] = np.nan
+
+
+def _inverse_or_infinite(out: np.ndarray, matrices: np.ndarray):
+  """out = the inverses of matrices, a singular one's from its LU factors by substitution, which divides by the zeros
+  on U's diagonal into infs and NaNs (as torch's gradients that solve with a singular matrix) rather than raising."""
+  try:
+    out[...] = np.linalg.inv(matrices)
+    return
+  except np.linalg.LinAlgError: pass
+  n = matrices.shape[-1]
+  for i, matrix in enumerate(matrices):
+    try: out[i] = np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+      packed = np.empty((1, n, n + 1), matrix.dtype)
+      _lu(packed, matrix[None], False)
+      order = np.empty((1, n), np.int32)
+      _permutation(order, packed[:, :, n].astype(np.int32), n, n)
+      permuted = np.eye(n, dtype=matrix.dtype)[order[0]][None]   # P^T, so that L U X = P^T
+      lower = np.empty_like(permuted)
+      _triangular_solve(lower, packed[:, :, :n], permuted, False, True)
+      _triangular_solve(out[i:i + 1], packed[:, :, :n], lower, True, False)
 
 
 def _pade_coefficients(degree: int) -> list[float]:
