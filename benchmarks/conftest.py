@@ -72,6 +72,14 @@ def small_vectors():
 
 
 @pytest.fixture(scope="session")
+def mid_vectors():
+    """Three 512K-element float32 arrays drawn from a standard normal: 2 MiB each, a size where a loop on one core
+    costs about what waking a second thread does."""
+    rng = np.random.default_rng(12)
+    return tuple(rng.standard_normal(1 << 19, dtype=np.float32) for _ in range(3))
+
+
+@pytest.fixture(scope="session")
 def small_recurrence():
     """A 4x16 float32 state and a 16x16 float32 weight (scaled to keep tanh's inputs in its working range)."""
     rng = np.random.default_rng(9)
