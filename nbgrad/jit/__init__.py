@@ -1,6 +1,5 @@
 """The CPU backend: kernels rendered as numba source, compiled, cached and run on numpy buffers."""
 from __future__ import annotations
-import math
 import time
 from typing import Optional
 import numba
@@ -26,17 +25,17 @@ from nbgrad.jit.render import Renderer
 PARALLEL_MIN_ELEMENTS = 1 << 21 if numba.config.THREADING_LAYER == "workqueue" else 1 << 16
 
 # Waking the pool's sleeping workers costs a launch 30-60 us on a 2-core AMD EPYC VM (numba functions, x * 2 in
-# parallel on all threads / on one: 2^16 elements 51 / 10 us, 2^18 62 / 29, 2^20 95 / 96). So a parallel build
-# below ALWAYS_PARALLEL_ELEMENTS runs on one thread for its first ONE_THREAD_TIMINGS launches, and on all T of them
-# from then on only if the fastest of those took WAKE_SECONDS * T / (T - 1) or more: t on one thread against about
-# t / T + WAKE_SECONDS on T (80 us on 2 threads, 43 on 16). Each thread computes whole prange
-# iterations, so the values do not depend on the thread count. Kernels of the training steps (benchmarks/ group train,
-# serial build / parallel build on all threads): the MLP's bias-and-relu of 256x512 15 / 56 us, its weight update
-# of 784x512 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us. The steps (min of the benchmark,
-# three runs each): MLP 6.9-9.3 -> 6.5-6.7 ms, CNN 7.5-8.9 -> 7.4-7.5 ms, with TinyJit MLP 5.7-8.3 -> 5.1-5.2 ms.
+# parallel on all threads / on one: 2^16 elements 51 / 10 us, 2^18 62 / 29, 2^20 95 / 96). So the first
+# 2 * THREAD_TIMINGS launches of a parallel build below ALWAYS_PARALLEL_ELEMENTS alternate between one thread and
+# all, and it keeps all from then on only if their fastest launch beat one thread's fastest. A model of the gain
+# (t on one thread against t / T + the wake on T) misjudged memory-bound kernels that the first launches ran cold:
+# -x of 512x1024 float32 took 47-85 us on one thread and 69 on two, and its first two launches, faulting in fresh
+# pages, put it on two threads in 3 processes of 4 (a realize of it 121-126 us, on one thread 82). Each thread
+# computes whole prange iterations, so the values do not depend on the thread count. Kernels of the training steps
+# (benchmarks/ group train, serial build / parallel build on all threads): the MLP's bias-and-relu of 256x512 15 /
+# 56 us, its weight update of 784x512 52 / 81 us; the CNN's max-pool backward of 32x32x26x26 1325 / 595 us.
 ALWAYS_PARALLEL_ELEMENTS = 1 << 22
-WAKE_SECONDS = 40e-6
-ONE_THREAD_TIMINGS = 2
+THREAD_TIMINGS = 3
 
 __all__ = ["run_kernel", "finish_builds"]
 
@@ -61,9 +60,9 @@ class _Rendered:
   """A kernel structure's compiled kernel and parameter arrays, kept so a kernel seen before is not rendered
   again (rendering costs more than running a small kernel); for a parallel kernel also its launch count and,
   once launched SPECIALIZE_AFTER times, its build with constant parameters, and whether its threads pay (None
-  until its launches on one thread tell)."""
-  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized", "threads_pay", "one_thread_timings",
-               "one_thread_seconds")
+  until its launches timed each way tell)."""
+  __slots__ = ("compiled", "int_params", "float_params", "launches", "specialized", "threads_pay", "one_thread_seconds",
+               "all_threads_seconds")
 
   def __init__(self, kernel: Kernel, parallel: bool):
     renderer = Renderer(kernel, parallel)
@@ -73,14 +72,19 @@ class _Rendered:
     self.launches = 0
     self.specialized: Optional[CompiledKernel] = None
     self.threads_pay: Optional[bool] = True if prod(kernel.loop_shape) >= ALWAYS_PARALLEL_ELEMENTS else None
-    self.one_thread_timings, self.one_thread_seconds = 0, math.inf
+    self.one_thread_seconds: list[float] = []
+    self.all_threads_seconds: list[float] = []
 
-  def timed_on_one_thread(self, seconds: float, threads: int):
-    """Counts a launch on one thread of threads (the first one's time may hold a load from disk: the fastest counts)."""
-    self.one_thread_timings += 1
-    self.one_thread_seconds = min(self.one_thread_seconds, seconds)
-    if self.one_thread_timings >= ONE_THREAD_TIMINGS:
-      self.threads_pay = threads > 1 and self.one_thread_seconds >= WAKE_SECONDS * threads / (threads - 1)
+  def next_on_one_thread(self) -> bool:
+    """Whether the next launch runs on one thread: while timed, every other one (the first, which may hold a load
+    from disk, among them); then where the threads did not pay."""
+    return self.threads_pay is False or len(self.one_thread_seconds) <= len(self.all_threads_seconds)
+
+  def timed(self, seconds: float, on_one_thread: bool, threads: int):
+    """Counts a launch timed on one thread or on all threads (the fastest of each way counts)."""
+    (self.one_thread_seconds if on_one_thread else self.all_threads_seconds).append(seconds)
+    if threads == 1: self.threads_pay = False
+    elif len(self.all_threads_seconds) >= THREAD_TIMINGS: self.threads_pay = min(self.all_threads_seconds) < min(self.one_thread_seconds)
 
   def fastest(self, kernel: Kernel, arrays: list[np.ndarray]) -> CompiledKernel:
     """The parallel build to launch: the specialized one when it is ready, else the generic one."""
@@ -119,13 +123,14 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
           launch(*arrays, parallel.int_params, parallel.float_params)
           return
         threads = numba.get_num_threads() if not numba_threads._is_initialized else numba_threads._get_num_threads()
-        numba_threads._set_num_threads(1)
+        on_one_thread = parallel.next_on_one_thread()
+        if on_one_thread: numba_threads._set_num_threads(1)
         try:
           start = time.perf_counter()
           launch(*arrays, parallel.int_params, parallel.float_params)
-          if parallel.threads_pay is None: parallel.timed_on_one_thread(time.perf_counter() - start, threads)
+          if parallel.threads_pay is None: parallel.timed(time.perf_counter() - start, on_one_thread, threads)
         finally:
-          numba_threads._set_num_threads(threads)
+          if on_one_thread: numba_threads._set_num_threads(threads)
       return
     serial = _rendered(kernel, parallel=False)
     with LAUNCH_LOCK: serial.compiled(*arrays, serial.int_params, serial.float_params)
