@@ -132,13 +132,15 @@ def basic_index(tensor, indices):
         shrink.append((last, start + 1)); flips.append(True); strides.append(-step)  # noqa: E702
       final_shape.append(count)
     dim += 1
-  x = x.shrink(tuple(shrink))
+  if any(bounds != (0, size) for bounds, size in zip(shrink, x.shape)):
+    from nbgrad.autograd import Shrink
+    x = Shrink.apply(x, arg=tuple(shrink))   # bounds in range already: none of Tensor.shrink's checks
   flip_axes = tuple(d for d, f in enumerate(flips) if f and x.shape[d] > 1)   # (Tensor.flip of a dim of 1 is a copy)
   if flip_axes: x = x.flip(flip_axes)
   if any(s != 1 for s in strides):
     from nbgrad.autograd import Step
     x = Step.apply(x, steps=tuple(strides))
-  x = x.reshape(tuple(final_shape))
+  if x.shape != (final_shape := tuple(final_shape)): x = x.reshape(final_shape)
   # the result remembers the whole indexing as one view of tensor: a step's padding is no view step, so the chain of
   # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
   if x is not tensor: x._record_view(tensor, BasicIndex, {"indices": tuple(items)})
