@@ -88,6 +88,16 @@ def test_matmul_vector_dot(benchmark, lib):
 
 @pytest.mark.benchmark(group="matmul")
 @pytest.mark.parametrize("lib", LIBS)
+def test_matmul_vectors_1d(benchmark, lib):
+    """The dot product of two 4M-element float32 vectors (1-D @ 1-D), a pass over 32 MiB."""
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal(1 << 22, dtype=np.float32) for _ in range(2))
+    bench_product(benchmark, lib, a, b, lambda result: np.testing.assert_allclose(
+        result, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, err_msg=f"{lib} dot differs from numpy"))
+
+
+@pytest.mark.benchmark(group="matmul")
+@pytest.mark.parametrize("lib", LIBS)
 def test_matmul_int32_512(benchmark, lib):
     """An integer product (no BLAS has one): 512x512 int32 values in [-100, 100), sums wrapping as numpy's."""
     rng = np.random.default_rng(5)

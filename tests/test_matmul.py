@@ -102,11 +102,16 @@ def test_matmul_matches_torch(case, dtype_name):
     assert_close(x.grad.numpy(), tx.grad.numpy(), tol)
 
 
-@pytest.mark.parametrize("case", ["mat_mat", "batched_broadcast", "vec_vec"])
+@pytest.mark.parametrize("case", ["mat_mat", "batched_broadcast"])
 def test_float_products_run_one_matmul_kernel(case):
   _, _, (a, b), _ = leaves(case, "float32")
   kernels = (a @ b).schedule()
   assert [k.kind for k in kernels] == ["custom"] and kernels[0].name.startswith("matmul_")
+
+
+def test_the_dot_product_of_vectors_is_one_multiply_and_sum_kernel():
+  _, _, (a, b), _ = leaves("vec_vec", "float32")
+  assert [k.kind for k in (a @ b).schedule()] == ["compute"]
 
 
 def test_int_products_keep_the_multiply_and_sum_path():
