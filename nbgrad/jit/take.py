@@ -63,6 +63,11 @@ def _take_parallel(out, x, positions, offset, row, dim_size, row_step, block):
 def _scatter_add(out, grad, positions, row, dim_size):
   # serial: two positions may name one row, and numba's CPU threads have no atomic add
   out[:] = 0
+  if row == 1:   # single elements: no row loop around each (131k of 512k: 239 -> 118 us)
+    for i in range(positions.size):
+      p = _row_start(positions, i, 1, dim_size)
+      if p >= 0: out[np.uint64(p)] += grad[i]
+    return
   for i in range(positions.size):
     p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
     if p >= 0:
@@ -76,19 +81,21 @@ SCATTER_OPS = {"set": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4, "mean": 5}
 @CachedEntry
 @njit(cache=True, nogil=True)
 def _scatter_reduce(out, base, src, positions, op, include_self, floats, counts):
-  """Serial, as _scatter_add: two elements may land on one position. counts: how many values each position holds."""
+  """Serial, as _scatter_add: two elements may land on one position. counts: how many values each position holds,
+  kept for a mean and where base's value is left out (else empty: filling it cost more than the scatter)."""
   out[:] = base
-  counts[:] = 1 if include_self else 0
+  counted = counts.size > 0
+  if counted: counts[:] = 1 if include_self else 0
   for i in range(positions.size):
     p = positions[i]
     if p < 0: continue
     value = src[i]
-    if op == 0 or counts[p] == 0: out[p] = value
+    if op == 0 or (counted and counts[p] == 0): out[p] = value
     elif op == 1 or op == 5: out[p] += value
     elif op == 2: out[p] *= value
     elif op == 3: out[p] = value if value > out[p] or value != value else out[p]
     elif op == 4: out[p] = value if value < out[p] or value != value else out[p]
-    counts[p] += 1
+    if counted: counts[p] += 1
   if op == 5:
     for p in range(out.size):
       if counts[p] > 1: out[p] = out[p] / counts[p] if floats else out[p] // counts[p]
@@ -96,7 +103,8 @@ def _scatter_reduce(out, base, src, positions, op, include_self, floats, counts)
 
 def scatter_reduce(out: np.ndarray, base: np.ndarray, src: np.ndarray, positions: np.ndarray, op: str, include_self: bool):
   """out = base with src combined in at positions (graph/take.py's ScatterReduce)."""
-  if out.size: _scatter_reduce(out, base, src, positions, SCATTER_OPS[op], include_self, out.dtype.kind == "f", np.empty(out.size, np.int64))
+  counts = np.empty(out.size if op == "mean" or not include_self else 0, np.int64)
+  if out.size: _scatter_reduce(out, base, src, positions, SCATTER_OPS[op], include_self, out.dtype.kind == "f", counts)
 
 
 def _bits(buffer: np.ndarray) -> np.ndarray: return buffer.view(np.dtype(f"u{buffer.itemsize}"))
