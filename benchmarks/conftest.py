@@ -176,6 +176,14 @@ def embedding_inputs():
             rng.standard_normal((64, 128, 256), dtype=np.float32))
 
 
+@pytest.fixture(scope="session")
+def graph_messages():
+    """A graph's node features (10000 x 64 float32), 200000 edges' target nodes (int64) and a message per edge."""
+    rng = np.random.default_rng(13)
+    return (rng.standard_normal((10_000, 64), dtype=np.float32), rng.integers(0, 10_000, 200_000),
+            rng.standard_normal((200_000, 64), dtype=np.float32))
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:

@@ -446,6 +446,12 @@ WORKLOADS.update({
 })
 
 
+def numpy_index_add(nodes, targets, messages):
+    out = nodes.copy()
+    np.add.at(out, targets, messages)
+    return out
+
+
 def numpy_embedding_grad(table, tokens, grad):
     out = np.zeros_like(table)
     np.add.at(out, tokens, grad)
@@ -480,6 +486,13 @@ WORKLOADS.update({
         torch=lambda m: m[2:10, ::2][3].clone(),
         nbgrad=lambda m: m[2:10, ::2][3],
         rtol=0.0, atol=0.0),
+    # a graph's messages summed into their target nodes, added to the nodes' features (numpy: np.add.at)
+    "index_add_rows": Workload(
+        "graph_messages",
+        numpy=lambda nodes, targets, messages: numpy_index_add(nodes, targets, messages),
+        torch=lambda nodes, targets, messages: nodes.index_add(0, targets, messages),
+        nbgrad=lambda nodes, targets, messages: nodes.index_add(0, targets, messages),
+        rtol=1e-4, atol=1e-4),
     # the lookup's gradient: every row a token reads gets that token's gradient added (numpy: np.add.at)
     "embedding_grad": Workload(
         "embedding_inputs",
@@ -900,6 +913,12 @@ def test_indexing_embedding_lookup(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_indexing_embedding_grad(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "embedding_grad")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_index_add_rows(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "index_add_rows")
 
 
 @pytest.mark.benchmark(group="indexing")

@@ -39,8 +39,8 @@ def scatter_add(x, dim: int, index, src):
   return x + F.ScatterAddRows.apply(added, positions, shape=x.shape, row_dims=0)
 
 
-def _index_along(x, dim: int, index, source, name: str):
-  """(dim, index spread over source's shape, source) for the index_ ops: a 1-D index of the slices along dim that
+def _index_checked(x, dim: int, index, source, name: str):
+  """(dim, index, source) for the index_ ops, checked as torch checks them: a 1-D index of the slices along dim that
   source (self's shape but the index's length along dim) goes to."""
   from nbgrad.tensor import resolve_axis
   index, source = x._operand(index, f"{name} index"), x._operand(source, f"{name} source")
@@ -49,15 +49,41 @@ def _index_along(x, dim: int, index, source, name: str):
      any(a != b for d, (a, b) in enumerate(zip(source.shape, x.shape)) if d != dim):
     raise IndexMismatch(f"{name} needs a 1-D index and a source of self's shape but the index's length along dim {dim}: "
                         f"self {x.shape}, index {index.shape}, source {source.shape}")
+  return dim, index, source
+
+
+def _as_vector(op):
+  """op for a 0-d self (and 0-d index and source) too, as torch takes them: done on them as 1-element vectors."""
+  def on_vectors(x, dim, index, source, *args):
+    if x.ndim: return op(x, dim, index, source, *args)
+    index, source = (x._operand(t, f"{op.__name__} {name}") for t, name in ((index, "index"), (source, "source")))
+    vector = lambda t: t.reshape(1) if t.ndim == 0 else t
+    return op(x.reshape(1), dim, vector(index), vector(source), *args).reshape(())
+  return on_vectors
+
+
+def _index_along(x, dim: int, index, source, name: str):
+  """(dim, index spread over source's shape, source) for the index_ ops that land element by element."""
+  dim, index, source = _index_checked(x, dim, index, source, name)
   return dim, index.reshape(tuple(-1 if d == dim else 1 for d in range(x.ndim))).expand(source.shape), source
 
 
+@_as_vector
 def index_add(x, dim: int, index, source, alpha=1):
-  """x with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (repeated positions add up)."""
-  dim, spread, source = _index_along(x, dim, index, source, "index_add")
-  return scatter_add(x, dim, spread, source * alpha if alpha != 1 else source)
+  """x with alpha * source[..., i, ...] added at [..., index[i], ...] along dim (repeated positions add up): whole
+  slices at a time, rows of the tensors with dim moved first (an index out of range adds nothing)."""
+  if x.dtype == dtypes.bool: raise TypeError("index_add adds: it needs a number tensor, got bool")
+  dim, index, source = _index_checked(x, dim, index, source, "index_add")
+  size, row = x.shape[dim], x.numel() // max(x.shape[dim], 1)
+  if not dtypes.is_int(index.dtype): raise IndexError(f"index_add index must be an int tensor, got {index.dtype}")
+  index = index.cast(index_dtype(x.numel()))
+  positions = ((index >= 0) & (index < size)).where(index * row, -1)
+  rows = (source * alpha if alpha != 1 else source).cast(x.dtype).movedim(dim, 0)
+  added = F.ScatterAddRows.apply(rows, positions, shape=(size,) + rows.shape[1:], row_dims=x.ndim - 1)
+  return x + added.movedim(0, dim)
 
 
+@_as_vector
 def index_reduce(x, dim: int, index, source, reduce: str, include_self: bool = True):
   """x with source[..., i, ...] combined into [..., index[i], ...] along dim by reduce ("prod", "mean", "amax" or
   "amin"), as scatter_reduce combines (torch's index_reduce)."""
@@ -65,6 +91,7 @@ def index_reduce(x, dim: int, index, source, reduce: str, include_self: bool = T
   return scatter_reduce(x, *_index_along(x, dim, index, source, "index_reduce"), reduce, include_self)
 
 
+@_as_vector
 def index_copy(x, dim: int, index, source):
   """x with source[..., i, ...] written at [..., index[i], ...] along dim."""
   return scatter(x, *_index_along(x, dim, index, source, "index_copy"))

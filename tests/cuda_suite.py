@@ -450,6 +450,8 @@ def test_scatter_add_and_its_gradient():
   assert_same(*on_both(lambda x, s: x.scatter_add(0, Tensor(index, device=x.device), s) * 2, rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
   for reduce in ("prod", "amax", "mean"):
     assert_same(*on_both(lambda x, s: x.scatter_reduce(0, Tensor(index, device=x.device), s, reduce), rng.standard_normal((4, 3)), rng.standard_normal((6, 3))))
+  rows = rng.integers(0, 4, 5)   # whole slices of a middle dim, repeated ones adding up
+  assert_same(*on_both(lambda x, s: x.index_add(1, Tensor(rows, device=x.device), s) * 2, rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3))))
 
 
 @pytest.mark.parametrize("axis", [0, 1])

@@ -758,6 +758,31 @@ def test_index_add_as_torch(dim, alpha):
   with pytest.raises(IndexError, match="index_add needs"): Tensor(a).index_add(dim, Tensor([[0]]), Tensor(source))
 
 
+@pytest.mark.parametrize("name", ["float32", "float16", "int32", "int64", "uint8"])
+def test_index_add_of_a_middle_dim_and_other_dtypes_as_torch(name):
+  np_dtype = {"float16": np.float16, "float32": np.float32, "int32": np.int32, "int64": np.int64, "uint8": np.uint8}[name]
+  a, source = ((make(shape, seed=seed) * 3).astype(np_dtype) for shape, seed in (((2, 6, 3), 7), ((2, 4, 3), 8)))
+  index = np.array([5, 0, 5, 2])
+  out = Tensor(a)[:, ::-1].index_add(1, Tensor(index), Tensor(source))   # a view: read where it lies
+  expected = torch.tensor(a).flip(1).index_add(1, torch.tensor(index), torch.tensor(source))
+  assert out.dtype.name == name
+  np.testing.assert_allclose(out.numpy().astype(np.float64), expected.numpy().astype(np.float64), rtol=1e-3 if name == "float16" else 0)
+
+
+def test_index_add_of_a_0d_tensor_and_an_empty_index_as_torch():
+  for index in (Tensor([0]), Tensor(0)):
+    assert Tensor(5.0).index_add(0, index, Tensor(2.0)).item() == torch.tensor(5.0).index_add(0, torch.tensor(0), torch.tensor(2.0)).item() == 7.0
+  assert Tensor(5.0).index_copy(0, Tensor([0]), Tensor(2.0)).item() == 2.0
+  empty = Tensor.ones(3, 2).index_add(0, Tensor.zeros(0, dtype=dtypes.int32), Tensor.zeros(0, 2))
+  assert empty.tolist() == [[1.0, 1.0]] * 3
+
+
+def test_index_add_of_tensor_indices_out_of_range_adds_nothing():
+  # tensor indices are not read when the op is built: one out of range lands nowhere, as a gather reads 0 for it
+  out = Tensor.zeros(4, 2).index_add(0, Tensor([4, -1, 1]), Tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]))
+  assert out.tolist() == [[0.0, 0.0], [3.0, 3.0], [0.0, 0.0], [0.0, 0.0]]
+
+
 BAD_GATHER_ROWS = {
   "index_more_dims": ((3, 4), 0, np.zeros((3, 4, 1), np.int32), IndexError),
   "index_fewer_dims": ((3, 4), -1, np.zeros((3,), np.int32), IndexError),
