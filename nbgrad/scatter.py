@@ -76,8 +76,7 @@ def index_add(x, dim: int, index, source, alpha=1):
   dim, index, source = _index_checked(x, dim, index, source, "index_add")
   size, row = x.shape[dim], x.numel() // max(x.shape[dim], 1)
   if not dtypes.is_int(index.dtype): raise IndexError(f"index_add index must be an int tensor, got {index.dtype}")
-  index = index.cast(index_dtype(x.numel()))
-  positions = ((index >= 0) & (index < size)).where(index * row, -1)
+  positions = ((index >= 0) & (index < size)).where(index.cast(index_dtype(x.numel())) * row, -1)   # in range before the cast
   rows = (source * alpha if alpha != 1 else source).cast(x.dtype).movedim(dim, 0)
   added = F.ScatterAddRows.apply(rows, positions, shape=(size,) + rows.shape[1:], row_dims=x.ndim - 1)
   return x + added.movedim(0, dim)

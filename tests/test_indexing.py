@@ -781,6 +781,8 @@ def test_index_add_of_tensor_indices_out_of_range_adds_nothing():
   # tensor indices are not read when the op is built: one out of range lands nowhere, as a gather reads 0 for it
   out = Tensor.zeros(4, 2).index_add(0, Tensor([4, -1, 1]), Tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]))
   assert out.tolist() == [[0.0, 0.0], [3.0, 3.0], [0.0, 0.0], [0.0, 0.0]]
+  past_int32 = Tensor(np.array([2**32 + 1, 0], np.int64))   # not wrapped into range by a narrower index type
+  assert Tensor.zeros(3, 1).index_add(0, past_int32, Tensor([[1.0], [2.0]])).tolist() == [[2.0], [0.0], [0.0]]
 
 
 BAD_GATHER_ROWS = {
