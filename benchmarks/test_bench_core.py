@@ -383,6 +383,13 @@ WORKLOADS = {
         torch=lambda _, images: gradient(lambda x: F.adaptive_avg_pool2d(x, 5).square().sum(), images),
         nbgrad=lambda _, images: gradient(lambda x: x.adaptive_avg_pool2d(5).square().sum(), images),
         rtol=1e-5, atol=1e-6),
+    # the smaller maps upsampled 2x bilinearly (a U-Net decoder's step)
+    "interpolate_bilinear_2x": Workload(
+        "pool_images",
+        numpy=lambda _, images: F.interpolate(torch.from_numpy(images), scale_factor=2, mode="bilinear").numpy(),
+        torch=lambda _, images: F.interpolate(images, scale_factor=2, mode="bilinear"),
+        nbgrad=lambda _, images: images.interpolate(scale_factor=2, mode="bilinear"),
+        rtol=1e-5, atol=1e-5),
     # causal attention as a training step computes it: the output, and the gradients of the queries, keys and values
     # (summed with it into one result)
     "attention_causal_grad": Workload(
@@ -872,6 +879,12 @@ def test_pool_max_3x3_stride2_forward_backward(benchmark, request, lib):
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 def test_pool_adaptive_avg_uneven_forward_backward(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "adaptive_avg_pool_uneven_grad")
+
+
+@pytest.mark.benchmark(group="pool")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_pool_interpolate_bilinear_2x(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "interpolate_bilinear_2x")
 
 
 @pytest.mark.benchmark(group="attention")
