@@ -2,22 +2,12 @@
 node is a base seen through a View. Building nodes never computes anything."""
 from __future__ import annotations
 import functools
-import itertools
 import math
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
-from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
+from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
 from nbgrad.graph.view import View
 from nbgrad.helpers import add_weak_reference
-
-# A sum of at most this many elements is computed as adds of slices (LazyBuffer._sum_of_slices), in the dtypes whose
-# reduce loop adds in the dtype itself (a half type's adds in float32). The sum of rows of 2 to 6 float32 ran 2-6x
-# faster so on one thread, of 8 slower (512K outputs and fewer, 2 MiB of input). Only for SHORT_SUM_MIN_OUTPUTS
-# outputs or more: below, the loop costs microseconds, and a reduce kernel serves sums of any length where the adds
-# compile a kernel for each (the test suite compiled 289 more kernels, and ran 3.5 minutes longer, for all sizes).
-SHORT_SUM_TERMS = 4
-SHORT_SUM_MIN_OUTPUTS = 1 << 14
-SHORT_SUM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.uint64)
 
 
 def _folded(op: ReduceOps, value, count: int):
@@ -156,18 +146,7 @@ class LazyBuffer:
     if (value := self.const_value()) is not None and all(self.shape[a] for a in axes):   # a broadcast constant: no loop
       count = math.prod(self.shape[a] for a in axes)   # (zeros(2**31, 2**31).sum() looped 4.6e18 times)
       return LazyBuffer.full(_folded(op, value, count), new_shape, self.dtype, self.device)
-    count = math.prod(self.shape[a] for a in axes)
-    if op is ReduceOps.SUM and 0 < count <= SHORT_SUM_TERMS and self.dtype in SHORT_SUM_DTYPES and \
-       math.prod(new_shape) >= SHORT_SUM_MIN_OUTPUTS: return self._sum_of_slices(axes)
     return LazyBuffer(self.device, new_shape, self.dtype, op, (self,), axes)
-
-  def _sum_of_slices(self, axes: tuple[int, ...]) -> LazyBuffer:
-    """The sum over axes of a few elements as adds of the slices, in the order a reduce loop takes them (the same
-    bits): an elementwise kernel, where a reduce kernel's loop for each output cost more than the adds (the sum of
-    512K pairs of float32, one thread: 1967 -> 339 us)."""
-    terms = [self.shrink(tuple((i, i + 1) if a in axes else (0, n) for a, (i, n) in enumerate(zip(position, self.shape))))
-             for position in itertools.product(*(range(n) if a in axes else (0,) for a, n in enumerate(self.shape)))]
-    return functools.reduce(lambda total, term: total.alu(BinaryOps.ADD, term), terms)
 
   # ---- movement: only the view changes
   def _moved(self, view: View) -> LazyBuffer:
