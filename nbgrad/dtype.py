@@ -84,6 +84,7 @@ class dtypes:
 
   @staticmethod
   def from_np(np_dtype) -> DType:
+    if (known := _BY_NUMPY_DTYPE.get(np_dtype)) is not None: return known   # an array's dtype, without its name (2 us)
     name = np.dtype(np_dtype).name
     if name not in DTYPES_BY_NAME: raise TypeError(f"numpy dtype {name} is not supported")
     return DTYPES_BY_NAME[name]
@@ -110,6 +111,7 @@ class dtypes:
 ALL_DTYPES = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
               dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 DTYPES_BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
+_BY_NUMPY_DTYPE = {np.dtype(dt.name): dt for dt in ALL_DTYPES if dt.name != "bfloat16"}
 _ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "char": dtypes.char, "uchar": dtypes.uchar,
             "short": dtypes.short, "ushort": dtypes.ushort, "int": dtypes.int, "uint": dtypes.uint, "long": dtypes.long,
             "ulong": dtypes.ulong}

@@ -280,6 +280,22 @@ def test_cross_entropy_and_nll_loss_with_every_target_ignored_give_nan_and_zero_
   np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("computed", [False, True], ids=["known_targets", "computed_targets"])
+def test_cross_entropy_of_targets_known_or_computed_when_built(reduction, computed):
+  """Targets held in a buffer are read when the loss is built (positions and counts worked out on the host), computed
+  ones in the graph: both as torch's, with classes in dim 1 of (N, C, d), an ignored target and label smoothing."""
+  values, classes = randn((2, 5, 3), 16), np.array([[4, 2, 0], [1, 2, 3]])
+  x, xt = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+  target = Tensor(classes) + 0 if computed else Tensor(classes)
+  loss = x.cross_entropy(target, ignore_index=2, reduction=reduction, label_smoothing=0.2)
+  expected = F.cross_entropy(xt, torch.tensor(classes), ignore_index=2, reduction=reduction, label_smoothing=0.2)
+  loss.sum().backward()
+  expected.sum().backward()
+  np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
 def test_a_computed_class_out_of_range_scores_nothing_and_weighs_nothing(name):
   """A class index still to be computed is not checked when the loss is built (torch raises for one it holds): one
