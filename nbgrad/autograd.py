@@ -12,6 +12,7 @@ from nbgrad.graph.view import Affine
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum, running
 from nbgrad.graph.take import take, scatter_add
+from nbgrad.graph.taps import axis_taps
 from nbgrad.graph.concat import concatenate, copied_apart, CAT_FUSED_MAX
 from nbgrad.graph.window_sums import MAX_DIMS as WINDOW_SUMS_MAX_DIMS, window_sums as window_sums_node
 
@@ -506,6 +507,15 @@ class AxisTransform(Function):
     self.transposed, self.axes, self.grad_layout = tuple(zip(*matrix)), axes, grad_layout
     return linalg.axis_transform(x, matrix, axes, layout)
   def backward(self, grad): return linalg.axis_transform(grad, self.transposed, self.axes, self.grad_layout)
+
+
+class AxisTaps(Function):
+  """Weighted taps along an axis (graph/taps.py), a linear map: the gradient goes back through the transposed
+  table, which adjoint() makes (taps and weights nodes) only when a backward needs it."""
+  def forward(self, x, taps, weights, axis, adjoint):
+    self.axis, self.adjoint = axis, adjoint
+    return axis_taps(x, taps, weights, axis)
+  def backward(self, grad): return axis_taps(grad, *self.adjoint(), self.axis), None, None
 
 
 class Tiles(Function):

@@ -179,13 +179,29 @@ def antialias_taps(n: int, m: int, factor: Optional[float], mode: str, align_cor
 
 
 def resample_axis(x, axis: int, taps: np.ndarray, weights: Optional[np.ndarray]):
-  """x read at taps (m, T) along axis and, with weights, their weighted sum: axis becomes m long."""
+  """x read at taps (m, T) along axis and, with weights, their weighted sum (a tap of -1 adds nothing; x float32
+  or float64): axis becomes m long."""
+  if weights is None: return x.index_select(axis, type(x)(taps.reshape(-1), device=x.device))
+
+  def table(taps: np.ndarray, weights: np.ndarray):   # (m, T) as the kernel walks them, (T, m)
+    return (type(x)(np.ascontiguousarray(taps.T, np.int64), device=x.device).lazydata,
+            type(x)(np.ascontiguousarray(weights.T, x.dtype.np), device=x.device).lazydata)
+  return F.AxisTaps.apply(x, *map(type(x), table(taps, weights)), axis=axis, adjoint=lambda: table(*adjoint_taps(taps, weights, x.shape[axis])))
+
+
+def adjoint_taps(taps: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+  """The transposed table of taps (m, T) into n inputs: for each input, the outputs that read it, with their
+  weights, in output order (rows padded with taps of -1)."""
   m, count = taps.shape
-  picked = x.index_select(axis, type(x)(taps.reshape(-1), device=x.device))
-  if weights is None: return picked
-  picked = picked.reshape(x.shape[:axis] + (m, count) + x.shape[axis + 1:])
-  w = type(x)(weights.reshape((m, count) + (1,) * (x.ndim - axis - 1)), dtype=x.dtype, device=x.device)
-  return (picked * w).sum(axis + 1)
+  read = taps.reshape(-1) >= 0
+  sources, readers, w = taps.reshape(-1)[read], np.repeat(np.arange(m), count)[read], weights.reshape(-1)[read]
+  order = np.argsort(sources, kind="stable")
+  fan_in = np.bincount(sources, minlength=n)
+  slots = np.arange(sources.size) - np.repeat(np.cumsum(fan_in) - fan_in, fan_in)
+  width = max(int(fan_in.max(initial=0)), 1)
+  adjoint_taps, adjoint_weights = np.full((n, width), -1, np.int64), np.zeros((n, width), weights.dtype)
+  adjoint_taps[sources[order], slots], adjoint_weights[sources[order], slots] = readers[order], w[order]
+  return adjoint_taps, adjoint_weights
 
 
 def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale_factor, antialias=False):
@@ -200,17 +216,20 @@ def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale
   first = x.ndim - len(sizes)
   for axis, (n, m) in enumerate(zip(x.shape[first:], sizes), first):
     if n == 0 and m != 0: raise ValueError(f"interpolate cannot resample dim {axis} of {x.shape}: it has no elements")
-  # an integer image keeps its dtype: resampled a dim at a time from the last, rounded to it after each (torch's
-  # uint8 kernels round so, in fixed point: their values can differ by 1)
+  # resampled a dim at a time from the last, as torch's kernels weigh the last dim's taps innermost (and the last
+  # dim's pass, without rows to vectorize, then reads and writes the fewest elements). An integer image keeps its
+  # dtype, rounded to it after each dim (torch's uint8 kernels round so, in fixed point: their values can differ by 1)
   rounds = not mode.startswith("nearest") and dtypes.is_int(x.dtype)
   if mode == "area":   # torch's: adaptive average pooling
     if sizes == x.shape[first:]: return x.clone()
     pooled = pooling.adaptive_avg_pool(x, sizes, len(sizes))
     return _rounded_into(pooled, x.dtype) if rounds else pooled
   out = x if mode.startswith("nearest") else x._float_input()
+  half = out.dtype in (dtypes.float16, dtypes.bfloat16)
+  if half: out = out.cast(dtypes.float32)   # summed in float32 and rounded to the type once, at the end, as torch's
   position_type = np.float64 if out.dtype == dtypes.float64 else np.float32
   steps = list(zip(range(first, x.ndim), sizes, factors))
-  for axis, m, factor in reversed(steps) if rounds else steps:
+  for axis, m, factor in reversed(steps):
     n = out.shape[axis]
     # torch's 2-D nearest kernel maps the points of a dim kept or doubled by sizes alone, whatever the factor
     if mode == "nearest" and len(sizes) == 2 and m in (n, 2 * n): factor = None
@@ -219,6 +238,7 @@ def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale
     taps = antialias_taps if antialias else axis_taps
     out = resample_axis(out._float_input() if rounds else out, axis, *taps(n, m, factor, mode, bool(align_corners), position_type))
     if rounds: out = _rounded_into(out, x.dtype)
+  if half: out = out.cast(x.dtype)
   return out if out is not x else x.clone()
 
 

@@ -256,6 +256,18 @@ def test_index_reads_and_their_gradients_run_on_the_gpu(dt):
     assert_same(*results)
 
 
+@pytest.mark.parametrize("mode, antialias", [("bilinear", False), ("bicubic", True)])
+def test_interpolation_and_its_gradient_run_on_the_gpu(mode, antialias):
+  """Weighted taps along each axis by the GPU's taps kernel, the gradient through the transposed tables."""
+  x, results = rng.standard_normal((2, 3, 5, 4)), []
+  for device in ("CPU", GPU):
+    t = Tensor(x, device=device, dtype=dtypes.float32, requires_grad=True)
+    out = t.interpolate(size=(8, 3), mode=mode, antialias=antialias)
+    (out * Tensor(np.arange(out.numel(), dtype=np.float32).reshape(out.shape), device=device)).sum().backward()
+    results.append((out.numpy(), t.grad.numpy()))
+  for ours, cpu in zip(results[1], results[0]): assert_same(cpu, ours)
+
+
 def test_concatenation_of_many_pieces_and_its_gradient():
   """cat and stack of more than 8 pieces copy each into its slot by a GPU kernel; the gradient of many slices of
   one dim is joined the same way."""

@@ -163,6 +163,10 @@ INTERPOLATE_CASES = {
   "bilinear_factor_aligned": ((2, 3, 4, 5), np.float64, dict(scale_factor=1.7, mode="bilinear", align_corners=True)),
   "linear_factor_same_size_copies": ((2, 3, 5), np.float64, dict(scale_factor=1.1, mode="linear")),
   "trilinear_factor": ((1, 2, 2, 3, 4), np.float64, dict(scale_factor=(1.5, 0.7, 2.0), mode="trilinear")),
+  "bilinear_2x_float32": ((2, 3, 4, 5), np.float32, dict(scale_factor=2, mode="bilinear")),
+  "bilinear_antialias_down": ((2, 3, 9, 11), np.float64, dict(size=(4, 3), mode="bilinear", antialias=True)),
+  "bicubic_antialias_down_and_up": ((1, 2, 9, 4), np.float64, dict(size=(3, 7), mode="bicubic", antialias=True)),
+  "linear_down_one_output": ((2, 3, 6), np.float64, dict(size=1, mode="linear")),
   "nearest_factor_1d": ((2, 3, 8), np.float32, dict(scale_factor=2.683, mode="nearest")),
   "nearest_factor_2d_kept_and_doubled_dims": ((2, 3, 4, 4), np.float32, dict(scale_factor=(1.1, 2.144), mode="nearest")),
   "nearest_factor_2d": ((2, 3, 8, 4), np.float64, dict(scale_factor=(2.683, 1.3), mode="nearest")),
@@ -203,6 +207,31 @@ def test_interpolate_gradient_is_the_adjoint_of_torchs_forward(case):
   (out * Tensor(weights)).sum().backward()
   columns = [F.interpolate(torch.tensor(unit.reshape(shape)), **options).numpy().reshape(-1) for unit in np.eye(x.size)]
   np.testing.assert_allclose(ours.grad.numpy().reshape(-1), np.stack(columns) @ weights.reshape(-1), rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+def test_interpolate_of_half_images_sums_in_float32_and_rounds_once():
+  """torch's: a 16-bit image's taps are weighed and added in float32, rounded to the type at the end."""
+  x = values((2, 3, 5, 6)).astype(np.float16)
+  ours = Tensor(x).interpolate(scale_factor=1.7, mode="bilinear")
+  expected = F.interpolate(torch.tensor(x), scale_factor=1.7, mode="bilinear")
+  assert ours.dtype == dtypes.float16
+  np.testing.assert_array_equal(ours.numpy(), F.interpolate(torch.tensor(x).float(), scale_factor=1.7, mode="bilinear").half().numpy())
+  np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_adjoint_taps_transpose_the_resampling_matrix():
+  """The table a gradient goes back through is the transposed map, a tap of -1 (antialiasing's padding, none read)
+  counting for nothing either way."""
+  from nbgrad.sampling import adjoint_taps
+  taps = np.array([[0, 1, -1], [1, 2, 3], [3, -1, -1]])
+  weights = np.array([[0.5, 0.5, 9.0], [0.25, 0.5, 0.25], [1.0, 9.0, 9.0]])
+  matrix = np.zeros((3, 5))
+  for i, t in np.argwhere(taps >= 0): matrix[i, taps[i, t]] += weights[i, t]
+  back_taps, back_weights = adjoint_taps(taps, weights, 5)
+  transposed = np.zeros((5, 3))
+  for j, t in np.argwhere(back_taps >= 0): transposed[j, back_taps[j, t]] += back_weights[j, t]
+  np.testing.assert_array_equal(transposed, matrix.T)
+  assert back_taps[4].tolist() == [-1, -1] and back_taps[1].tolist() == [0, 1]   # an input no output reads; output order
 
 
 def test_interpolate_keeps_its_positional_form_and_int_types():

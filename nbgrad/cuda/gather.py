@@ -1,5 +1,5 @@
-"""GPU kernels of the indexed reads and the concatenation (graph/take.py, graph/concat.py), one thread per element
-with grid-stride loops. take and the concatenation only move bits, so buffers go in as unsigned integers of their
+"""GPU kernels of the indexed reads, the weighted taps along an axis and the concatenation (graph/take.py,
+graph/taps.py, graph/concat.py), one thread per element with grid-stride loops. take and the concatenation only move bits, so buffers go in as unsigned integers of their
 item size, as on the CPU (jit/take.py); the scatter-add sums with atomic adds, since two positions may name one
 element."""
 import numpy as np
@@ -43,6 +43,17 @@ def _scatter_add_kernel(out, grad, positions, row, dim_size):
 
 
 @cuda.jit(cache=True)
+def _taps_kernel(out, x, taps, weights, n, m, inner, count):
+  for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+    item = e // inner
+    o, i, r = item // m, item % m, e - item * inner
+    total = weights[0] - weights[0]
+    for t in range(i, count * m, m):
+      if taps[t] >= 0: total += weights[t] * x[(o * n + taps[t]) * inner + r]
+    out[e] = total
+
+
+@cuda.jit(cache=True)
 def _slot_kernel(out, source, slot_start, slot_size, total_size, count, inner, first, step, dim_step):
   """The count elements of source seen as rows of slot_size, element (j, k) of row r (k < inner) at first + r * step
   + j * dim_step + k, go into out seen as (rows, total_size) at column slot_start."""
@@ -63,6 +74,11 @@ def scatter_add(out, grad, positions, row: int, dim_size: int):
   if out.size == 0: return
   _zero_kernel[_blocks(out.size), THREADS](out)
   if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row), np.int64(dim_size))
+
+
+def axis_taps(out, x, taps, weights, n: int, m: int, inner: int, count: int):
+  if out.size:
+    _taps_kernel[_blocks(out.size), THREADS](out, x, taps, weights, np.int64(n), np.int64(m), np.int64(inner), np.int64(count))
 
 
 def concatenate(out, sources, outer: int, sizes: tuple, inner: int, windows: tuple):
