@@ -686,18 +686,18 @@ class Renderer:
     self.emit(depth, f"xstart = xblock * {COLUMN}")
     self.emit(depth, f"xend = min({size}, xstart + {COLUMN})")
     for number, (op, expr) in enumerate(k.stages):
-      self.emit(depth, f"acc{number} = np.empty(xend - xstart, dtype={compute_type(expr.dtype)})")
-      self.emit(depth, f"for xi in range(xend - xstart):")
+      self.emit(depth, f"acc{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"for xi in range({COLUMN}):")
       self.emit(depth + 1, f"acc{number}[xi] = {reduce_identity(op, expr.dtype)}")
       if not self.compensated(op, expr.dtype):
         self.accumulate_columns(depth, reduce, inner, op, expr, f"acc{number}", "0", self.sizes[reduce[0]])
         continue
       # a long float sum: blocks of rows, each block's sums added to the totals with their rounding errors kept
       first = reduce[0]
-      self.emit(depth, f"error{number} = np.zeros(xend - xstart, dtype={compute_type(expr.dtype)})")
-      self.emit(depth, f"block{number} = np.empty(xend - xstart, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"error{number} = np.zeros({COLUMN}, dtype={compute_type(expr.dtype)})")
+      self.emit(depth, f"block{number} = np.empty({COLUMN}, dtype={compute_type(expr.dtype)})")
       self.emit(depth, f"for xpart in range(0, {self.sizes[first]}, {COLUMN_SUM_BLOCK}):")
-      self.emit(depth + 1, f"for xi in range(xend - xstart):")
+      self.emit(depth + 1, f"for xi in range({COLUMN}):")
       self.emit(depth + 2, f"block{number}[xi] = {reduce_identity(op, expr.dtype)}")
       self.accumulate_columns(depth + 1, reduce, inner, op, expr, f"block{number}", "xpart", f"min(xpart + {COLUMN_SUM_BLOCK}, {self.sizes[first]})")
       self.emit(depth + 1, "for xi in range(xend - xstart):")
