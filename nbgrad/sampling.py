@@ -179,9 +179,12 @@ def antialias_taps(n: int, m: int, factor: Optional[float], mode: str, align_cor
 
 
 def resample_axis(x, axis: int, taps: np.ndarray, weights: Optional[np.ndarray]):
-  """x read at taps (m, T) along axis and, with weights, their weighted sum (a tap of -1 adds nothing; x float32
-  or float64): axis becomes m long."""
-  if weights is None: return x.index_select(axis, type(x)(taps.reshape(-1), device=x.device))
+  """x read at taps (m, T) along axis and, with weights, their weighted sum (a tap of -1 adds nothing; floats of
+  32 or 64 bits): axis becomes m long. Without weights (nearest), a float32 or float64 x is read as taps of weight 1
+  too, whose sum from -0 is each value exactly; other dtypes by index_select."""
+  if weights is None:
+    if x.dtype not in (dtypes.float32, dtypes.float64): return x.index_select(axis, type(x)(taps.reshape(-1), device=x.device))
+    weights = np.ones(taps.shape)
 
   def table(taps: np.ndarray, weights: np.ndarray):   # (m, T) as the kernel walks them, (T, m)
     return (type(x)(np.ascontiguousarray(taps.T, np.int64), device=x.device).lazydata,

@@ -219,6 +219,18 @@ def test_interpolate_of_half_images_sums_in_float32_and_rounds_once():
   np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.uint8])
+def test_nearest_interpolation_copies_values_bit_for_bit(mode, dtype):
+  """Nearest reads are copies, as torch's: -0.0 keeps its sign, infinities and NaN stay (floats are read as taps of
+  weight 1, other dtypes gathered)."""
+  special = [-0.0, 1.5, np.inf, -np.inf, np.nan, -2.0] if dtype != np.uint8 else [0, 255, 3, 128, 127, 5]
+  x = np.array(special * 2, dtype).reshape(1, 2, 6)
+  ours, theirs = Tensor(x).interpolate(size=11, mode=mode).numpy(), F.interpolate(torch.tensor(x), size=11, mode=mode).numpy()
+  assert ours.dtype == theirs.dtype
+  np.testing.assert_array_equal(ours.view(f"u{x.itemsize}"), theirs.view(f"u{x.itemsize}"))
+
+
 def test_adjoint_taps_transpose_the_resampling_matrix():
   """The table a gradient goes back through is the transposed map, a tap of -1 (antialiasing's padding, none read)
   counting for nothing either way."""

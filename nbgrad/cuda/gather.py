@@ -47,7 +47,7 @@ def _taps_kernel(out, x, taps, weights, n, m, inner, count):
   for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
     item = e // inner
     o, i, r = item // m, item % m, e - item * inner
-    total = weights[0] - weights[0]
+    total = -(weights[0] - weights[0])   # -0 of the weights' type: adding to it leaves a -0 as it is
     for t in range(i, count * m, m):
       if taps[t] >= 0: total += weights[t] * x[(o * n + taps[t]) * inner + r]
     out[e] = total

@@ -15,12 +15,12 @@ TAPS_BLOCK = 4096   # output elements per parallel work item
 
 @njit(**_FLAGS)
 def _items(out, x, taps, weights, first, last, n, m, inner, count):
-  """Work items first..last-1; each output is the sum from 0 of its weighted taps in order (as a sum over the taps
-  adds them), a tap of -1 left out."""
+  """Work items first..last-1; each output is the sum of its weighted taps in order, a tap of -1 left out. The sums
+  start from -0, which adding leaves every value as it is (a -0 too, which a start from +0 turns into +0)."""
   if inner == 1:
     for o in range(first, last):
       source, target = np.uint64(o * n), np.uint64(o * m)
-      for i in range(np.uint64(m)): out[target + i] = 0
+      for i in range(np.uint64(m)): out[target + i] = -0.0
       for t in range(count):
         row = np.uint64(t * m)
         for i in range(np.uint64(m)):
@@ -30,7 +30,7 @@ def _items(out, x, taps, weights, first, last, n, m, inner, count):
   width = np.uint64(inner)
   for item in range(first, last):
     target = np.uint64(item * inner)
-    for r in range(width): out[target + r] = 0
+    for r in range(width): out[target + r] = -0.0
     for t in range(i, count * m, m):
       if taps[t] < 0: continue
       w, source = weights[t], np.uint64((o * n + taps[t]) * inner)
