@@ -186,7 +186,7 @@ def resample_axis(x, axis: int, taps: np.ndarray, weights: Optional[np.ndarray])
     if x.dtype not in (dtypes.float32, dtypes.float64): return x.index_select(axis, type(x)(taps.reshape(-1), device=x.device))
     weights = np.ones(taps.shape)
 
-  def table(taps: np.ndarray, weights: np.ndarray):   # (m, T) as the kernel walks them, (T, m)
+  def table(taps: np.ndarray, weights: np.ndarray):   # laid out (T, m), as the kernel walks them
     return (type(x)(np.ascontiguousarray(taps.T, np.int64), device=x.device).lazydata,
             type(x)(np.ascontiguousarray(weights.T, x.dtype.np), device=x.device).lazydata)
   return F.AxisTaps.apply(x, *map(type(x), table(taps, weights)), axis=axis, adjoint=lambda: table(*adjoint_taps(taps, weights, x.shape[axis])))
