@@ -37,7 +37,8 @@ GROUP_TITLES = {
             "reference (after warm-up)",
     "pool": "Pooling with its gradient (of the sum of squares), float32: max_pool2d 3x3, stride 2, padding 1 of "
             "16x64x112x112 (a ResNet stem's); adaptive_avg_pool2d of 16x64x28x28 to 5x5 (windows of 6 or 7); that map "
-            "upsampled 2x bilinearly; numpy has none, torch's answer is the reference (after warm-up)",
+            "upsampled 2x bilinearly, and 2x nearest with the gradient; numpy has none, torch's answer is the reference "
+            "(after warm-up)",
     "attention": "Causal scaled_dot_product_attention of 8 samples x 8 heads x 256 positions x 64, float32: the output "
                  "and the gradients of queries, keys and values, summed into one result; numpy has none, torch's answer "
                  "is the reference (after warm-up)",

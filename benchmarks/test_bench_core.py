@@ -390,6 +390,13 @@ WORKLOADS = {
         torch=lambda _, images: F.interpolate(images, scale_factor=2, mode="bilinear"),
         nbgrad=lambda _, images: images.interpolate(scale_factor=2, mode="bilinear"),
         rtol=1e-5, atol=1e-5),
+    # a U-Net decoder's upsampling (torch's nn.Upsample default, nearest) with its gradient
+    "interpolate_nearest_2x_grad": Workload(
+        "pool_images",
+        numpy=lambda _, images: gradient(lambda x: F.interpolate(x, scale_factor=2).square().sum(), torch.from_numpy(images)).numpy(),
+        torch=lambda _, images: gradient(lambda x: F.interpolate(x, scale_factor=2).square().sum(), images),
+        nbgrad=lambda _, images: gradient(lambda x: x.interpolate(scale_factor=2, mode="nearest").square().sum(), images),
+        rtol=1e-6, atol=1e-6),
     # causal attention as a training step computes it: the output, and the gradients of the queries, keys and values
     # (summed with it into one result)
     "attention_causal_grad": Workload(
@@ -885,6 +892,12 @@ def test_pool_adaptive_avg_uneven_forward_backward(benchmark, request, lib):
 @pytest.mark.parametrize("lib", ["nbgrad", "torch"])
 def test_pool_interpolate_bilinear_2x(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "interpolate_bilinear_2x")
+
+
+@pytest.mark.benchmark(group="pool")
+@pytest.mark.parametrize("lib", ["nbgrad", "torch"])
+def test_pool_interpolate_nearest_2x_forward_backward(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "interpolate_nearest_2x_grad")
 
 
 @pytest.mark.benchmark(group="attention")
