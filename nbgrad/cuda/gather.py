@@ -1,7 +1,7 @@
 """GPU kernels of the indexed reads, the weighted taps along an axis and the concatenation (graph/take.py,
-graph/taps.py, graph/concat.py), one thread per element with grid-stride loops. take and the concatenation only move bits, so buffers go in as unsigned integers of their
-item size, as on the CPU (jit/take.py); the scatter-add sums with atomic adds, since two positions may name one
-element."""
+graph/taps.py, graph/concat.py), one thread per element with grid-stride loops. take and the concatenation only move
+bits, so buffers go in as unsigned integers of their item size, as on the CPU (jit/take.py); the scatter-add sums with
+atomic adds, since two positions may name one element."""
 import numpy as np
 from numba import cuda
 from nbgrad.cuda.device import THREADS, MAX_BLOCKS

@@ -11,8 +11,8 @@ from nbgrad.graph.view import prod
 
 @dataclass(frozen=True)
 class AxisTaps:
-  """x (flat, contiguous) seen as (outer, n, inner) and out as (outer, m, inner); taps and weights flat (count, m)."""
-  outer: int
+  """x (flat, contiguous) seen as (outer, n, inner) and out as (outer, m, inner), outer from their sizes; taps and
+  weights flat (count, m)."""
   n: int
   m: int
   inner: int
@@ -33,6 +33,6 @@ class AxisTaps:
 def axis_taps(x: LazyBuffer, taps: LazyBuffer, weights: LazyBuffer, axis: int) -> LazyBuffer:
   """The node of x's axis resampled by the (T, m) tables taps (int64) and weights (x's dtype, float32 or float64)."""
   count, m = taps.shape
-  arg = AxisTaps(prod(x.shape[:axis]), x.shape[axis], m, prod(x.shape[axis + 1:]), count)
+  arg = AxisTaps(x.shape[axis], m, prod(x.shape[axis + 1:]), count)
   return LazyBuffer.load(LoadOps.CUSTOM, x.shape[:axis] + (m,) + x.shape[axis + 1:], x.dtype, x.device, arg=arg,
                          srcs=(x.in_flat_order(), taps.in_flat_order(), weights.in_flat_order()))
