@@ -159,20 +159,20 @@ def test_products_with_a_long_inner_size_against_torch(a_shape, b_shape, transpo
 
 
 @pytest.mark.parametrize("busy", [True, False], ids=["cores_busy", "cores_free"])
-@pytest.mark.parametrize("a_shape,b_shape,dtype", [((6, 100, 200), (6, 200, 100), np.float32), ((300, 200), (200, 100), np.float32),
-                                                   ((1, 8, 900), (1, 900, 700), np.float32), ((4, 1, 70, 64), (1, 3, 64, 80), np.float32),
-                                                   ((300, 200), (200, 100), np.float64)],
-                         ids=["batch", "rows", "columns", "broadcast_batch", "rows_float64"])
+@pytest.mark.parametrize("a_shape,b_shape,dtype", [((6, 200, 200), (6, 200, 200), np.float32), ((600, 200), (200, 200), np.float32),
+                                                   ((1, 8, 900), (1, 900, 2400), np.float32), ((4, 1, 140, 64), (1, 3, 64, 160), np.float32),
+                                                   ((600, 200), (200, 200), np.float64), ((6, 100, 200), (6, 200, 100), np.float32)],
+                         ids=["batch", "rows", "columns", "broadcast_batch", "rows_float64", "batch_below_parts"])
 def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape, dtype, busy, monkeypatch):
-  """A big product runs in parts (along the batch, the rows or the columns), each on a thread with BLAS at one
-  thread, when other processes want the cores, or when it has few rows or terms, or when it is cut along a batch;
-  else on BLAS's own threads. The thread count numpy's BLAS had is set back afterwards."""
+  """A big product (PARTS_MIN_MULTIPLY_ADDS) runs in parts (along the batch, the rows or the columns), each on a
+  thread with BLAS at one thread, when other processes want the cores, or when it has few rows or terms, or when
+  it is cut along a batch; else on BLAS's own threads. The thread count numpy's BLAS had is set back afterwards."""
   from nbgrad.jit import blas
   before = blas._OPENBLAS[0]() if blas._OPENBLAS else None
   in_parts = []
   monkeypatch.setattr(blas, "_cores_busy_elsewhere", lambda parts: busy)
   for route in ("_on_worker_threads", "_on_numba_threads"):
-    monkeypatch.setattr(blas, route, lambda jobs, *rest, run=getattr(blas, route): in_parts.append(len(jobs)) or run(jobs, *rest))
+    monkeypatch.setattr(blas, route, lambda first, *rest, run=getattr(blas, route): in_parts.append(len(first) if isinstance(first, list) else rest[-1]) or run(first, *rest))
   rng = np.random.default_rng(3)
   a_data, b_data = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
   a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
@@ -189,7 +189,8 @@ def test_big_products_on_blas_threads_or_in_parts_against_torch(a_shape, b_shape
     if numba.get_num_threads() > 1:
       few_rows_or_terms = min(a_shape[-2], a_shape[-1]) < blas.BLAS_THREADS_MIN_SIDE
       along_batch = len(a_shape) > 2 and a_shape[0] > 1
-      assert bool(forward_in_parts) == (busy or few_rows_or_terms or along_batch)
+      big = np.prod(np.broadcast_shapes(a_shape[:-1], b_shape[:-2] + (1,))) * b_shape[-1] * a_shape[-1] >= blas.PARTS_MIN_MULTIPLY_ADDS
+      assert bool(forward_in_parts) == (big and (busy or few_rows_or_terms or along_batch))
       if forward_in_parts: assert forward_in_parts[0] > 1
 
 

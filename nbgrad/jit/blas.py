@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
-import itertools
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,9 +55,9 @@ def _restrided(matrices: np.ndarray, row_stride: int, col_stride: int) -> np.nda
 
 # A product whose inner size K dwarfs its output (a convolution's weight gradient over many positions) is cut
 # along K into this many pieces at most, run as one batched product and summed: BLAS spreads a single product
-# over threads by its output, not by K. (32, 21632) @ (21632, 9) float32: 0.51 ms whole, 0.20 ms in 32 pieces.
-# Only a product big enough for threads (SPLIT_MIN_MULTIPLY_ADDS) is cut: a dot of two 1024-vectors took 80 us
-# in pieces, 5 whole.
+# over threads by its output, not by K. Only a product big enough for parts (PARTS_MIN_MULTIPLY_ADDS) is cut
+# (float32, min of 7x20 calls): (32, 86528) @ (86528, 9) 2.24-2.49 ms whole, 1.60-1.62 in 32 pieces; but
+# (32, 21632) @ (21632, 9) 0.33-0.45 ms whole, 0.56 in pieces.
 K_PIECES = 32
 K_PIECE_MIN = 512
 
@@ -68,7 +68,7 @@ def matmul(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   m, k = a.shape[-2:]
   n = b.shape[-1]
   pieces = min(K_PIECES, k // K_PIECE_MIN)
-  if pieces < 2 or k < 16 * max(m, n) or out.size * k < SPLIT_MIN_MULTIPLY_ADDS:
+  if pieces < 2 or k < 16 * max(m, n) or out.size * k < PARTS_MIN_MULTIPLY_ADDS:
     _product(out, blas_readable(a), blas_readable(b))
     return
   piece = k // pieces
@@ -111,8 +111,14 @@ def _openblas() -> Optional[tuple]:
 
 _OPENBLAS = _openblas()
 OPENBLAS_GEMMS = {} if _OPENBLAS is None else _OPENBLAS[2]   # dtype -> its gemm through the C interface
-# Below this many multiply-adds a product runs whole on the calling thread (handing out parts costs ~20 us)
-SPLIT_MIN_MULTIPLY_ADDS = 1 << 21
+# Below this many multiply-adds a product runs whole on the calling thread. A thread asleep takes 50-150 us to wake
+# on a 2-core AMD EPYC VM, so threads pay only for products of a few hundred us (one thread's time, against the
+# product's time with all threads, min of 7x20 calls): 128x128 @ 128x128 49 against 159-169 us on BLAS's threads,
+# 256x256 @ 256x64 97-101 against 65-115; in parts on worker threads 64x512 @ 512x256 207-254 against 252-276,
+# 64x512 @ 512x512 405-455 against 347-372; 16 of 64x64 @ 64x64 on numba's threads 131-148 against 261-275, 48 of
+# them 342-353 against 403-468, 32 of 64x128 @ 128x64 438-463 against 362-374.
+SPLIT_MIN_MULTIPLY_ADDS = 1 << 22   # on BLAS's own threads
+PARTS_MIN_MULTIPLY_ADDS = 1 << 24   # in parts on worker threads or numba's
 # OpenBLAS computes a product of up to 4 * 65536 multiply-adds on one thread whatever its thread count, so one far
 # below that skips setting the count (7 us of a 1x1024 @ 1024x1 product's 21)
 ONE_THREAD_MULTIPLY_ADDS = 1 << 16
@@ -122,13 +128,20 @@ _workers: Optional[ThreadPoolExecutor] = None
 
 @CachedEntry
 @njit(parallel=True, nogil=True, cache=True)
-def _gemm_parts(gemm, calls, starts, one, zero):
-  """Part p makes the BLAS calls calls[starts[p]:starts[p + 1]] on a thread of numba's pool. A call is
-  (transpose a, transpose b, M, N, K, a, lda, b, ldb, out, ldc), operands as addresses, out = a @ b."""
-  for part in prange(len(starts) - 1):
-    for row in range(starts[part], starts[part + 1]):
-      c = calls[row]
-      gemm(ROW_MAJOR, c[0], c[1], c[2], c[3], c[4], one, c[5], c[6], c[7], c[8], zero, c[9], c[10])
+def _batched_gemm(gemm, layout, batch, strides, addresses, parts, one, zero):
+  """out[i] = a[i] @ b[i] for each index i of the batch dims (sizes `batch`), the matrices dealt in turn to `parts`
+  threads of numba's pool. layout: (transpose a, transpose b, M, N, K, lda, ldb, ldc); strides (3, batch dims):
+  a's, b's and out's in bytes (0 along a broadcast dim); addresses: their first matrices'."""
+  count = 1
+  for size in batch: count *= size
+  for part in prange(parts):
+    for matrix in range(part * count // parts, (part + 1) * count // parts):
+      a, b, out, rest = addresses[0], addresses[1], addresses[2], matrix
+      for dim in range(len(batch) - 1, -1, -1):
+        index = rest % batch[dim]
+        rest //= batch[dim]
+        a, b, out = a + index * strides[0, dim], b + index * strides[1, dim], out + index * strides[2, dim]
+      gemm(ROW_MAJOR, layout[0], layout[1], layout[2], layout[3], layout[4], one, a, layout[5], b, layout[6], zero, out, layout[7])
 
 
 def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
@@ -140,18 +153,21 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   8.1-9.2 ms cut into parts, each packing the whole operand it does not cut. With another process busy on a core,
   the same step took 13.2-13.9 ms on BLAS's threads and 9.3-11.0 ms in parts, so then the parts run on a worker
   thread beside the calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
-  parts = 1 if _OPENBLAS is None or out.size * a.shape[-1] < ONE_THREAD_MULTIPLY_ADDS else numba.get_num_threads()
+  work = out.size * a.shape[-1]
+  parts = 1 if _OPENBLAS is None or work < ONE_THREAD_MULTIPLY_ADDS else numba.get_num_threads()
   if parts == 1:
     np.matmul(a, b, out=out)
     return
   with blas_threads(1):
-    jobs = _split(out, a, b, parts) if out.size * a.shape[-1] >= SPLIT_MIN_MULTIPLY_ADDS else []
-    if len(jobs) < 2 or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
-    elif jobs[0][0].ndim > 2 and jobs[0][0].shape[0] < out.shape[0]: _on_numba_threads(jobs, OPENBLAS_GEMMS[out.dtype])
-    elif min(out.shape[-2], a.shape[-1]) < BLAS_THREADS_MIN_SIDE or _cores_busy_elsewhere(parts): _on_worker_threads(jobs)
-    else:
+    if work < SPLIT_MIN_MULTIPLY_ADDS or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
+    elif out.ndim > 2 and math.prod(out.shape[:-2]) >= parts:
+      if work >= PARTS_MIN_MULTIPLY_ADDS: _on_numba_threads(out, a, b, parts)
+      else: np.matmul(a, b, out=out)
+    elif min(out.shape[-2], a.shape[-1]) >= BLAS_THREADS_MIN_SIDE and not _cores_busy_elsewhere(parts):
       _OPENBLAS[1](parts)
       np.matmul(a, b, out=out)
+    elif work >= PARTS_MIN_MULTIPLY_ADDS and len(jobs := _split(out, a, b, parts)) > 1: _on_worker_threads(jobs)
+    else: np.matmul(a, b, out=out)
 
 
 @contextlib.contextmanager
@@ -206,12 +222,19 @@ def _own_runnable_threads() -> int:
   return count
 
 
-def _on_numba_threads(jobs: list[tuple], gemm):
-  calls = [_blas_calls(*job) for job in jobs]
-  starts = np.cumsum([0] + [len(c) for c in calls])
-  rows = np.array([row for part in calls for row in part], np.int64)
-  dtype = jobs[0][0].dtype
-  _gemm_parts(gemm, rows, starts, dtype.type(1), dtype.type(0))
+def _on_numba_threads(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int):
+  """out = a @ b, its matrices (a batch of them) shared among parts threads of numba's pool."""
+  def layout(x):   # BLAS reads each operand row- or column-major (blas_readable), out is row-major
+    rows, cols = (s // x.itemsize for s in x.strides[-2:])
+    return (NO_TRANSPOSE, rows) if cols == 1 else (TRANSPOSE, cols)
+  (trans_a, lda), (trans_b, ldb) = layout(a), layout(b)
+  m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+  ldc = out.strides[-2] // out.itemsize if m > 1 else max(n, 1)   # a single row's stride is never used
+  batch = out.shape[:-2]
+  strides = [[st if size != 1 else 0 for size, st in zip(x.shape[:-2], x.strides[:-2])] for x in (a, b, out)]
+  _batched_gemm(OPENBLAS_GEMMS[out.dtype], np.array([trans_a, trans_b, m, n, k, lda, ldb, ldc], np.int64),
+                np.array(batch, np.int64), np.array(strides, np.int64).reshape(3, len(batch)),
+                np.array([a.ctypes.data, b.ctypes.data, out.ctypes.data], np.int64), parts, out.dtype.type(1), out.dtype.type(0))
 
 
 def _forget_workers():
@@ -233,30 +256,13 @@ def _on_worker_threads(jobs: list[tuple]):
   for job in waiting: job.result()
 
 
-def _blas_calls(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[list[int]]:
-  """The rows of _gemm_parts computing out = a @ b: one per matrix of the batch dims (which may broadcast)."""
-  def layout(x):   # BLAS reads each operand row- or column-major (blas_readable), out is row-major
-    rows, cols = (s // x.itemsize for s in x.strides[-2:])
-    return (NO_TRANSPOSE, rows) if cols == 1 else (TRANSPOSE, cols)
-  (trans_a, lda), (trans_b, ldb) = layout(a), layout(b)
-  m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
-  ldc = out.strides[-2] // out.itemsize if m > 1 else max(n, 1)   # a single row's stride is never used
-  row = [trans_a, trans_b, m, n, k, a.ctypes.data, lda, b.ctypes.data, ldb, out.ctypes.data, ldc]
-  calls = []
-  for index in itertools.product(*map(range, out.shape[:-2])):   # a broadcast batch dim (size 1) stays at 0
-    offsets = [sum(i * st for i, size, st in zip(index, x.shape, x.strides) if size != 1) for x in (a, b, out)]
-    calls.append(row[:5] + [row[5] + offsets[0], lda, row[7] + offsets[1], ldb, row[9] + offsets[2], ldc])
-  return calls
-
-
 def _split(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int) -> list[tuple]:
-  """(out, a, b), all of one rank, cut into parts products: along the first batch dim when it has a part for
-  each, else along the rows (of out and a) or the columns (of out and b). Each part's BLAS call packs all of the
+  """(out, a, b), all of one rank, cut into parts products: along the rows (of out and a) or the columns (of out
+  and b). Each part's BLAS call packs all of the
   operand it does not cut, so the cut goes across the longer side of out: the copies of the shorter operand
   are the smaller (64x288 @ 288x3872: 1.04 ms cut along the columns, 1.26 ms along the rows)."""
   rows, columns = out.shape[-2], out.shape[-1]
-  if out.ndim > 2 and out.shape[0] >= parts: axis, cut_a, cut_b = 0, True, True
-  elif rows >= 16 * parts and (rows >= columns or columns < 16 * parts): axis, cut_a, cut_b = out.ndim - 2, True, False
+  if rows >= 16 * parts and (rows >= columns or columns < 16 * parts): axis, cut_a, cut_b = out.ndim - 2, True, False
   elif columns >= 16 * parts: axis, cut_a, cut_b = out.ndim - 1, False, True
   else: return [(out, a, b)]
   size, jobs = out.shape[axis], []
