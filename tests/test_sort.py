@@ -129,6 +129,26 @@ def test_topk_of_a_long_row_as_torch():
   np.testing.assert_array_equal(got_indices.numpy(), expected_indices.numpy())
 
 
+@pytest.mark.parametrize("name", ["float32", "int8", "uint64", "float16", "float64"])
+@pytest.mark.parametrize("layout", ["random", "ascending", "descending", "one_value"])
+def test_topk_of_one_long_row_gathered_under_a_sampled_bound_is_the_start_of_torchs_stable_sort(name, layout):
+  """One row of SAMPLED_SELECT_MIN or more: the keys under a bound from a sample are gathered by the threads and
+  sorted. Sorted rows put every candidate in one thread's part, and a row of one value puts all of them under the
+  bound (more than a part has room for): the serial selection then."""
+  from nbgrad.jit.sort import SAMPLED_SELECT_MIN
+  n = SAMPLED_SELECT_MIN * 2
+  values = values_of(name, n) if name in ("int8", "uint64") else rng.standard_normal(n).astype(name)
+  if name in ("float32", "float64"): values[rng.integers(0, n, 50)] = [math.nan, -0.0, math.inf, -math.inf, 0.0] * 10
+  if layout != "random": values = np.sort(values)[::-1 if layout == "descending" else 1].copy()
+  if layout == "one_value": values[:] = values[n // 2]
+  for largest in (True, False):
+    expected = torch_order(values, name, 0, largest)
+    for k in (1, 100, n // 16):
+      got_values, got_indices = tensor_of(values, name).topk(k, largest=largest)
+      np.testing.assert_array_equal(got_indices.numpy(), expected[:k], err_msg=f"k={k} largest={largest}")
+      np.testing.assert_array_equal(got_values.numpy(), values[expected[:k]])
+
+
 def test_topk_refuses_a_k_past_the_axis():
   with pytest.raises(ValueError, match="k=5 is more than the 4 elements"): Tensor.ones(3, 4).topk(5)
   with pytest.raises(ValueError): Tensor.ones(3, 4).topk(-1)
