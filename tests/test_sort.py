@@ -271,6 +271,26 @@ def test_searchsorted_sorts_nan_last_as_numpy_and_refuses_bad_input():
   with pytest.raises(ValueError, match="1-D boundaries"): Tensor([1.0]).bucketize(Tensor.zeros(2, 2))
 
 
+@pytest.mark.parametrize("name", ["float32", "int16", "uint8", "float64"])
+def test_searchsorted_of_many_values_in_lockstep_groups_as_numpy(name):
+  """Values searched GROUP at a time, on one thread or in parallel (past PARALLEL_MIN_ELEMENTS // 16 values):
+  counts that leave a partial group, rows of every length from 0 up to past a few halvings, ties, NaN among the
+  values and at the end of the rows, both sides."""
+  from nbgrad.jit.sort import GROUP
+  for rows, length, count in [(1, 5000, PARALLEL_MIN_ELEMENTS // 16 + 7), (3, 33, GROUP * 5 + 3), (4, 1, 40), (2, 0, 9),
+                              (1, 1 << 15, GROUP - 1)]:
+    if name.startswith("float"):
+      sequence = np.sort(rng.choice(np.array([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf, np.nan], name), (rows, length)), axis=1)
+      values = rng.choice(np.array([-np.inf, -1.5, -1.0, -0.0, 0.5, 3.0, np.inf, np.nan], name), (rows, count))
+    else:
+      sequence = np.sort(values_of(name, (rows, length)), axis=1)
+      values = values_of(name, (rows, count))
+    for side in ("left", "right"):
+      got = tensor_of(sequence, name).searchsorted(tensor_of(values, name), side=side).numpy()
+      want = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(sequence, values)])
+      np.testing.assert_array_equal(got, want, err_msg=f"{(rows, length, count)} {side}")
+
+
 def test_nonzero_argwhere_as_torch():
   values = np.array([[0.0, 1.5, -2.0], [3.0, 0.0, np.nan]])
   np.testing.assert_array_equal(Tensor(values).nonzero().numpy(), torch.tensor(values).nonzero().numpy())

@@ -14,7 +14,7 @@ under a bound from a sample, in parallel, and sorts only those. Benchmark group 
 values in 19-21 ms (numpy's stable sort 97-99 ms, torch's 119-129 ms); the rows of a 1024x1024 matrix in 6-10 ms
 (numpy 41, torch 28).
 
-searchsorted: a binary search per value, values in parallel."""
+searchsorted: a branch-free binary search, values in lockstep groups, groups in parallel."""
 from __future__ import annotations
 import numba
 import numpy as np
@@ -226,42 +226,65 @@ def stable_argsort(out: np.ndarray, x: np.ndarray, dtype: DType, outer: int, len
     with LAUNCH_LOCK: _sort_parallel(bits, out.reshape(outer, k, inner), *args, scratch)
 
 
+# Values are searched GROUP at a time, in lockstep: the halving of a row is the same for every value (it
+# depends on the length alone), so each step reads the GROUP values' next elements one after the other, and those
+# reads, each a likely cache miss in a long row, overlap rather than wait for each other (100k float32 values among
+# 1M, one thread: 24 ms one at a time, 8.6 ms in groups of 8, 6.8 in groups of 16).
+GROUP = 16
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _position(row, value, right):
-  """How many elements of the sorted row come before value (right: before or equal to it); NaN above numbers."""
-  low, high = 0, len(row)
+def _before(element, value, right):
+  """Whether element comes before value in a sorted row (right: or equals it); NaN after every number. Written
+  with & and | rather than branches, so that its use stays a select."""
   value_nan = value != value
-  while low < high:
-    middle = (low + high) >> 1
-    element = row[middle]
-    element_nan = element != element
-    if right: before = (element_nan and value_nan) or (not element_nan and (value_nan or element <= value))
-    else: before = not element_nan and (value_nan or element < value)
-    if before: low = middle + 1
-    else: high = middle
-  return low
+  number = (element < value) | (right & (element == value))
+  return (~value_nan & number) | (value_nan & (right | (element == element)))
+
+
+@njit(cache=True, nogil=True)
+def _positions(out, row, values, right):
+  """out[i] = how many elements of the sorted row come before values[i] (right: or equal it), for up to GROUP
+  values. The range halves without a branch: each comparison picks the next start (a select the CPU need not
+  predict). The starts are an array of its own (one passed in, which the compiler could not tell apart from out,
+  made a search 2-3x slower)."""
+  n = len(row)
+  if n == 0:
+    out[:] = 0
+    return
+  starts = np.zeros(len(values), np.int64)
+  while n > 1:
+    half = n >> 1
+    for j in range(len(values)):
+      start = starts[j]
+      starts[j] = start + half if _before(row[start + half], values[j], right) else start
+    n -= half
+  for j in range(len(values)): out[j] = starts[j] + _before(row[starts[j]], values[j], right)
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
 def _search_serial(out, sequence, values, right):
   for row in range(values.shape[0]):
-    for i in range(values.shape[1]): out[row, i] = _position(sequence[row], values[row, i], right)
+    for first in range(0, values.shape[1], GROUP):
+      last = min(first + GROUP, values.shape[1])
+      _positions(out[row][first:last], sequence[row], values[row][first:last], right)
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, parallel=True)
 def _search_parallel(out, sequence, values, right):
-  count = values.shape[1]
-  for item in prange(values.shape[0] * count):
-    row, i = divmod(np.int64(item), count)
-    out[row, i] = _position(sequence[row], values[row, i], right)
+  groups = -(-values.shape[1] // GROUP)
+  for item in prange(values.shape[0] * groups):
+    row, group = divmod(np.int64(item), groups)
+    first, last = group * GROUP, min((group + 1) * GROUP, values.shape[1])
+    _positions(out[row][first:last], sequence[row], values[row][first:last], right)
 
 
 def binary_search(out: np.ndarray, sequence: np.ndarray, values: np.ndarray, right: bool):
   """out (rows, count) = the positions of values (rows, count) in the sorted rows of sequence (rows, length)."""
   if out.size == 0: return
-  if sequence.shape[1] == 0: out[:] = 0
-  elif values.size < PARALLEL_MIN_ELEMENTS // 16: _search_serial(out, sequence, values, right)   # a search is ~20 reads
+  if values.size < PARALLEL_MIN_ELEMENTS // 16:   # a search is ~20 reads
+    _search_serial(out, sequence, values, right)
   else:
     with LAUNCH_LOCK: _search_parallel(out, sequence, values, right)
