@@ -519,7 +519,7 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
   elements across the slots of pieces of 3 * 7000 elements a row and more), eight pieces per launch (11: a launch of
   eight, then one of three), as unsigned ints: values against numpy, bit for bit (NaN payloads, -0.0)."""
   from nbgrad.jit import concat
-  monkeypatch.setattr(concat, "PARALLEL_MIN_ELEMENTS", 0)
+  monkeypatch.setattr(concat, "PARALLEL_COPY_MIN_ELEMENTS", 0)
   with np.errstate(over="ignore"):   # float16 takes the larger values as inf: bits to copy as well as any
     arrays = [make((2, 3 + i, 7000), npdt, seed=i) for i in range(pieces)]
   if np.dtype(npdt).kind == "f": arrays[0].reshape(-1)[:3] = np.array([np.nan, -0.0, -np.nan], npdt)
@@ -558,7 +558,7 @@ def test_cat_of_short_rows_copies_many_rows_per_work_item(monkeypatch, npdt):
   work item, a slot narrower than SHORT_SLOT a column at a time: 5000 rows of 12 elements are 4 work items, the last
   one short."""
   from nbgrad.jit import concat
-  monkeypatch.setattr(concat, "PARALLEL_MIN_ELEMENTS", 0)
+  monkeypatch.setattr(concat, "PARALLEL_COPY_MIN_ELEMENTS", 0)
   a, b, c = make((5000, 2), npdt, seed=1), make((5000, 9), npdt, seed=2), make((5000, 1), npdt, seed=3)
   x, y, z = (Tensor(v).realize() for v in (a, b, c))
   np.testing.assert_array_equal(Tensor.cat(x, y, z, dim=1).numpy(), np.concatenate([a, b, c], 1))
@@ -574,7 +574,7 @@ def test_cat_reads_windows_of_buffers_in_place(monkeypatch, npdt, parallel):
   circular, reflect or replicate pad of a computed tensor are one copy per dim (the pieces were copied out first, a
   kernel each), and the join of a concatenation's output does not fuse it into a padded sum."""
   from nbgrad.jit import concat
-  if parallel: monkeypatch.setattr(concat, "PARALLEL_MIN_ELEMENTS", 0)
+  if parallel: monkeypatch.setattr(concat, "PARALLEL_COPY_MIN_ELEMENTS", 0)
   a = make((6, 5, 40), npdt)
   x = Tensor(a).realize()
   for make_view, expected in [(lambda t: t.roll(3, 1), np.roll(a, 3, 1)), (lambda t: t.roll(-7), np.roll(a, -7)),
