@@ -286,19 +286,20 @@ def test_float64_exp_and_exp2_within_an_ulp_over_their_whole_range(name, low, hi
 
 
 def test_float64_log_log2_and_log10_within_an_ulp_or_two():
-  """float64 logarithms come from nbgrad's own series too: log and log10 within an ulp of numpy's, log2 within two,
-  from the smallest subnormal to the largest float; log(1) is 0, log10 of a power of 10 is exact, and the special
-  values are numpy's."""
+  """float64 logarithms come from nbgrad's own series too: log10 within an ulp of the exact value, log within 1.5 and
+  log2 within two (1.16, 1.67 and 0.69 at most here), from the smallest subnormal to the largest float; log(1) is 0,
+  log10 of a power of 10 is exact, and the special values are numpy's. The exact values are numpy's in long double
+  (the C library's): numpy's own float64 ones depend on the CPU (log10 1.58 ulps off on one without AVX-512)."""
   rng = np.random.default_rng(22)
   x = np.concatenate([np.exp(rng.uniform(np.log(5e-324), np.log(1.7e308), 100_000)), rng.uniform(0.5, 2.0, 100_000),
                       1 + rng.uniform(-1e-6, 1e-6, 20_000), [1.0, 2.0, 0.5, 5e-324, 1e-310, np.finfo(np.float64).max]])
   powers = 10.0 ** np.arange(-20, 23)
   np.testing.assert_array_equal(Tensor(powers).log10().numpy(), np.arange(-20, 23))
-  for name, limit in (("log", 1), ("log2", 2), ("log10", 1)):
-    got, want = getattr(Tensor(x), name)().numpy(), getattr(np, name)(x)
+  for name, limit in (("log", 1.5), ("log2", 2), ("log10", 1)):
+    got, want = getattr(Tensor(x), name)().numpy(), getattr(np, name)(x.astype(np.longdouble))
     assert got[x == 1.0].tolist() == [0.0]
     nonzero = want != 0
-    ulps = np.abs(got - want)[nonzero] / np.spacing(np.abs(want[nonzero]))
+    ulps = np.abs(got - want)[nonzero] / np.spacing(np.abs(want[nonzero]).astype(np.float64))
     assert ulps.max() <= limit, f"{name}({x[nonzero][np.argmax(ulps)]!r}) is {ulps.max():.1f} ulps off"
     special = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan])
     with np.errstate(all="ignore"): np.testing.assert_array_equal(getattr(Tensor(special), name)().numpy(), getattr(np, name)(special))
@@ -349,14 +350,16 @@ def test_float32_pow_within_an_ulp_for_large_exponents():
 @pytest.mark.parametrize("npdt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_a_float_to_a_python_int_power_within_an_ulp_as_torch(npdt, exponent):
   """Past 3 a float to an int power is the POW op: multiplying by squares lost up to 200 ulps (float32 ** 1000) and
-  1e5 (float64 ** (2 ** 20 + 1)); the sign of a negative base to an odd power and the gradient stay torch's."""
+  1e5 (float64 ** (2 ** 20 + 1)); the sign of a negative base to an odd power is the exact power's (torch's float32
+  power takes 2 ** 24 + 1 as 2 ** 24 on a CPU without AVX-512, and its infinities then lose their sign), and the
+  gradient stays torch's."""
   values = np.concatenate([1 + np.linspace(-1e-3, 1e-3, 101), -1 - np.linspace(0, 1e-4, 11), [0.0, -0.0, 2.0, 0.5]]).astype(npdt)
   got = (Tensor(values) ** exponent).numpy()
   with np.errstate(over="ignore", divide="ignore"): expected = np.power(values.astype(np.longdouble), exponent)
   finite = np.isfinite(expected) & (np.abs(expected) > np.finfo(npdt).tiny) & (np.abs(expected) < np.finfo(npdt).max)
   ulps = np.abs(got[finite] - expected[finite]) / np.spacing(np.abs(expected[finite]).astype(npdt))
   assert ulps.max() <= 1, f"{ulps.max():.1f} ulps at {values[finite][np.argmax(ulps)]!r}"
-  np.testing.assert_array_equal(np.signbit(got[~finite]), np.signbit(torch.from_numpy(values[~finite]).pow(exponent).numpy()))
+  np.testing.assert_array_equal(np.signbit(got[~finite]), np.signbit(expected[~finite]))
   if abs(exponent) < 100:
     grads_match(lambda t: t ** exponent, lambda t: t ** exponent, values[values != 0].astype(np.float64))
 
