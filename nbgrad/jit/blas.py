@@ -159,10 +159,10 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
     np.matmul(a, b, out=out)
     return
   with blas_threads(1):
-    if work < SPLIT_MIN_MULTIPLY_ADDS or a.shape[-1] == 0 or out.strides[-1] != out.itemsize: np.matmul(a, b, out=out)
-    elif out.ndim > 2 and math.prod(out.shape[:-2]) >= parts:
-      if work >= PARTS_MIN_MULTIPLY_ADDS: _on_numba_threads(out, a, b, parts)
-      else: np.matmul(a, b, out=out)
+    batched = out.ndim > 2 and math.prod(out.shape[:-2]) >= parts   # a part of the matrices for each thread
+    if work < SPLIT_MIN_MULTIPLY_ADDS or a.shape[-1] == 0 or out.strides[-1] != out.itemsize or \
+       (batched and work < PARTS_MIN_MULTIPLY_ADDS): np.matmul(a, b, out=out)
+    elif batched: _on_numba_threads(out, a, b, parts)
     elif min(out.shape[-2], a.shape[-1]) >= BLAS_THREADS_MIN_SIDE and not _cores_busy_elsewhere(parts):
       _OPENBLAS[1](parts)
       np.matmul(a, b, out=out)
@@ -258,9 +258,9 @@ def _on_worker_threads(jobs: list[tuple]):
 
 def _split(out: np.ndarray, a: np.ndarray, b: np.ndarray, parts: int) -> list[tuple]:
   """(out, a, b), all of one rank, cut into parts products: along the rows (of out and a) or the columns (of out
-  and b). Each part's BLAS call packs all of the
-  operand it does not cut, so the cut goes across the longer side of out: the copies of the shorter operand
-  are the smaller (64x288 @ 288x3872: 1.04 ms cut along the columns, 1.26 ms along the rows)."""
+  and b). Each part's BLAS call packs all of the operand it does not cut, so the cut goes across the longer side of
+  out: the copies of the shorter operand are the smaller (64x288 @ 288x3872: 1.04 ms cut along the columns, 1.26 ms
+  along the rows)."""
   rows, columns = out.shape[-2], out.shape[-1]
   if rows >= 16 * parts and (rows >= columns or columns < 16 * parts): axis, cut_a, cut_b = out.ndim - 2, True, False
   elif columns >= 16 * parts: axis, cut_a, cut_b = out.ndim - 1, False, True
