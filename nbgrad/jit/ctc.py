@@ -9,14 +9,14 @@ from numba import njit, prange
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _log_add(a, b):
   if a == -np.inf: return b
   if b == -np.inf: return a
   return max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _label(targets, start, s, blank):
   """The label at position s of the extended sequence: even positions are blanks."""
   return blank if s % 2 == 0 else targets[start + s // 2]
@@ -28,7 +28,7 @@ def _can_skip(targets, start, s):
   return s >= 2 and s % 2 == 1 and targets[start + s // 2] != targets[start + s // 2 - 1]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _log_add3(a, b, c):
   """log(exp(a) + exp(b) + exp(c)) with one log."""
   top = max(a, b, c)
@@ -36,7 +36,7 @@ def _log_add3(a, b, c):
   return top + math.log(math.exp(a - top) + math.exp(b - top) + math.exp(c - top))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _combined(shifted, top, a, b, c, s, before, skip):
   """log(exp(a) + exp(b) + exp(c)) for a = previous[s], b = previous[s - 1] (if before), c = previous[s - 2] (if skip),
   from shifted = exp(previous - top): one log where some term is within ~690 of top (the terms that underflowed are

@@ -18,6 +18,11 @@ from numpy.polynomial import chebyshev
 from nbgrad import erf_fits, special
 
 JIT = dict(cache=True, error_model="numpy")   # no contraction: see compiler.FLAGS
+# The helpers below are forceinline: LLVM inlines every call into the kernel, so loops over them vectorize, and numba
+# types and lowers each helper once. numba's own inlining (inline="always") copied the helper's body into the kernel
+# and typed it again at every call: a loop of 16 tanh_f64 calls on float64 compiled in 7.9 s so, in 1.8 s forceinline,
+# and ran as fast (157 ms on 1M elements, one thread). The LSTM cell tests (fused backward kernels of up to 31 exp
+# and tanh calls), empty cache: 102 s -> 61 s.
 # Reassociation is allowed only inside the accumulate helpers below, so LLVM can vectorize a reduction
 # loop without being free to reorder the arithmetic of the expressions around it ((x-m) - log(s) must
 # not become x - (m + log(s))).
@@ -225,7 +230,7 @@ _ATANH_SERIES = tuple(2.0 / n for n in range(23, 2, -2))   # (2 atanh(s) - 2 s) 
 _LN2_HIGH, _LN2_LOW, _LOG2_E = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.4426950408889634
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _horner(x, coefficients):
   """The polynomial in x with these coefficients, the highest power's first."""
   p = coefficients[0]
@@ -233,7 +238,7 @@ def _horner(x, coefficients):
   return p
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _two_power_factors(k):
   """2**k for an integer k in -1076..1024 as two factors that are normal floats: a product with them rounds once
   (into a subnormal too), and 2**1024 times a number below 1 stays finite."""
@@ -242,7 +247,7 @@ def _two_power_factors(k):
   return scale_a, reinterpret((np.int64(k) - half + np.int64(1023)) << np.int64(52), types.float64)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _exp_f64_reduced(k, r):
   """e**r * 2**k for |r| <= ln2 / 2 (the series to r**13, below a 20th of an ulp) and an integer k in -1076..1024."""
   scale_a, scale_b = _two_power_factors(k)
@@ -271,7 +276,7 @@ def exp2_f64(x):
 _EXPM1_SERIES = _EXP_SERIES[:-2]
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def expm1_f64(x):
   """e^x - 1 within an ulp without losing a small x: x = k ln2 + r (r's rounding error c kept), e^r - 1 = r + tail by
   its series with no leading 1 to cancel, then (2^k - 1) + 2^k r + 2^k tail, where 2^k - 1 is exact for the k that
@@ -293,7 +298,7 @@ def expm1_f64(x):
   return x if (x != x or x == 0.0) else v   # -0.0 keeps its sign
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def expm1_f32(x): return np.float32(expm1_f64(np.float64(x)))
 
 
@@ -301,7 +306,7 @@ def expm1_f32(x): return np.float32(expm1_f64(np.float64(x)))
 # the value (under an ulp in float64); past it from e = e^(-2|x|): (1 - e) / (1 + e) in float32, where 1 - e does not
 # cancel from 0.4 on, and -expm1(-2|x|) / (2 + expm1(-2|x|)) in float64. Both branches are computed and one is
 # selected, so LLVM vectorizes the loop. (Built as 30 tensor ops it took 300 us to build a graph of 66 nodes.)
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def tanh_f32(x):
   s = x * x
   t = np.float32(21844.0 / 6081075.0)
@@ -316,7 +321,7 @@ def tanh_f32(x):
   return series if abs(x) < np.float32(0.4) else (-beyond if x < np.float32(0.0) else beyond)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def tanh_f64(x):
   s = x * x
   t = 21844.0 / 6081075.0
@@ -331,7 +336,7 @@ def tanh_f64(x):
   return series if abs(x) < 0.0015625 else (-beyond if x < 0.0 else beyond)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _log_f64_reduced(x):
   """A float64 x > 0 as 2 ** e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)) (f exact), with s = f / (2 + f), z = s**2 and
   R = 2 s**2 / 3 + 2 s**4 / 5 + ... (to s**22, below a 20th of an ulp; |s| <= 0.172), so that ln(1 + f) = 2 atanh(s)
@@ -350,7 +355,7 @@ def _log_f64_reduced(x):
   return e, f, s, z * _horner(z, _ATANH_SERIES)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _log_f64_parts(x):
   """(e, ln(1 + f)) of _log_f64_reduced, ln(1 + f) as f - s (f - R): the rounding of s only reaches the smaller
   second term."""
@@ -358,7 +363,7 @@ def _log_f64_parts(x):
   return e, f - s * (f - r)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _log_f64_special(x, r):
   """r, or IEEE's answer where x is 0, inf, negative or nan."""
   r = -np.inf if x == 0.0 else r
@@ -396,7 +401,7 @@ _LOG10_2_HIGH, _LOG10_2_LOW = _split(_LOG10_2, _LOG10_2_TAIL, 40)
 _INV_LN10_HIGH, _INV_LN10_LOW = _split(_INV_LN10, _INV_LN10_TAIL, 32)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _log10_f64_parts(x):
   """(e, high, low) with ln x = e ln2 + high + low: ln(1 + f) of _log_f64_reduced, as f - (f^2/2 - s (f^2/2 + R)),
   its leading f - f^2/2 cut to 21 bits (high) and all the rest in low."""
@@ -481,15 +486,15 @@ def log10_f32(x):
 # nbgrad/erf_fits.py (highest power first here, for _horner)
 _ERF_NEAR, _ERFC_MID, _ERFC_FAR = (tuple(reversed(c)) for c in (erf_fits.NEAR, erf_fits.MID, erf_fits.FAR))
 ERF_NEAR_END, ERF_MID_END, ERFC_FIT_END = erf_fits.NEAR_END, erf_fits.MID_END, erf_fits.FAR_END
-_far_variable = njit(**JIT, inline="always")(erf_fits.far_variable)   # the same arithmetic on a float here
+_far_variable = njit(**JIT, forceinline=True)(erf_fits.far_variable)   # the same arithmetic on a float here
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _erf_near(x):   # |x| <= ERF_NEAR_END
   return x * _horner(x * x * 0.5 - 1.0, _ERF_NEAR)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _erfc_far(a):   # a >= ERF_NEAR_END
   return exp_f64(-a * a) * _horner(_far_variable(min(a, ERFC_FIT_END)), _ERFC_FAR)
 
@@ -497,7 +502,7 @@ def _erfc_far(a):   # a >= ERF_NEAR_END
 # every piece is computed and one selected, no branches, and the body inlined into the kernel (LLVM left the call in
 # place), so that loops over them vectorize: 16M float32 erf took 218 ms with the C library's, 146 ms as a call,
 # 61 ms inlined and 21 ms with MID in place of 1 - erfc's exp form
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def erf_f32(x):
   v = np.float64(x)
   a = abs(v)
@@ -505,7 +510,7 @@ def erf_f32(x):
   return np.float32(_erf_near(v) if a <= ERF_NEAR_END else (beyond if v > 0 else -beyond))   # and so does -0.0
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def erfc_f32(x):
   v = np.float64(x)
   near, far = 1.0 - _erf_near(v), _erfc_far(abs(v))
@@ -524,13 +529,13 @@ _ERF64_SMALL_PIECES = (_ERF64_SMALL[:11], _ERF64_SMALL[11:])
 _ERFC64_PIECES = (_ERFC64_CHEBYSHEV[:12], _ERFC64_CHEBYSHEV[12:-1])
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _clenshaw_steps(b1, b2, twice_u, coefficients):
   for c in coefficients: b1, b2 = twice_u * b1 - b2 + c, b1
   return b1, b2
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _chebyshev_series(u, pieces, last):
   """A Chebyshev series at u in [-1, 1] by Clenshaw's recurrence: its coefficients, the highest degree's first, are
   those of pieces (two tuples), then last (T0's)."""
@@ -540,7 +545,7 @@ def _chebyshev_series(u, pieces, last):
   return u * b1 - b2 + last
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _erf64_near(z):
   """y(z) of erf(x) = x + x y(x^2), in two Horner pieces."""
   p = _horner(z, _ERF64_SMALL_PIECES[0])
@@ -548,7 +553,7 @@ def _erf64_near(z):
   return p
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _erfc_f64_tail(a):
   """erfc(a) for a >= 1 (0 from ERFC64_END on): exp(-a^2) q(a) / a, with a^2 split exactly into high + low (Dekker)
   so that exp(-a^2) loses nothing to its rounding, and 2^k of the exponential applied last, so that a subnormal
@@ -566,7 +571,7 @@ def _erfc_f64_tail(a):
   return _horner(r, _EXP_SERIES) * q / a * scale_a * scale_b if a < erf_fits.ERFC64_END else 0.0
 
 
-@njit(**JIT, inline="always")   # LLVM leaves a call of a body this size in place, and the loop unvectorized
+@njit(**JIT, forceinline=True)   # unforced, LLVM leaves a call of a body this size in place, and the loop unvectorized
 def erf_f64(x):
   a = abs(x)
   near = a + a * _erf64_near(a * a)
@@ -574,7 +579,7 @@ def erf_f64(x):
   return x if x != x else math.copysign(r, x)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def erfc_f64(x):
   """1 - erf(x) below |x| = 1, from 1/4 on as 1/2 - ((x - 1/2) + x y), that sum's rounding error kept; 2 - erfc(|x|)
   for x <= -1."""
@@ -615,7 +620,7 @@ _SIN_PI_SERIES = tuple(reversed(special.SIN_PI_SERIES))   # sin(pi a) / a in a^2
 _HALF_LOG_TWO_PI, _LOG_PI = 0.5 * math.log(2 * math.pi), math.log(math.pi)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _lgamma_steps(y, stirling_start, fit_below):
   """For y > 0 and the window [2 - fit_below, 3 - fit_below) below stirling_start: (whether y takes Stirling's series,
   t = z - 2 for the z in the window whole steps from y (exact), the log to add to lgamma(z): + log of y - 1 ... z
@@ -633,7 +638,7 @@ def _lgamma_steps(y, stirling_start, fit_below):
   return stirling, y - (shift + 2.0), logarithm if shift >= 0.0 else -logarithm, stirling_value
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _lgamma_positive(y):
   """lgamma(y) for a float64 y > 0 that is a float32, or 1 minus one."""
   stirling, t, logarithm, stirling_value = _lgamma_steps(y, LGAMMA_STIRLING_START, LGAMMA_FIT_BELOW)
@@ -641,7 +646,7 @@ def _lgamma_positive(y):
   return stirling_value if stirling else shifted
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def lgamma_f32(x):
   """inf at the poles (0 and the negative integers) and at -inf, as C's."""
   v = np.float64(x)
@@ -666,7 +671,7 @@ _LGAMMA64_CHEBYSHEV = tuple(reversed(erf_fits.LGAMMA64_CHEBYSHEV))
 _LGAMMA64_PIECES = (_LGAMMA64_CHEBYSHEV[:12], _LGAMMA64_CHEBYSHEV[12:-1])
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _lgamma64_positive(y):
   """lgamma(y) for y > 0, the window [3/2, 5/2)."""
   stirling, t, logarithm, stirling_value = _lgamma_steps(y, LGAMMA64_STIRLING_START, LGAMMA64_FIT_BELOW)
@@ -674,7 +679,7 @@ def _lgamma64_positive(y):
   return stirling_value if stirling else t * window + logarithm
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def lgamma_f64(x):
   """inf at the poles (0 and the negative integers) and at +-inf, as C's. Below 0, lgamma(x) = log(pi / |sin(pi x)|)
   - lgamma(-x) - log(-x), the last two logs taken as one; from -1e-150 to 0, lgamma(-x) itself (they differ by 2
@@ -711,7 +716,7 @@ _HALF_PI, _HALF_PI_LOW = 1.5707963267948966, 6.123233995736766e-17
 _PI, _PI_LOW = 3.141592653589793, 1.2246467991473532e-16
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _two_sum(a, b):
   """a + b as the rounded sum and its exact rounding error (Knuth's TwoSum)."""
   s = a + b
@@ -719,14 +724,14 @@ def _two_sum(a, b):
   return s, (a - (s - b_part)) + (b - b_part)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _minus(c_high, c_low, high, low):
   """(c_high + c_low) - (high + low) as a high part and a low part, the high one's rounding error kept."""
   s, e = _two_sum(c_high, -high)
   return s, e + (c_low - low)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def atan2_f64(y, x):
   """The angle of the point (x, y), C's atan2 at every zero, infinity and NaN: atan(n / d) for n, d the smaller and the
   larger of |x| and |y|, as pi/4 + atan((n - d) / (n + d)) past tan(pi/8), moved to the point's octant. The angle is
@@ -750,7 +755,7 @@ def atan2_f64(y, x):
   return x + y if (x != x or y != y) else r
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def atan2_f32(y, x): return np.float32(atan2_f64(np.float64(y), np.float64(x)))
 
 
@@ -783,7 +788,7 @@ def _two_over_pi_words(words: int) -> np.ndarray:
 _TWO_OVER_PI = _two_over_pi_words(4)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _quarter_turns_of_large(d):
   """(k, f) with |d| * 2/pi = 4n + k + f, k an integer and |f| <= 1/2, for a float32 value d (held in float64) of
   magnitude 1e6 or more (Payne and Hanek's reduction) in 64-bit integers: the 96 bits of 2/pi the exponent needs
@@ -809,7 +814,7 @@ def _quarter_turns_of_large(d):
 SMALL_ANGLE = 1e6
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _small_quarter_turns(d):
   """(k, r): d = k * pi/2 + r with k an integer and |r| <= pi/4, for |d| < SMALL_ANGLE (two-part reduction)."""
   k = np.rint(d * 0.6366197723675814)
@@ -817,7 +822,7 @@ def _small_quarter_turns(d):
   return k, (r if k != 0 else d)   # d itself keeps the sign of -0.0
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _sine_of_reduced(k, r, quarter_turns):
   """sin(k * pi/2 + r + quarter_turns * pi/2) for |r| <= pi/4, in float64."""
   r2 = r * r
@@ -828,7 +833,7 @@ def _sine_of_reduced(k, r, quarter_turns):
   return -v if q >= 2 else v
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _sine_of_shifted(x, quarter_turns):
   """sin(x + quarter_turns * pi / 2) for a float32 x, in float64: x less the nearest multiple of pi/2 (two-part
   reduction below SMALL_ANGLE, Payne and Hanek's past it), the quadrant moved by quarter_turns. cos is the shift by
@@ -844,11 +849,11 @@ def _sine_of_shifted(x, quarter_turns):
   return np.float32(v if abs(d) < np.inf else d - d)   # nan for inf and nan
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def sin_f32(x): return _sine_of_shifted(x, 0)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def cos_f32(x): return _sine_of_shifted(x, 1)
 
 
@@ -856,19 +861,19 @@ def cos_f32(x): return _sine_of_shifted(x, 1)
 # large-argument reduction that the whole-range versions compute for every element and then mostly discard. A
 # kernel runs a block of elements with these while is_large_angle tells whether any argument needs the whole-range
 # versions, and runs the block again with those if so (jit/render.py).
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def sin_f32_small_angle(x):
   k, r = _small_quarter_turns(np.float64(x))
   return np.float32(_sine_of_reduced(k, r, 0))
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def cos_f32_small_angle(x):
   k, r = _small_quarter_turns(np.float64(x))
   return np.float32(_sine_of_reduced(k, r, 1))
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def is_large_angle(x): return not abs(np.float64(x)) < SMALL_ANGLE   # inf and nan too
 
 
@@ -895,7 +900,7 @@ _SIN_SERIES = tuple((-1.0) ** n / math.factorial(2 * n + 1) for n in range(8, 0,
 _COS_SERIES = tuple((-1.0) ** n / math.factorial(2 * n) for n in range(8, 1, -1))
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _quarter_turns_f64(x):
   """(k, r_high, r_low): x = k pi/2 + r_high + r_low, |r_high| <= pi/4 (about), for |x| < SMALL_ANGLE. The products
   of k with the first three parts of pi/2 are exact, and the subtractions keep their rounding errors, so r carries
@@ -909,7 +914,7 @@ def _quarter_turns_f64(x):
   return k, r, low - (r - high)
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def _sine_f64(x, quarter_turns):
   """sin(x + quarter_turns pi/2) for |x| < SMALL_ANGLE: sin or cos of the reduced r = high + low by their series,
   low entering as sin(high + low) = sin(high) + low cos(high), cos(high + low) = cos(high) - low sin(high); the
@@ -925,13 +930,13 @@ def _sine_f64(x, quarter_turns):
   return -v if q >= 2 else v
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def sin_f64_small_angle(x):
   v = _sine_f64(x, 0)
   return x if x == 0.0 else v   # -0.0 keeps its sign
 
 
-@njit(**JIT, inline="always")
+@njit(**JIT, forceinline=True)
 def cos_f64_small_angle(x): return _sine_f64(x, 1)
 
 

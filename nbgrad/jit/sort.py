@@ -29,7 +29,7 @@ SIGNED, UNSIGNED, FLOAT = 0, 1, 2
 INFINITY_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80, "float32": 0x7F800000, "float64": 0x7FF0000000000000}
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _key(bits, kind, sign, infinity, descending):
   """The order key of a value from its bits; sign has the bits from the width's top bit up set."""
   b = np.int64(bits)
@@ -233,7 +233,7 @@ def stable_argsort(out: np.ndarray, x: np.ndarray, dtype: DType, outer: int, len
 GROUP = 16
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _before(element, value, right):
   """Whether element comes before value in a sorted row (right: or equals it); NaN after every number. Written
   with & and | rather than branches, so that its use stays a select."""

@@ -12,7 +12,7 @@ from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 TAKE_BLOCK = 4096   # elements per work item of the parallel take
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _row_start(positions, i, row_step, dim_size) -> int:
   """Where row i starts in x's flat buffer (before the offset), or -1 to read zeros: positions[i] itself, or with
   dim_size >= 0 the index of a row of a dim that long (rows row_step elements apart), counted from its end when

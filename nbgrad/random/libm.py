@@ -20,7 +20,7 @@ _C1, _C2, _C3, _C4 = _doubles("-0x1.ffffffd0c621cp-2", "0x1.55553e1068f19p-5", "
                               "0x1.99343027bf8c3p-16")
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def sinf_below_120(y):
   """sinf(y) for a float32 |y| < 120: y less the nearest multiple of pi/2, then the sine or the cosine polynomial
   by the quadrant, selected rather than branched to."""
@@ -52,7 +52,7 @@ _L0, _L1, _L2, _L3 = _doubles("-0x1.712b6f70a7e4dp-2", "0x1.ecabf496832e0p-2", "
 _PIECES_START = np.uint32(0x3f330000)   # the bits of 0.69921875, where the first piece starts
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def log2f_of_normal(x):
   """log2f(x) for a positive normal float32 x: x = 2^k * z with z in [0.7, 1.4), z's piece from its top mantissa
   bits."""

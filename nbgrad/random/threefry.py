@@ -48,20 +48,20 @@ _KS_PARITY = 0x1BD11BDA
 # core block function
 # --------------------------------------------------------------------------------------------
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _rotl(x, r):
     # x, r: uint32; result uint32
     return np.uint32((x << r) | (x >> (np.uint32(32) - r)))
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _mix(x0, x1, r):
     x0 = np.uint32(x0 + x1)
     x1 = np.uint32(x0 ^ _rotl(x1, np.uint32(r)))
     return x0, x1
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _group(x0, x1, r0, r1, r2, r3, key0, key1):
     """Four mixes with rotations r0..r3, then the key injection (key0 into x0, key1 into x1)."""
     x0, x1 = _mix(x0, x1, r0)
@@ -71,7 +71,7 @@ def _group(x0, x1, r0, r1, r2, r3, key0, key1):
     return np.uint32(x0 + key0), np.uint32(x1 + key1)
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _threefry_pair(c1, c2, k0, k1, k2):
     """One threefry2x32-20 block on counters (c1, c2) with keys (k0, k1, k2); all uint32. Group g injects
     k[g % 3] and k[(g + 1) % 3] + g + 1; even groups rotate by 13, 15, 26, 6 and odd ones by 17, 29, 16, 24."""
@@ -84,13 +84,13 @@ def _threefry_pair(c1, c2, k0, k1, k2):
     return x0, x1
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _to_unit(b):
     # float32(bits >> 8) / 2**24 (exact: a 24-bit integer times a power of two)
     return np.float32(np.uint32(b >> np.uint32(8))) * np.float32(5.9604644775390625e-08)
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _box_muller(u0, u1):
     # tinygrad 0.9.0: cos(2*pi*u0) and sqrt(-2 * log(1 - u1)), all float32, with
     # cos(x) = sin(pi/2 - x) and log(x) = log2(x) * ln(2); its C compiler contracts
@@ -107,7 +107,7 @@ def _box_muller(u0, u1):
 # provably non-negative and LLVM vectorizes them.
 # --------------------------------------------------------------------------------------------
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _bits_block(k0, k1, k2, c0, hh, m, o0, o1):
     for j in range(m):
         c1 = np.uint32(c0 + np.uint32(j))
@@ -116,7 +116,7 @@ def _bits_block(k0, k1, k2, c0, hh, m, o0, o1):
         o1[j] = x1
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _uniform_block(k0, k1, k2, c0, hh, m, scale, shift, o0, o1):
     # fma(scale, u, shift) is u itself for scale = 1, shift = 0
     for j in range(m):
@@ -126,7 +126,7 @@ def _uniform_block(k0, k1, k2, c0, hh, m, scale, shift, o0, o1):
         o1[j] = fma(scale, _to_unit(x1), shift)
 
 
-@nb.njit(inline="always", cache=True)
+@nb.njit(forceinline=True, cache=True)
 def _normal_block(k0, k1, k2, c0, hh, m, affine, std, mean, o):
     # one rand draw of 2n words: h = n, u[0][i] = word i = x0 of pair i, u[1][i] = word n+i = x1
     for j in range(m):
