@@ -26,6 +26,12 @@ def compute_type(dt: DType) -> str:
   return f"np.{dt.name}"
 
 
+def typed(dt: DType, text: str, text_dtype: DType) -> str:
+  """text, a value of text_dtype, as dt's compute type; without a conversion call where the types agree (each call is
+  one more function numba types when it compiles the kernel)."""
+  return text if compute_type(dt) == compute_type(text_dtype) else f"{compute_type(dt)}({text})"
+
+
 def storage_type(dt: DType) -> str:
   return "np.uint16" if dt.kind == "f" and dt.itemsize == 2 else compute_type(dt)
 
@@ -272,12 +278,12 @@ class Renderer:
     if dt.kind == "f":
       self.float_params.append(float(value))
       name = f"f{len(self.float_params) - 1}"
-      self.header.append(f"{name} = {compute_type(dt)}(fp[{len(self.float_params) - 1}])")
+      self.header.append(f"{name} = {typed(dt, f'fp[{len(self.float_params) - 1}]', dtypes.float64)}")
       return name
     value = int(value)
     name = self.int_param(value - (1 << 64) if value >= 1 << 63 else value)   # parameters are int64: uint64 wraps back
     stored = self.int_value(len(self.int_params) - 1)
-    self.header[-1] = f"{name} = {stored + ' != 0' if dt.kind == 'b' else compute_type(dt) + '(' + stored + ')'}"
+    self.header[-1] = f"{name} = {stored + ' != 0' if dt.kind == 'b' else typed(dt, stored, dtypes.int64)}"
     return name
 
   def affine(self, coeffs, const, index_names) -> str:
@@ -403,7 +409,7 @@ class Renderer:
       offset, conds = self.buffer_offset(view, lines, memo)
       name = self.tmp()
       if conds:   # the offset may be out of range where a condition fails: kept signed (wraps, never faults)
-        lines.append(f"{name} = {load_from_storage(dt, f'b{number}[{offset}]')} if {' & '.join(conds)} else {compute_type(dt)}(0)")
+        lines.append(f"{name} = {load_from_storage(dt, f'b{number}[{offset}]')} if {' & '.join(conds)} else {typed(dt, '0.0', dtypes.float64)}")
       else: lines.append(f"{name} = {load_from_storage(dt, f'b{number}[{unsigned(offset)}]')}")
     elif op == CONST:
       name = self.const(expr.arg, dt)
