@@ -643,19 +643,27 @@ def _joined(slices: list[SliceGradient], shape: tuple):
   return concatenate(pieces, dim)
 
 
-class Step(Function):
-  """Every steps[d]-th element along each dim d from its first: the dim padded to a multiple of the step, split in
-  (count, step) and column 0 kept, as one op (four Tensor ops cost a step-sliced index about 60 us more)."""
-  def forward(self, x, steps):
-    self.input_shape, self.steps = x.shape, steps
-    padded = x.pad(tuple((0, (-n) % s) for n, s in zip(x.shape, steps)))
-    split = padded.reshape(tuple(d for n, s in zip(padded.shape, steps) for d in (n // s, s)))
-    kept = split.shrink(tuple(r for n, s in zip(padded.shape, steps) for r in ((0, n // s), (0, 1))))
-    return kept.reshape(tuple(n // s for n, s in zip(padded.shape, steps)))
+class Slice(Function):
+  """A basic index as one op: counts[d] elements of each dim d from starts[d], steps[d] apart (negative: backwards),
+  reshaped to shape (indexed dims dropped, new dims of 1), as one view node: as a shrink, a flip, a step and a
+  reshape, each an op of its own, x[:, ::2] of a 16x32 tensor took 65 us to build, 21 as one."""
+  is_view = True
+  def forward(self, x, starts, steps, counts, shape):
+    self.input_shape, self.starts, self.steps, self.counts = x.shape, starts, steps, counts
+    return x.sliced(starts, steps, counts, shape)
   def backward(self, grad):
-    columns = grad.reshape(tuple(d for n in grad.shape for d in (n, 1)))
-    spread = columns.pad(tuple(p for s in self.steps for p in ((0, 0), (0, s - 1))))
-    return spread.reshape(tuple(n * s for n, s in zip(grad.shape, self.steps))).shrink(tuple((0, n) for n in self.input_shape))
+    grad = grad.reshape(self.counts)
+    strides = tuple(abs(s) if n > 1 else 1 for s, n in zip(self.steps, self.counts))
+    if any(s != 1 for s in strides):   # the gradient spread out: steps - 1 zeros after each element but the last
+      columns = grad.reshape(tuple(d for n in self.counts for d in (n, 1)))
+      spread = columns.pad(tuple(p for s in strides for p in ((0, 0), (0, s - 1))))
+      grad = spread.reshape(tuple(n * s for n, s in zip(self.counts, strides)))
+      grad = grad.shrink(tuple((0, max(0, (n - 1) * s + 1)) for n, s in zip(self.counts, strides)))
+    backwards = tuple(d for d, (s, n) in enumerate(zip(self.steps, self.counts)) if s < 0 and n > 1)
+    if backwards: grad = grad.flip(backwards)
+    firsts = [a if s > 0 or n == 0 else a + (n - 1) * s for a, s, n in zip(self.starts, self.steps, self.counts)]
+    padding = tuple((first, size - first - span) for first, size, span in zip(firsts, self.input_shape, grad.shape))
+    return SliceGradient(grad, padding) if any(a or b for a, b in padding) else grad
 
 
 class Flip(Function):   # a copy, as torch's (a flip of a buffer reads it in place, but a write into it does not reach it)

@@ -81,16 +81,17 @@ def _normalize(indices, shape: tuple[int, ...]) -> list:
 
 
 def _plain_items(indices, ndim: int) -> Optional[list]:
-  """The index items, one per dim, when indices are only ints and slices and at most one Ellipsis (x[3], x[:, 1:5],
-  x[..., 0]: the common cases, which need none of _normalize's rules), else None."""
+  """The index items, one per dim (None adds one), when indices are only ints, slices, None and at most one Ellipsis
+  (x[3], x[:, 1:5], x[..., 0], x[None]: the common cases, which need none of _normalize's rules), else None."""
   items = indices if type(indices) is tuple else (indices,)
-  ellipsis = None
+  ellipsis, given = None, 0
   for position, i in enumerate(items):
     if i is Ellipsis:
       if ellipsis is not None: return None   # two: _normalize says so
       ellipsis = position
-    elif type(i) is not slice and type(i) is not int and not isinstance(i, np.integer): return None   # not bool: numpy's x[True]
-  given = len(items) - (ellipsis is not None)
+    elif i is not None:
+      if type(i) is not slice and type(i) is not int and not isinstance(i, np.integer): return None   # not bool: numpy's x[True]
+      given += 1
   if given > ndim: return None   # too many: _normalize says so
   if ellipsis is None: return list(items) + [slice(None)] * (ndim - given)
   return list(items[:ellipsis]) + [slice(None)] * (ndim - given) + list(items[ellipsis + 1:])
@@ -111,40 +112,25 @@ def basic_index(tensor, indices):
       if _is_array_index(i): return advanced_index(tensor, items)
       if not (i is None or isinstance(i, (slice, int, np.integer))) or isinstance(i, bool):
         raise IndexError(f"unsupported index {i!r}: use ints, slices, None, ... or integer tensors")
-  x, dim = tensor, 0
-  shrink, flips, strides, final_shape = [], [], [], []
+  starts, steps, counts, final_shape, dim = [], [], [], [], 0
   for i in items:
     if i is None:
       final_shape.append(1)
       continue
     size = tensor.shape[dim]
-    if isinstance(i, (int, np.integer)):
-      if not -size <= i < size: raise IndexError(f"index {i} is out of range for dim {dim} with size {size}")
-      i = int(i) % size
-      shrink.append((i, i + 1)); flips.append(False); strides.append(1)  # noqa: E702
-    else:
+    if type(i) is slice:
       start, stop, step = i.indices(size)   # raises ValueError for step 0
       count = len(range(start, stop, step))
-      if count == 0: shrink.append((0, 0)); flips.append(False); strides.append(1)  # noqa: E702
-      elif step > 0: shrink.append((start, start + (count - 1) * step + 1)); flips.append(False); strides.append(step)  # noqa: E702
-      else:
-        last = start + (count - 1) * step
-        shrink.append((last, start + 1)); flips.append(True); strides.append(-step)  # noqa: E702
-      final_shape.append(count)
+      starts.append(start if count else 0); steps.append(step); counts.append(count); final_shape.append(count)  # noqa: E702
+    else:
+      if not -size <= i < size: raise IndexError(f"index {i} is out of range for dim {dim} with size {size}")
+      starts.append(int(i) % size); steps.append(1); counts.append(1)  # noqa: E702
     dim += 1
-  if any(bounds != (0, size) for bounds, size in zip(shrink, x.shape)):
-    from nbgrad.autograd import Shrink
-    x = Shrink.apply(x, arg=tuple(shrink))   # bounds in range already: none of Tensor.shrink's checks
-  flip_axes = tuple(d for d, f in enumerate(flips) if f and x.shape[d] > 1)   # (Tensor.flip of a dim of 1 is a copy)
-  if flip_axes: x = x.flip(flip_axes)
-  if any(s != 1 for s in strides):
-    from nbgrad.autograd import Step
-    x = Step.apply(x, steps=tuple(strides))
-  if x.shape != (final_shape := tuple(final_shape)): x = x.reshape(final_shape)
-  # the result remembers the whole indexing as one view of tensor: a step's padding is no view step, so the chain of
-  # view steps would not lead a write (x[::2][0] = 9 of a lazy x) back to tensor
-  if x is not tensor: x._record_view(tensor, BasicIndex, {"indices": tuple(items)})
-  return x
+  final_shape = tuple(final_shape)
+  if final_shape == tensor.shape and tuple(counts) == tensor.shape and not any(starts) and all(s == 1 or n <= 1 for s, n in zip(steps, counts)):
+    return tensor
+  from nbgrad.autograd import Slice
+  return Slice.apply(tensor, starts=tuple(starts), steps=tuple(steps), counts=tuple(counts), shape=final_shape)
 
 
 def _scalar_bool_index(tensor, items):
@@ -161,12 +147,6 @@ def _scalar_bool_index(tensor, items):
     if is_bool(i) and not i: dims.append(dim)
     if not isinstance(i, (int, np.integer)) or is_bool(i): dim += 1
   return out.shrink(tuple((0, 0) if d in dims else None for d in range(out.ndim))) if dims else out
-
-
-class BasicIndex:
-  """Basic indexing as the view step that Tensor._view_of records (writable_window takes it again)."""
-  @staticmethod
-  def apply(tensor, indices): return basic_index(tensor, indices)
 
 
 def index_tensor(index, device: str):

@@ -356,13 +356,22 @@ def test_large_index_reads_and_sums_per_index():
 
 # ---------------------------------------------------------------- bad indices
 PLAIN_INDICES = [(Ellipsis, 0), (1, Ellipsis), (Ellipsis,), (1, Ellipsis, 2), (slice(None, None, -1), Ellipsis, slice(1, 3)),
-                 (np.int64(1), 2, np.int32(-1), 4), (Ellipsis, 1, 2, 3, 4), (-1,), (), (slice(3, 0, -2), slice(None), 0), 1]
+                 (np.int64(1), 2, np.int32(-1), 4), (Ellipsis, 1, 2, 3, 4), (-1,), (), (slice(3, 0, -2), slice(None), 0), 1,
+                 None, (None, 1, None), (slice(None, None, -3), None, Ellipsis, slice(4, 0, -2)), (slice(2, 2), 0, None),
+                 (Ellipsis, None), (0, slice(None, None, 2), slice(-1, None), slice(5, None, -4)), (slice(None), slice(2, 0, -1), None, 3)]
 
 
 @pytest.mark.parametrize("index", PLAIN_INDICES, ids=repr)
-def test_ints_slices_and_one_ellipsis_read_as_numpy_reads_them(index):
+def test_ints_slices_none_and_one_ellipsis_read_as_numpy_reads_them_and_their_gradient_lands_where_they_read(index):
   a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
-  np.testing.assert_array_equal(Tensor(a)[index].numpy(), a[index])
+  x = Tensor(a, requires_grad=True)
+  out = x[index]
+  np.testing.assert_array_equal(out.numpy(), a[index])
+  weights = np.asarray(np.random.default_rng(0).standard_normal(np.shape(a[index])), np.float32)
+  (out * Tensor(weights)).sum().backward()
+  expected = np.zeros_like(a)
+  expected[index] = weights   # basic indices read each element at most once
+  np.testing.assert_array_equal(x.grad.numpy(), expected)
 
 
 BAD_INDEX_ROWS = {

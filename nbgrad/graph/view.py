@@ -102,6 +102,10 @@ class Affine:
     starts = [a for a, _ in arg]
     return self._map_coeffs([b - a for a, b in arg], lambda c, k: (c, k + sum(x * s for x, s in zip(c, starts))))
 
+  def sliced(self, starts, steps, counts) -> Affine:
+    """counts[d] elements of each dim d from starts[d], steps[d] apart (negative: backwards)."""
+    return self._map_coeffs(counts, lambda c, k: (tuple(x * s for x, s in zip(c, steps)), k + sum(x * a for x, a in zip(c, starts))))
+
   def flip(self, axes) -> Affine:
     def fn(c, k):
       return (tuple(-x if d in axes else x for d, x in enumerate(c)),
@@ -274,6 +278,8 @@ class View:
   def expand(self, shape) -> View: return self._top(self.levels[0].expand(shape))
   @functools.lru_cache(maxsize=1 << 14)
   def shrink(self, arg) -> View: return self._top(self.levels[0].shrink(arg))
+  @functools.lru_cache(maxsize=1 << 14)
+  def sliced(self, starts, steps, counts) -> View: return self._top(self.levels[0].sliced(starts, steps, counts))
   @functools.lru_cache(maxsize=1 << 14)
   def flip(self, axes) -> View: return self._top(self.levels[0].flip(axes))
   @functools.lru_cache(maxsize=1 << 14)
