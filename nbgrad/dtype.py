@@ -156,6 +156,7 @@ def _ancestors(dt: DType) -> frozenset:
   return frozenset({dt}).union(*(_ancestors(p) for p in _PROMOTION_PARENTS[dt]))
 
 
+@functools.lru_cache(None)   # asked for at every binary op
 def least_upper_dtype(*dts: DType) -> DType:
   """The smallest dtype every argument promotes to."""
   return min(frozenset.intersection(*(_ancestors(d) for d in dts)))

@@ -3611,8 +3611,9 @@ class Tensor(metaclass=_TensorType):
     if self.ndim == 0 or w.ndim == 0: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ShapeMismatch(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
-    try: broadcast_shape(self.shape[:-2], w.shape[:-2])
-    except ValueError: raise ShapeMismatch(f"matmul batch dims do not broadcast: {self.shape} @ {w.shape}") from None
+    if self.ndim > 2 or w.ndim > 2:
+      try: broadcast_shape(self.shape[:-2], w.shape[:-2])
+      except ValueError: raise ShapeMismatch(f"matmul batch dims do not broadcast: {self.shape} @ {w.shape}") from None
     self._check_same_device(w)
     return self._product(w, acc_dtype).cast(least_upper_dtype(self.dtype, w.dtype))
 
@@ -3629,6 +3630,7 @@ class Tensor(metaclass=_TensorType):
   def _blas_matmul(self, w: Tensor) -> Tensor:
     """A 1-D self is one row and a 1-D w one column; batch dims broadcast, except that a matrix w takes
     all of self's rows in one product (and its gradient is then one product too, not a sum of many)."""
+    if self.ndim == w.ndim == 2: return F.Matmul.apply(self, w)   # the common case, none of the reshapes below
     x = self.reshape(1, self.shape[0]) if self.ndim == 1 else self
     m = w.reshape(w.shape[0], 1) if w.ndim == 1 else w
     batch = broadcast_shape(x.shape[:-2], m.shape[:-2])

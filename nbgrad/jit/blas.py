@@ -119,9 +119,10 @@ OPENBLAS_GEMMS = {} if _OPENBLAS is None else _OPENBLAS[2]   # dtype -> its gemm
 # them 342-353 against 403-468, 32 of 64x128 @ 128x64 438-463 against 362-374.
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 22   # on BLAS's own threads
 PARTS_MIN_MULTIPLY_ADDS = 1 << 24   # in parts on worker threads or numba's
-# OpenBLAS computes a product of up to 4 * 65536 multiply-adds on one thread whatever its thread count, so one far
-# below that skips setting the count (7 us of a 1x1024 @ 1024x1 product's 21)
-ONE_THREAD_MULTIPLY_ADDS = 1 << 16
+# OpenBLAS computes a product of up to 4 * 65536 multiply-adds on one thread whatever its thread count (a product of
+# 16x64 @ 64x64 took as long at 1 and 2 threads, 64x64 @ 64x128 21.8 against 17.8 us), so one that small skips setting
+# the count (7 us of a 1x1024 @ 1024x1 product's 21)
+ONE_THREAD_MULTIPLY_ADDS = 4 * 65536
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112   # the C interface's constants
 _workers: Optional[ThreadPoolExecutor] = None
 
@@ -154,7 +155,7 @@ def _product(out: np.ndarray, a: np.ndarray, b: np.ndarray):
   the same step took 13.2-13.9 ms on BLAS's threads and 9.3-11.0 ms in parts, so then the parts run on a worker
   thread beside the calling one (on numba's threads the MLP step took the same time, the CNN step 3-6% more)."""
   work = out.size * a.shape[-1]
-  parts = 1 if _OPENBLAS is None or work < ONE_THREAD_MULTIPLY_ADDS else numba.get_num_threads()
+  parts = 1 if _OPENBLAS is None or work <= ONE_THREAD_MULTIPLY_ADDS else numba.get_num_threads()
   if parts == 1:
     np.matmul(a, b, out=out)
     return
