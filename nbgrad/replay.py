@@ -23,6 +23,7 @@ import warnings
 from typing import Any, Callable, Optional
 from nbgrad import device as devices
 from nbgrad.graph.lazy import LazyBuffer
+from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.schedule import Kernel
 from nbgrad.helpers import GlobalCounters, JitArgumentMismatch
 from nbgrad.tensor import Tensor
@@ -34,14 +35,25 @@ class NothingRecorded(RuntimeError, AssertionError):
 
 class _Launch:
   """One recorded kernel: the kernel, its custom routine if any, its buffers, and where arguments go in."""
-  __slots__ = ("kernel", "routine", "out", "input_nodes", "inputs", "backend", "argument_slots")
+  __slots__ = ("kernel", "routine", "out", "inputs", "backend", "argument_slots")
 
   def __init__(self, kernel: Kernel, out, backend):
     self.kernel, self.out, self.backend = kernel, out, backend
     self.routine = kernel.output.arg if kernel.kind == "custom" else None
-    self.input_nodes = list(kernel.inputs)
     self.inputs = [src.buffer for src in kernel.inputs] + [node.buffer for node in kernel.also]   # the latter written
     self.argument_slots: list[tuple[int, int]] = []   # (input position, argument number)
+
+  def take_arguments_at(self, argument_slots: list[tuple[int, int]]):
+    """The inputs at these positions are arguments, each call's own: the recorded call's buffers are let go (a
+    batch of inputs held for as long as the TinyJit lives), a node without a buffer in each one's place."""
+    self.argument_slots = argument_slots
+    if not argument_slots: return
+    nodes = list(self.kernel.inputs)
+    for position, _ in argument_slots:
+      self.inputs[position] = None
+      node = nodes[position]
+      nodes[position] = LazyBuffer(node.device, node.shape, node.dtype, LoadOps.BUFFER)
+    self.kernel = self.kernel.instance(self.kernel.output, nodes, self.kernel.also)
 
   def run(self, arguments: list):
     inputs = self.inputs
@@ -77,17 +89,17 @@ class _Replay:
     self.launches = recorder.launches
     self.signature = [_signature(t) for t in arguments]
     argument_numbers = {id(t.lazydata.base.buffer): number for number, t in enumerate(arguments)}
-    for launch in self.launches:
-      launch.argument_slots = [(position, argument_numbers[id(b)]) for position, b in enumerate(launch.inputs)
-                               if id(b) in argument_numbers]
     # (tensor, its node after the call, buffer written, buffer the kernels read, its backend) for each rebound tensor
     self.rebound = [(tensor, tensor.lazydata, tensor.lazydata.base.buffer, before.buffer, devices.backend(tensor.device))
                     for tensor, before in recorder.assigned.values() if tensor.lazydata.base.buffer is not before.buffer]
     # buffers computed before the call that no argument, rebound tensor or recorded kernel fills: weights, opt.lr
     filled = (set(argument_numbers) | {id(read) for *_, read, _ in self.rebound} | {id(launch.out) for launch in self.launches} |
               {id(node.buffer) for launch in self.launches for node in launch.kernel.also})
-    self.read_from_outside = list({id(node): node for launch in self.launches for node in launch.input_nodes
+    self.read_from_outside = list({id(node): node for launch in self.launches for node in launch.kernel.inputs
                                    if id(node.buffer) not in filled}.values())
+    for launch in self.launches:
+      launch.take_arguments_at([(position, argument_numbers[id(b)]) for position, b in enumerate(launch.inputs)
+                                if id(b) in argument_numbers])
     self.refreshed: dict[int, LazyBuffer] = {}   # id(node) -> what its replacing tensor held when last copied in
     self.copy_back()
 

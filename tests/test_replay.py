@@ -1,5 +1,7 @@
 """TinyJit: a function's kernels recorded once and replayed, against torch and against running the function."""
+import gc
 import warnings
+import weakref
 import numpy as np
 import pytest
 import torch
@@ -84,6 +86,22 @@ def test_keyword_arguments_and_views_as_arguments():
     a, s = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
     out = f(Tensor(a).T, scale=Tensor(s).T)   # transposed views of fresh buffers
     np.testing.assert_allclose(out.item(), (a.T * s.T).sum(), rtol=1e-5)
+
+
+def test_the_recorded_calls_argument_buffers_are_let_go():
+  """Each call brings its own arguments: a replay keeps none of the recorded call's (as tinygrad's jit empties their
+  slots), a product's and an elementwise kernel's alike."""
+  w = Tensor(rng.standard_normal((4, 4)).astype(np.float32)).realize()
+  f = TinyJit(lambda x: (x @ w + 1).relu().realize())
+  held = []
+  for _ in range(5):
+    a = rng.standard_normal((8, 4)).astype(np.float32)
+    x = Tensor(a).realize()
+    held.append(weakref.ref(x.lazydata.base.buffer))
+    np.testing.assert_allclose(f(x).numpy(), np.maximum(a @ w.numpy() + 1, 0), rtol=1e-5, atol=1e-6)
+  del x
+  gc.collect()
+  assert [ref() is None for ref in held] == [True] * 5
 
 
 def test_changed_argument_shape_or_dtype_raises_naming_both():
