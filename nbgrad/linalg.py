@@ -3,7 +3,9 @@
 from its flat buffer (shape, strides, offset), so each device can hand it to an optimized routine.
 The scheduler realizes the operands' base nodes first; these never go through the code generator."""
 from __future__ import annotations
+import functools
 import itertools
+import math
 import weakref
 from dataclasses import dataclass
 import numpy as np
@@ -25,6 +27,17 @@ class StridedOperand:
   strides: tuple[int, ...]
   offset: int
 
+  @functools.cached_property
+  def in_order(self) -> bool:
+    """Whether the operand is the first elements of its buffer, in order."""
+    return self.offset == 0 and self.strides == contiguous_strides(self.shape)
+
+  def of(self, buffer: np.ndarray) -> np.ndarray:
+    """The operand's elements in buffer, read in place; one in order by a reshape (a product of small matrices
+    spent 4 of its 11 us making the two views the general way)."""
+    if self.in_order: return buffer[:math.prod(self.shape)].reshape(self.shape)
+    return blas.strided_view(buffer, self.shape, self.strides, self.offset)
+
 
 @dataclass(frozen=True)
 class Matmul:
@@ -40,9 +53,7 @@ class Matmul:
 
   def run(self, out: np.ndarray, a: np.ndarray, b: np.ndarray):
     """The CPU routine; out, a and b are the flat buffers."""
-    a_view = blas.strided_view(a, self.a.shape, self.a.strides, self.a.offset)
-    b_view = blas.strided_view(b, self.b.shape, self.b.strides, self.b.offset)
-    blas.matmul(out.reshape(self.out_shape), a_view, b_view)
+    blas.matmul(out.reshape(self.out_shape), self.a.of(a), self.b.of(b))
 
   def run_cuda(self, backend, out, a, b) -> bool:
     """The GPU routine: the tiled kernel of nbgrad/cuda/matmul.py, one launch per index of the batch dims
