@@ -69,7 +69,7 @@ def binary(rng, x: Pair, values: list, leaves: list) -> Pair:
 
 def movement(rng, x: Pair) -> Pair:
   shape, ndim = x.shape, len(x.shape)
-  name = rng.choice(["permute", "flip", "shrink", "pad", "reshape", "expand", "unsqueeze"])
+  name = rng.choice(["permute", "flip", "shrink", "pad", "reshape", "expand", "unsqueeze", "index"])
   if name == "permute" and ndim > 1:
     order = [int(i) for i in rng.permutation(ndim)]
     return Pair(x.ours.permute(order), x.theirs.permute(order))
@@ -84,6 +84,15 @@ def movement(rng, x: Pair) -> Pair:
     theirs = x.theirs
     for d, (a, b) in enumerate(bounds): theirs = theirs.narrow(d, a, b - a)
     return Pair(x.ours.shrink(tuple(bounds)), theirs)
+  if name == "index":   # ints, slices with steps (torch's are positive) and new dims; the last dim stays a dim
+    index = []
+    for d, s in enumerate(shape):
+      if d < ndim - 1 and rng.random() < 0.2: index.append(int(rng.integers(-s, s)))
+      else:
+        start = int(rng.integers(0, s))
+        index.append(slice(start, int(rng.integers(start + 1, s + 1)), int(rng.choice([1, 1, 2, 3]))))
+      if rng.random() < 0.15: index.append(None)
+    return Pair(x.ours[tuple(index)], x.theirs[tuple(index)])
   if name == "pad":
     pads = [(int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in shape]
     flat = [p for pair in reversed(pads) for p in pair]   # torch's order: last dim first
