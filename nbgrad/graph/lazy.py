@@ -205,9 +205,7 @@ class LazyBuffer:
   def sliced(self, starts, steps, counts, shape) -> LazyBuffer:
     """counts[d] elements of each dim d from starts[d], steps[d] apart (negative: backwards), reshaped to shape
     (dims of 1 dropped or added): a basic index, as one view node."""
-    view = self.view
-    if counts != self.shape or any(a != 0 or s != 1 for a, s in zip(starts, steps)): view = view.sliced(starts, steps, counts)
-    return self._moved(view.reshape(shape)) if view is not self.view or shape != self.shape else self
+    return self._moved(self.view.sliced(starts, steps, counts).reshape(shape))
 
   def pad(self, arg) -> LazyBuffer:
     if all(a == 0 and b == 0 for a, b in arg): return self
