@@ -1,6 +1,5 @@
 """Devices: names, buffers, copies, and running a schedule."""
 from __future__ import annotations
-import functools
 import itertools
 import os
 import sys
@@ -115,7 +114,7 @@ def allocate(size: int, dtype: DType) -> np.ndarray:
         if not entries: del _POOL[(size, dtype.storage)]
         _pool_bytes -= buffer.nbytes
         return buffer
-  return np.empty(size, dtype=dtype.storage)
+  return np.empty(size, dtype=dtype.storage_dtype)
 
 
 def _release(buffer: np.ndarray):
@@ -214,20 +213,19 @@ def run_into(kernel: Kernel, routine, backend_, out, inputs: list):
   elif kernel.kind == "compute" and kernel.output.size > 0: backend_.run_compute(kernel, out, inputs)
 
 
-# weak references to the realized nodes whose buffers GlobalCounters.mem_used counts, each with a callback that
-# takes them off when the node is collected (a finalize object costs about three times as much, once per kernel run)
-_counted_nodes: set = set()
+# the bytes of each realized node's buffer that GlobalCounters.mem_used counts, under a weak reference to the node
+# whose callback takes them off when the node is collected (a finalize object costs about three times as much,
+# once per kernel run)
+_counted_nodes: dict = {}
 
 
 def _count_memory(node, nbytes: int):
   GlobalCounters.mem_used += nbytes
-  GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
-  _counted_nodes.add(weakref.ref(node, functools.partial(_uncount_memory, nbytes)))
+  if GlobalCounters.mem_used > GlobalCounters.mem_peak: GlobalCounters.mem_peak = GlobalCounters.mem_used
+  _counted_nodes[weakref.ref(node, _uncount_memory)] = nbytes
 
 
-def _uncount_memory(nbytes: int, reference: weakref.ref):
-  GlobalCounters.mem_used -= nbytes
-  _counted_nodes.discard(reference)
+def _uncount_memory(reference: weakref.ref): GlobalCounters.mem_used -= _counted_nodes.pop(reference)
 
 
 # The graph walks of scheduling and rendering recurse about once per op: a deeper graph is computed in stages
@@ -245,11 +243,15 @@ REALIZE_LOCK = held_across_fork(threading.RLock())
 def realize(outs: list[LazyBuffer]):
   """Computes outs. A graph deeper than DEPTH_STAGE ops (x = x * 1.001 a thousand times) is computed in stages:
   its nodes at every multiple of that depth first, shallowest first, so no walk goes deeper than one stage."""
-  if all(o.base.buffer is not None for o in outs): return   # realized already (numpy() of a result asks again)
+  depth = -1   # of the deepest node to compute; -1: all are computed already (numpy() of a result asks again)
+  for o in outs:   # a plain loop: this runs on every realize
+    base = o.base
+    if base.buffer is None and base.depth > depth: depth = base.depth
+  if depth < 0: return
   with REALIZE_LOCK:
     try:
       structure = None
-      if max((o.base.depth for o in outs if o.base.buffer is None), default=0) > DEPTH_STAGE:
+      if depth > DEPTH_STAGE:
         # a graph scheduled whole before needs no stages; another is counted (its depths may count sources computed since)
         structure = graph_structure(outs)
         if not scheduled_before(structure[1]) and _counted_depth(outs) > DEPTH_STAGE:
@@ -332,7 +334,8 @@ recording = _Recording()
 
 
 def run_schedule(schedule: list[Kernel]):
-  if DEBUG >= 2 and schedule:
+  debug = DEBUG.value
+  if debug >= 2 and schedule:
     print(f"schedule of {len(schedule)} kernel(s): " + ", ".join(k.name for k in schedule))
   if GRAPH and schedule: _write_graph(schedule)
   for index, kernel in enumerate(schedule):
@@ -343,12 +346,15 @@ def run_schedule(schedule: list[Kernel]):
     start = time.perf_counter()
     out = _run(kernel, backend_)
     if (recorder := recording.recorder) is not None: recorder.ran(kernel, out, backend_)
-    if DEBUG >= 1: backend_.synchronize()
+    if debug >= 1: backend_.synchronize()
     elapsed = time.perf_counter() - start
     if kernel.kind != "empty":
       GlobalCounters.kernel_count += 1
       GlobalCounters.time_sum_s += elapsed
-      GlobalCounters.global_mem += out.nbytes + sum([src.buffer.nbytes for src in kernel.inputs]) + sum([node.buffer.nbytes for node in kernel.also])
+      moved = out.nbytes
+      for node in kernel.inputs: moved += node.buffer.nbytes
+      for node in kernel.also: moved += node.buffer.nbytes
+      GlobalCounters.global_mem += moved
       GlobalCounters.global_ops += base.size
-      if DEBUG >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
+      if debug >= 1: print(f"*** {base.device:6s} {kernel.name:40s} {elapsed * 1e3:9.3f} ms")
     _realized(base, out, backend_)

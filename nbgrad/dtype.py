@@ -39,7 +39,9 @@ class DType:
   def __repr__(self): return f"dtypes.{self.name}"
   def __lt__(self, other: DType): return self.priority < other.priority
   # kept: kernel and graph keys hash a dtype per node (a frozen dataclass would hash its five fields each time)
-  def __post_init__(self): object.__setattr__(self, "_hash", hash((self.priority, self.itemsize, self.name, self.kind, self.storage)))
+  def __post_init__(self):
+    object.__setattr__(self, "_hash", hash((self.priority, self.itemsize, self.name, self.kind, self.storage)))
+    object.__setattr__(self, "storage_dtype", np.dtype(self.storage))   # numpy parses a dtype's name on every np.empty
   def __hash__(self) -> int: return self._hash
   # a string's hash differs between processes: a pickled dtype is made again, its hash this process's
   def __reduce__(self): return DType, (self.priority, self.itemsize, self.name, self.kind, self.storage)

@@ -42,9 +42,9 @@ __all__ = ["run_kernel", "finish_builds"]
 _EMPTY_INTS, _EMPTY_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.float64)
 
 
-def _as_kernel_array(buffer: np.ndarray) -> np.ndarray:
-  """numba has no float16: such buffers go in as their uint16 bits."""
-  return buffer.view(np.uint16) if buffer.dtype == np.float16 else buffer
+def _as_kernel_arrays(buffers) -> list[np.ndarray]:
+  """The buffers as the kernel takes them: numba has no float16, such buffers go in as their uint16 bits."""
+  return [b.view(np.uint16) if b.dtype.char == "e" else b for b in buffers]
 
 
 # After this many launches of one parallel kernel, a build with its integer parameters (sizes, strides, bounds)
@@ -113,7 +113,7 @@ def run_kernel(kernel: Kernel, out: np.ndarray, inputs: list[np.ndarray]):
   """Runs a kernel. A big kernel runs its parallel build once that is ready (or in the disk cache), on one thread
   or on all (see ALWAYS_PARALLEL_ELEMENTS); until then the serial build runs and the parallel one compiles on a
   background thread, so a first call never waits for a parallel compile."""
-  arrays = [_as_kernel_array(out)] + [_as_kernel_array(b) for b in inputs]
+  arrays = _as_kernel_arrays((out, *inputs))
   if prod(kernel.loop_shape) >= PARALLEL_MIN_ELEMENTS and parallel_loops_work():
     parallel = _rendered(kernel, parallel=True)
     if parallel.compiled.ready or parallel.compiled.on_disk():
