@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import struct
 import sys
 from dataclasses import dataclass
 import numpy as np
@@ -195,6 +196,7 @@ def signed_int_of_size(dt: DType) -> DType:
 
 
 _LARGEST = {2: 65504.0, 4: 3.4028234663852886e38}   # float16's and float32's largest finite values
+_PACKINGS = {2: struct.Struct("e"), 4: struct.Struct("f")}   # a Python float to float16's or float32's bytes and back
 
 
 def largest_finite(dt: DType) -> float:
@@ -226,7 +228,9 @@ def cast_scalar(value, dt: DType):
     if dt.name == "bfloat16": return float(_round_bfloat16(np.array([value], np.float32))[0])
     value = float(value)
     if dt.itemsize == 8: return value
-    if -_LARGEST[dt.itemsize] <= value <= _LARGEST[dt.itemsize]: return float(np.array(value, dtype=dt.storage))   # cannot overflow
+    if -_LARGEST[dt.itemsize] <= value <= _LARGEST[dt.itemsize]:   # cannot overflow: rounded as C's cast (numpy's) rounds
+      packing = _PACKINGS[dt.itemsize]
+      return packing.unpack(packing.pack(value))[0]
     with np.errstate(over="ignore"): return float(np.array(value, dtype=dt.storage))   # past the range: inf, as torch
   if isinstance(value, float):
     if value != value or value in (float("inf"), -float("inf")): value = 0

@@ -69,6 +69,8 @@ def _check_number(name: str, value):
     raise TypeError(f"{name} must be a real number, got {value!r}")
 
 
+_FLOAT_INT_LIMIT = 2 ** 1024   # the ints a float operand takes (a name: Python computes 2 ** 1024 anew each time it is written)
+
 MVLGAMMA_TERMS_SUMMED = 64   # mvlgamma's terms added one by one up to this p, as torch adds them
 
 
@@ -1579,7 +1581,7 @@ class Tensor(metaclass=_TensorType):
   # ---- elementwise: broadcasting and promotion
   def _const_like(self, value: Scalar, shape: tuple = ()) -> Tensor:
     """A Python scalar as a tensor of shape (a broadcast constant), typed by API.md's scalar rules."""
-    if self.dtype.kind == "f" and (type(value) is float or (type(value) is int and abs(value) < 2 ** 1024)):
+    if self.dtype.kind == "f" and (type(value) is float or (type(value) is int and -_FLOAT_INT_LIMIT < value < _FLOAT_INT_LIMIT)):
       return Tensor(LazyBuffer.full(value, shape, self.dtype, self.device), requires_grad=False)   # the common case, first
     if isinstance(value, (complex, np.complexfloating)): raise TypeError(f"complex operand {value!r}: nbgrad has no complex dtype")
     if not isinstance(value, (bool, int, float, np.generic)):
@@ -1587,7 +1589,7 @@ class Tensor(metaclass=_TensorType):
     if isinstance(value, np.generic): value = value.item()
     own = scalar_dtype(value)
     keeps_tensor_dtype = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and own == dtypes.default_int)
-    if isinstance(value, int) and abs(value) >= 2 ** 1024 and dtypes.is_float(self.dtype):
+    if isinstance(value, int) and abs(value) >= _FLOAT_INT_LIMIT and dtypes.is_float(self.dtype):
       raise ValueOutOfRange(f"the Python int {value} is too big for a float operand (as Python's float() refuses it)")
     dtype = self.dtype if keeps_tensor_dtype else own
     return Tensor(LazyBuffer.full(value, shape, dtype, self.device), requires_grad=False)   # t * 2 keeps t's False
