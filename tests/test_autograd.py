@@ -92,6 +92,7 @@ def test_requires_grad_propagates_to_results(left, right, expected):
   assert (a * b).requires_grad is expected
   assert (b + a).sum().requires_grad is expected
   assert a.exp().requires_grad is left
+  assert a.tanh().requires_grad is left and a.erf().requires_grad is left   # results carrying their derivative
 
 
 def test_grad_after_backward_has_shape_dtype_and_values():
@@ -136,6 +137,7 @@ CUT_LOSSES = {   # losses that reach the tensor requiring grad only through ops 
   "argmax_accuracy": lambda x: (x.argmax(1) == 1).float().mean(),
   "cast_int": lambda x: x.int().sum(),
   "mask_scaled": lambda x: ((x > 0).float() * 2).sum(),
+  "mask_tanh": lambda x: (x > 0).float().tanh().sum(),
 }
 
 

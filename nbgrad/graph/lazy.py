@@ -5,7 +5,7 @@ import functools
 import math
 from typing import Optional
 from nbgrad.dtype import DType, dtypes, cast_scalar
-from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS
+from nbgrad.graph.ops import UnaryOps, TernaryOps, ReduceOps, LoadOps, CMP_OPS, CAST_OPS
 from nbgrad.graph.view import View
 from nbgrad.helpers import add_weak_reference
 
@@ -125,9 +125,10 @@ class LazyBuffer:
     srcs = (self,) + others
     for s in others:
       assert s.shape == self.shape, f"alu shapes {self.shape} {s.shape}"
+    # tuples and types made once: an Enum member read from its class (TernaryOps.WHERE) costs a Python call in 3.11
     if op in CMP_OPS: out_dtype = dtypes.bool
-    elif op is TernaryOps.WHERE: out_dtype = others[0].dtype
-    elif op in (UnaryOps.CAST, UnaryOps.BITCAST): out_dtype = arg
+    elif op in CAST_OPS: out_dtype = arg
+    elif type(op) is TernaryOps: out_dtype = others[0].dtype   # WHERE
     else: out_dtype = self.dtype
     return LazyBuffer(self.device, self.shape, out_dtype, op, srcs, arg)
 

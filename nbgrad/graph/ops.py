@@ -45,3 +45,4 @@ class LoadOps(Op):
 
 ALU_OPS = (UnaryOps, BinaryOps, TernaryOps)
 CMP_OPS = (BinaryOps.CMPLT, BinaryOps.CMPEQ, BinaryOps.CMPNE)
+CAST_OPS = (UnaryOps.CAST, UnaryOps.BITCAST)   # arg: the target DType
