@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from nbgrad import Tensor, dtypes
-from nbgrad.dtype import least_upper_dtype
+from nbgrad.dtype import cast_scalar, least_upper_dtype
 
 NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
          "float16", "bfloat16", "float32", "float64"]
@@ -547,3 +547,28 @@ def test_numpy_reductions_take_dtype_initial_and_where_as_numpy():
   with pytest.raises(TypeError, match="Tensor.std takes no where="): np.std(t, where=mask)
   with pytest.raises(TypeError, match="Tensor.mean takes no initial="): t.mean(initial=1)
   with pytest.raises(ValueError, match="cannot squeeze axis 1 of size 3"): np.squeeze(t, axis=1)
+
+
+# Python floats at the edges of float32's and float16's rounding: halfway between neighbours (ties to even), just
+# off halfway, subnormals and their halfway points, the largest finite values and just past them (inf, as numpy)
+_F32_ONE_ULP = float(np.spacing(np.float32(1)))
+ROUNDING_EDGES = [1 + _F32_ONE_ULP / 2, 1 + 3 * _F32_ONE_ULP / 2, 1 + _F32_ONE_ULP / 2 * (1 + 1e-9), 0.1, 1 / 3, -2.5e-38,
+                  1e-45, 7e-46, 7.1e-46, 2.9802322387695312e-08, 5.960464477539063e-08, 8.940696716308594e-08,
+                  1.0009765625 / 2 + 1 / 2, 2049.0, 2051.0, -2050.0000001, 65504.0, 65519.99, 65520.0,
+                  3.4028234663852886e38, 3.4028235677973366e38, -1e39, -0.0, 1e-320]
+
+
+@pytest.mark.parametrize("name", ["float32", "float16"])
+def test_python_float_operands_round_as_numpy_casts(name):
+  values = np.array(ROUNDING_EDGES)
+  with np.errstate(over="ignore"): expected = values.astype(name)
+  got = np.array([Tensor.full((), v, dtype=BY_NAME[name]).numpy() for v in ROUNDING_EDGES])
+  np.testing.assert_array_equal(got, expected)
+  assert (np.signbit(got) == np.signbit(expected)).all()
+  scaled = Tensor.ones(len(ROUNDING_EDGES), dtype=BY_NAME[name]) * Tensor(values).cast(BY_NAME[name])
+  np.testing.assert_array_equal(scaled.numpy(), expected)
+  products = [(Tensor.ones(1, dtype=BY_NAME[name]) * v).numpy()[0] for v in ROUNDING_EDGES]   # the scalar operand path
+  np.testing.assert_array_equal(np.array(products), expected)
+  folded = np.array([cast_scalar(v, BY_NAME[name]) for v in ROUNDING_EDGES])   # the value a constant node holds
+  np.testing.assert_array_equal(folded, expected.astype(np.float64))
+  assert (np.signbit(folded) == np.signbit(expected)).all()
