@@ -76,8 +76,8 @@ class Matmul:
 def matmul(a: LazyBuffer, b: LazyBuffer) -> LazyBuffer:
   """The node of a (*batch, M, K) @ b (*batch, K, N) with equal batch dims and an equal float dtype."""
   assert a.dtype == b.dtype and a.dtype in BLAS_DTYPES and a.shape[:-2] == b.shape[:-2] and a.shape[-1] == b.shape[-2]
-  a, b = _in_one_buffer(a), _in_one_buffer(b)
-  arg = Matmul(a.dtype, _strided(a), _strided(b))
+  (a, a_read), (b, b_read) = _in_one_buffer(a), _in_one_buffer(b)
+  arg = Matmul(a.dtype, a_read, b_read)
   return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, a.dtype, a.device, arg=arg, srcs=(a, b))
 
 
@@ -120,8 +120,8 @@ def axis_transform(x: LazyBuffer, matrix: tuple, axes: tuple[int, ...], layout=N
   shared = x.base.__dict__.setdefault("derived_nodes", weakref.WeakValueDictionary())
   key = (x.view, matrix, axes, layout)
   if (node := shared.get(key)) is None:
-    source = _in_one_buffer(x)
-    arg = AxisTransform(x.dtype, matrix, axes, layout, _strided(source))
+    source, read = _in_one_buffer(x)
+    arg = AxisTransform(x.dtype, matrix, axes, layout, read)
     node = shared[key] = LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
   return node.permute(tuple(layout.index(axis) for axis in range(len(layout))))
 
@@ -150,8 +150,8 @@ class OverlapAdd:
 def overlap_add(x: LazyBuffer, spatial: tuple[int, ...], step: int) -> LazyBuffer:
   """The node of OverlapAdd: x (N, C, *tiles, *tile) summed into (N, *spatial, C)."""
   assert x.dtype in BLAS_DTYPES
-  source = _in_one_buffer(x)
-  arg = OverlapAdd(x.dtype, (x.shape[0], *spatial, x.shape[1]), step, _strided(source))
+  source, read = _in_one_buffer(x)
+  arg = OverlapAdd(x.dtype, (x.shape[0], *spatial, x.shape[1]), step, read)
   return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, x.dtype, x.device, arg=arg, srcs=(source,))
 
 
@@ -184,9 +184,8 @@ class DirectConv:
 
 def direct_conv(kind: str, first: LazyBuffer, second: LazyBuffer, geometry: tuple, out_shape: tuple) -> LazyBuffer:
   """The node of DirectConv: first is x (forward, weight_grad) or g (input_grad), second w or g."""
-  first = first.in_flat_order() if kind == "input_grad" else _in_one_buffer(first)
-  arg = DirectConv(kind, first.dtype, tuple(geometry), tuple(out_shape), first.shape[0],
-                   None if kind == "input_grad" else _strided(first))
+  first, read = (first.in_flat_order(), None) if kind == "input_grad" else _in_one_buffer(first)
+  arg = DirectConv(kind, first.dtype, tuple(geometry), tuple(out_shape), first.shape[0], read)
   return LazyBuffer.load(LoadOps.CUSTOM, arg.out_shape, first.dtype, first.device, arg=arg, srcs=(first, second.in_flat_order()))
 
 
@@ -209,12 +208,14 @@ def column_major(x: LazyBuffer) -> bool:
   return strides[-2] == 1 and strides[-1] >= x.shape[-2]
 
 
-def _in_one_buffer(x: LazyBuffer) -> LazyBuffer:
-  """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy
-  of it: a view through a reshape of a permute, or one with padding, has no single set of strides."""
-  return x if x.view.strided() is not None else x.contiguous()
+def _in_one_buffer(x: LazyBuffer) -> tuple[LazyBuffer, StridedOperand]:
+  """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy of it (a
+  view through a reshape of a permute, or one with padding, has no single set of strides); and how it reads its
+  base's buffer."""
+  window = x.view.strided()
+  if window is None: x, window = x.contiguous(), (contiguous_strides(x.shape), 0)
+  return x, _strided_operand(x.shape, *window)
 
 
-def _strided(x: LazyBuffer) -> StridedOperand:
-  strides, offset = x.view.strided()
-  return StridedOperand(x.shape, strides, offset)
+# made once per reading: a frozen dataclass takes about 0.6 us to make, and a product makes two each time it is built
+_strided_operand = functools.lru_cache(maxsize=4096)(StridedOperand)

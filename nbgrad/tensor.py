@@ -856,6 +856,7 @@ class Tensor(metaclass=_TensorType):
     return self
 
   def cast(self, dtype) -> Tensor:
+    if dtype is self.dtype: return self   # the most common call (a product's operands are cast to its dtype), at once
     dtype = to_dtype(dtype)
     if dtype == self.dtype: return self
     # ints and bools carry no gradient, as in torch (flowing back through the cast it came out truncated)
@@ -3621,10 +3622,10 @@ class Tensor(metaclass=_TensorType):
   def dot(self, w: Tensor, acc_dtype=None) -> Tensor:
     """Matrix product with numpy's rules for 1-D and batched operands: Tensor([1., 2.]).dot(Tensor([3., 4.])) is 11."""
     w = self._operand(w, "matmul operand")
-    if self.ndim == 0 or w.ndim == 0: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {self.shape} and {w.shape}")
-    k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
-    if k_self != k_w: raise ShapeMismatch(f"matmul inner sizes differ: {self.shape} @ {w.shape}")
-    if self.ndim > 2 or w.ndim > 2:
+    shape, w_shape = self.shape, w.shape
+    if not shape or not w_shape: raise ShapeMismatch(f"dot needs at least 1-D tensors, got {shape} and {w_shape}")
+    if shape[-1] != w_shape[-min(len(w_shape), 2)]: raise ShapeMismatch(f"matmul inner sizes differ: {shape} @ {w_shape}")
+    if len(shape) > 2 or len(w_shape) > 2:
       try: broadcast_shape(self.shape[:-2], w.shape[:-2])
       except ValueError: raise ShapeMismatch(f"matmul batch dims do not broadcast: {self.shape} @ {w.shape}") from None
     self._check_same_device(w)
