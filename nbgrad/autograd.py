@@ -293,15 +293,25 @@ class Maximum(Function):
   """Elementwise max; where both inputs are equal each gets half the gradient, and where one is NaN (no order)
   both get all of it, as in torch. The gradient is selected, not multiplied by 0/1 shares: an infinite gradient
   gives the losing side 0, as in torch (0 * inf is nan)."""
+  op = BinaryOps.MAX
   def forward(self, x, y):
     self.x, self.y = x, y
-    return x.alu(BinaryOps.MAX, y)
+    return x.alu(self.op, y)
   def backward(self, grad):
     tie, half, zero = self.x.alu(BinaryOps.CMPEQ, self.y), grad.alu(BinaryOps.MUL, grad.const(0.5)), grad.const(0)
     def share(loses): return loses.alu(TernaryOps.WHERE, zero, tie.alu(TernaryOps.WHERE, half, grad))
-    dx = share(self.x.alu(BinaryOps.CMPLT, self.y)) if self.needs_input_grad[0] else None
-    dy = share(self.y.alu(BinaryOps.CMPLT, self.x)) if self.needs_input_grad[1] else None
+    dx = share(self.beats(self.y, self.x)) if self.needs_input_grad[0] else None
+    dy = share(self.beats(self.x, self.y)) if self.needs_input_grad[1] else None
     return dx, dy
+  @staticmethod
+  def beats(a, b): return b.alu(BinaryOps.CMPLT, a)   # where a wins over b
+
+
+class Minimum(Maximum):
+  """Elementwise min, its gradient shared as Maximum's (what -max(-x, -y) computes, in one op)."""
+  op = BinaryOps.MIN
+  @staticmethod
+  def beats(a, b): return a.alu(BinaryOps.CMPLT, b)
 
 
 class Where(Function):

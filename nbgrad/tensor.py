@@ -1709,9 +1709,10 @@ class Tensor(metaclass=_TensorType):
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return F.CopyOf.apply(self)
     if dtypes.is_int(self.dtype): return (self < 0).where(-self, self)   # the minimum stays itself, as in numpy
     # the sign bit cleared: one AND, where relu(x) + relu(-x) took two NaN-aware maxima, a negation and an addition
-    bits = signed_int_of_size(self.dtype)
-    magnitude = (self.detach().bitcast(bits) & ((1 << (8 * self.dtype.itemsize - 1)) - 1)).bitcast(self.dtype)
-    return _with_derivatives((self,), magnitude, (lambda: self.detach().sign(),))
+    # (built on the nodes: as tensor ops, the two bitcasts and the AND took three times a negation's building)
+    raw = self.lazydata.cast(signed_int_of_size(self.dtype), bitcast=True)
+    magnitude = raw.alu(BinaryOps.AND, raw.const((1 << (8 * self.dtype.itemsize - 1)) - 1)).cast(self.dtype, bitcast=True)
+    return _with_derivatives((self,), Tensor(magnitude), (lambda: self.detach().sign(),))
   def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self._float_input())
   def isnan(self) -> Tensor: return self != self
   def isinf(self, detect_positive=True, detect_negative=True) -> Tensor:
@@ -2232,7 +2233,7 @@ class Tensor(metaclass=_TensorType):
 
   def minimum(self, x) -> Tensor:
     a, b = self._broadcasted(x)
-    if dtypes.is_float(a.dtype): return -F.Maximum.apply(-a, -b)
+    if dtypes.is_float(a.dtype): return F.Minimum.apply(a, b)
     return a._nondiff(BinaryOps.MIN, b)
 
   def _bitwise(self, op, x, reverse=False) -> Tensor:
