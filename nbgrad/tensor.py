@@ -690,8 +690,9 @@ class Tensor(metaclass=_TensorType):
     """A numpy copy of the values."""
     if self.numel() == 0: return np.zeros(self.shape, dtype=self.dtype.np)
     if not devices.is_cpu(self.device): return self.to("CPU").numpy()
-    # computed and read through a tensor of this call's own: another thread's assign may rebind self meanwhile
-    array = _detached(self).contiguous().realize()._realized_array()
+    array = self._realized_array()   # computed and in order already (it reads self's node once)
+    # else computed and read through a tensor of this call's own: another thread's assign may rebind self meanwhile
+    if array is None: array = _detached(self).contiguous().realize()._realized_array()
     if self.dtype == dtypes.bfloat16: return bfloat16_bits_to_float32(array).reshape(self.shape)
     return array.copy()
 
