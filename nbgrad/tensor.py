@@ -326,6 +326,8 @@ def _numpy_reduction(fn):
   name = fn.__name__
   @functools.wraps(fn)
   def reduction(self, *args, out=None, dtype=None, keepdims=None, ddof=None, unbiased=None, initial=_NO_INITIAL, where=True, **kwargs):
+    if out is None and dtype is None and keepdims is None and ddof is None and unbiased is None and initial is _NO_INITIAL and where is True:
+      return fn(self, *args, **kwargs)   # the common call, with none of numpy's keywords
     if out is not None: raise TypeError(f"Tensor.{name} returns a new Tensor; it writes no out= array")
     if keepdims is not None: kwargs["keepdim"] = keepdims
     given = [k for k, v in (("ddof", ddof), ("unbiased", unbiased), ("correction", kwargs.get("correction"))) if v is not None]
