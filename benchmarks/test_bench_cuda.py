@@ -39,6 +39,7 @@ def run(benchmark, lib, fn, *, bytes_moved=0, flops=0):
   call()
   if lib == "nbgrad": benchmark.extra_info["kernels_per_call"] = kernels_per_call(call)
   benchmark.pedantic(call, **ROUNDS)
+  if benchmark.stats is None: return   # --benchmark-disable: the answers are checked, nothing is timed
   median = benchmark.stats.stats.median
   if bytes_moved: benchmark.extra_info["GB/s"] = round(bytes_moved / median / 1e9, 1)
   if flops: benchmark.extra_info["GFLOP/s"] = round(flops / median / 1e9, 1)
