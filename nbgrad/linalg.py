@@ -208,6 +208,10 @@ def column_major(x: LazyBuffer) -> bool:
   return strides[-2] == 1 and strides[-1] >= x.shape[-2]
 
 
+# made once per reading: a frozen dataclass takes about 0.6 us to make, and a product makes two each time it is built
+_strided_operand = functools.lru_cache(maxsize=4096)(StridedOperand)
+
+
 def _in_one_buffer(x: LazyBuffer) -> tuple[LazyBuffer, StridedOperand]:
   """x if it is a strided view of its base (a transpose, a broadcast, a slice), else a contiguous copy of it (a
   view through a reshape of a permute, or one with padding, has no single set of strides); and how it reads its
@@ -216,6 +220,3 @@ def _in_one_buffer(x: LazyBuffer) -> tuple[LazyBuffer, StridedOperand]:
   if window is None: x, window = x.contiguous(), (contiguous_strides(x.shape), 0)
   return x, _strided_operand(x.shape, *window)
 
-
-# made once per reading: a frozen dataclass takes about 0.6 us to make, and a product makes two each time it is built
-_strided_operand = functools.lru_cache(maxsize=4096)(StridedOperand)

@@ -181,11 +181,8 @@ def _with_derivatives(inputs: tuple, result: Tensor, derivatives: tuple) -> Tens
   callables of derivatives build them, each only when a gradient will flow to its input. Without an input that
   requires grad there is no graph to put it in: the result is what WithDerivatives would give, without its node
   (tanh of such a tensor was built in 2.6 times the instructions of a negation)."""
-  requires_grad = False   # the result's, as Function gives it: None if an input's is None
-  for t in inputs:   # a plain loop: this runs per op
-    if t.requires_grad: break
-    if t.requires_grad is None: requires_grad = None
-  else: return Tensor(result.lazydata, requires_grad=requires_grad)._cut_from(*inputs)._after_op()
+  needs = [t.requires_grad for t in inputs]
+  if not any(needs): return Tensor(result.lazydata, requires_grad=None if None in needs else False)._cut_from(*inputs)._after_op()
   built = tuple(d().lazydata if t.requires_grad and not Tensor.no_grad else None for t, d in zip(inputs, derivatives))
   return F.WithDerivatives.apply(*inputs, result=result.lazydata, derivatives=built)
 
