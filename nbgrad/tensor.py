@@ -83,10 +83,13 @@ def _check_parameter(name: str, value, holds, rule: str):
 def _is_int(value) -> bool: return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _check_int(name: str, value, low: Optional[int] = 0):
-  """TypeError unless value is an int; ValueError when it is below low (None: no bound)."""
+def _check_int(name: str, value, low: Optional[int] = 0, within=None):
+  """TypeError unless value is an int; ValueError when it is below low (None: no bound). within: the argument
+  value came from, named in the message (formatted only then)."""
+  if _is_int(value) and (low is None or value >= low): return
+  if within is not None: name = f"{name} in {within}"
   if not _is_int(value): raise TypeError(f"{name} must be an int, got {value!r}")
-  if low is not None and value < low: raise ValueError(f"{name} must be at least {low}, got {value}")
+  raise ValueError(f"{name} must be at least {low}, got {value}")
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -1229,7 +1232,7 @@ class Tensor(metaclass=_TensorType):
         raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
       old = (1,) * (len(shape) - self.ndim) + self.shape
       new = tuple(o if s in (-1, None) else s for o, s in zip(old, shape))
-      for s in new: _check_int(f"expand size in {shape}", s)
+      for s in new: _check_int("expand size", s, within=shape)
       new = tuple(int(s) for s in new)   # numpy ints too: a view made with them would be cached for plain ints
       for o, s in zip(old, new):
         if o != s and o != 1: raise ValueError(f"cannot expand {self.shape} to {shape}")
@@ -1271,7 +1274,7 @@ class Tensor(metaclass=_TensorType):
     if len(arg) != self.ndim: raise ShapeMismatch(f"shrink {arg} needs one entry per dim of {self.shape}")
     resolved = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (a, b), s in zip(resolved, self.shape):
-      _check_int(f"shrink bound in {arg}", a, None), _check_int(f"shrink bound in {arg}", b, None)
+      _check_int("shrink bound", a, None, within=arg), _check_int("shrink bound", b, None, within=arg)
       if not 0 <= a <= b <= s: raise ShapeMismatch(f"shrink {arg} is out of range for shape {self.shape}")
     resolved = tuple((int(a), int(b)) for a, b in resolved)
     if all(a == 0 and b == s for (a, b), s in zip(resolved, self.shape)): return self
@@ -1409,7 +1412,7 @@ class Tensor(metaclass=_TensorType):
   def repeat(self, repeats, *args) -> Tensor:
     repeats = tuple(repeats) + args if isinstance(repeats, (tuple, list)) else (repeats,) + args
     if len(repeats) < self.ndim: raise ValueError(f"repeat {repeats} needs at least {self.ndim} entries")
-    for r in repeats: _check_int(f"repeat {repeats} entry", r)
+    for r in repeats: _check_int("repeat entry", r, within=repeats)
     base = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
     interleaved = [d for s in base.shape for d in (1, s)]
     expanded = [d for r, s in zip(repeats, base.shape) for d in (r, s)]
