@@ -77,13 +77,13 @@ class dtypes:
   default_int = int32
 
   @staticmethod
-  def is_float(dt: DType) -> bool: return dt.kind == "f"
+  def is_float(x: DType) -> bool: return x.kind == "f"   # the parameter named as tinygrad's
   @staticmethod
-  def is_int(dt: DType) -> bool: return dt.kind in "iu"
+  def is_int(x: DType) -> bool: return x.kind in "iu"
   @staticmethod
-  def is_unsigned(dt: DType) -> bool: return dt.kind == "u"
+  def is_unsigned(x: DType) -> bool: return x.kind == "u"
   @staticmethod
-  def is_bool(dt: DType) -> bool: return dt.kind == "b"
+  def is_bool(x: DType) -> bool: return x.kind == "b"
 
   @staticmethod
   def from_np(np_dtype) -> DType:
@@ -101,9 +101,9 @@ class dtypes:
     return dtypes.default_float if isinstance(x, float) else dtypes.bool if isinstance(x, bool) else dtypes.default_int
 
   @staticmethod
-  def as_const(value, dt: DType):
-    """value as the Python scalar type of dt (int, float or bool)."""
-    return int(value) if dtypes.is_int(dt) else float(value) if dtypes.is_float(dt) else bool(value)
+  def as_const(val, dtype: DType):
+    """val as the Python scalar type of dtype (int, float or bool)."""
+    return int(val) if dtypes.is_int(dtype) else float(val) if dtypes.is_float(dtype) else bool(val)
 
   @staticmethod
   def min(dt: DType): return dtype_limits(dt)[0]
@@ -118,6 +118,7 @@ _BY_NUMPY_DTYPE = {np.dtype(dt.name): dt for dt in ALL_DTYPES if dt.name != "bfl
 _ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "char": dtypes.char, "uchar": dtypes.uchar,
             "short": dtypes.short, "ushort": dtypes.ushort, "int": dtypes.int, "uint": dtypes.uint, "long": dtypes.long,
             "ulong": dtypes.ulong}
+DTYPES_DICT = dtypes.fields()   # tinygrad's name for it
 
 _env_default_float = os.getenv("DEFAULT_FLOAT", "")   # DEFAULT_FLOAT=half makes float16 the default, as in tinygrad
 if _env_default_float:
@@ -167,6 +168,15 @@ def least_upper_dtype(*dts: DType) -> DType:
 
 def least_upper_float(dt: DType) -> DType:
   return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.float32)
+
+
+def sum_acc_dtype(dt: DType) -> DType:
+  """The dtype a sum accumulates in: ints in at least int32, unsigned in at least uint32, bool in int32, half types
+  in float32."""
+  if dt == dtypes.bool: return dtypes.int32
+  if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
+  if dtypes.is_int(dt): return least_upper_dtype(dt, dtypes.int32)
+  return least_upper_dtype(dt, dtypes.float32)
 
 
 def dtype_limits(dt: DType):

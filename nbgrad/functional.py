@@ -57,6 +57,7 @@ def sparse_categorical_crossentropy(x, Y, ignore_index: int = -1, label_smoothin
   from nbgrad.tensor import Tensor
   Y = x._operand(Y, "labels")
   if Y.shape != x.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits of shape {x.shape}")
+  if dtypes.is_float(Y.dtype): Y = _class_numbers(Y)
   check_class_indices(Y, x.shape[-1], ignore_index)
   if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
   log_probs, counted = x.log_softmax(), (Y != ignore_index)
@@ -66,6 +67,16 @@ def sparse_categorical_crossentropy(x, Y, ignore_index: int = -1, label_smoothin
   if label_smoothing:   # skipped, not multiplied by 0, without smoothing; ignored rows selected out, not multiplied
     total = (1 - label_smoothing) * total + label_smoothing * counted.where(log_probs.mean(-1), 0).sum()
   return -total / counted.sum()
+
+
+def _class_numbers(labels):
+  """Float labels as the int classes they name, as tinygrad reads them (compared with the class numbers: 3.0 is
+  class 3). One that names no class (2.5, nan, inf) raises where the labels are computed already, and elsewhere
+  becomes int32's minimum, which picks no class."""
+  if (values := known_values(labels)) is not None and not (whole := np.isfinite(values) & (values == np.trunc(values))).all():
+    raise ValueError(f"float class labels must be whole numbers, got {values[~whole].flat[0]}")
+  named = (labels == labels.trunc()) & (labels.abs() < 2 ** 31)
+  return named.where(labels.cast(dtypes.int32), -2 ** 31)
 
 
 def nll_loss(x, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):

@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
-from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, bfloat16_bits_to_float32, \
+from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, bfloat16_bits_to_float32, \
   float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
 from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
@@ -2531,15 +2531,6 @@ class Tensor(metaclass=_TensorType):
     axes = self._reduce_axes(axis)
     return fn.apply(self, axes=axes, shape=None if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
-  def _sum_acc_dtype(self) -> DType:
-    """The dtype a sum accumulates in: ints in at least int32, unsigned in at least uint32, bool in
-    int32, half types in float32."""
-    if self.dtype == dtypes.bool: return dtypes.int32
-    if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
-    if dtypes.is_int(self.dtype): return least_upper_dtype(self.dtype, dtypes.int32)
-    if self.dtype in (dtypes.float16, dtypes.bfloat16): return dtypes.float32
-    return self.dtype
-
   def _summed(self, out: Tensor) -> Tensor:
     """A sum's result in the dtype the API gives it: half types return their own dtype."""
     return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
@@ -2547,14 +2538,14 @@ class Tensor(metaclass=_TensorType):
   @_torch_dim
   @_numpy_reduction
   def sum(self, axis=None, keepdim=False, acc_dtype=None) -> Tensor:
-    acc = self._sum_acc_dtype() if acc_dtype is None else to_dtype(acc_dtype)
+    acc = sum_acc_dtype(self.dtype) if acc_dtype is None else to_dtype(acc_dtype)
     return self._summed(self.cast(acc)._reduce(F.Sum, axis, keepdim))
 
   @_torch_dim
   @_numpy_reduction
   def prod(self, axis=None, keepdim=False) -> Tensor:
     """Product of the elements over axis (1 over none), in the dtype sum gives: Tensor([1, 2, 3]).prod() is 6."""
-    x = self.cast(self._sum_acc_dtype())
+    x = self.cast(sum_acc_dtype(self.dtype))
     if not dtypes.is_float(x.dtype): return x._nondiff_reduce(ReduceOps.PROD, axis, keepdim)
     return self._summed(x._reduce(F.Prod, axis, keepdim))
 
@@ -2595,7 +2586,7 @@ class Tensor(metaclass=_TensorType):
   def mean(self, axis=None, keepdim=False) -> Tensor:
     axes = self._reduce_axes(axis)
     count = math.prod(self.shape[a] for a in axes)
-    if dtypes.is_float(self.dtype): total = self.cast(self._sum_acc_dtype())._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
+    if dtypes.is_float(self.dtype): total = self.cast(sum_acc_dtype(self.dtype))._reduce(F.Sum, axis, keepdim)   # half types divide before they round back
     else:   # ints sum exactly in 64 bits (in float32 or int32, [-2**31, 2, 5, 2**31 - 1] came out 0), then divide in float32;
       # 64-bit ints sum in float64, whose range their sum cannot leave ([2**62, 2**62] wrapped to a negative mean)
       acc = dtypes.float64 if self.dtype.itemsize == 8 else dtypes.uint64 if self.dtype.kind == "u" else dtypes.int64
@@ -2794,14 +2785,14 @@ class Tensor(metaclass=_TensorType):
     """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
     axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
-    return self._summed(F.CumSum.apply(self.cast(self._sum_acc_dtype()), axis=axis))
+    return self._summed(F.CumSum.apply(self.cast(sum_acc_dtype(self.dtype)), axis=axis))
 
   @_torch_dim
   def cumprod(self, axis: int = 0) -> Tensor:
     """Running product along axis, in the dtype sum gives, with torch's gradient where elements are 0."""
     axis = resolve_axis(axis, self.ndim)
     if self.ndim == 0: return self.prod()
-    x = self.cast(self._sum_acc_dtype())
+    x = self.cast(sum_acc_dtype(self.dtype))
     if not dtypes.is_float(x.dtype): return Tensor(running(x.lazydata, axis, "prod"), device=self.device)._cut_from(self)._after_op()
     return self._summed(F.CumProd.apply(x, axis=axis))
 

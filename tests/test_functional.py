@@ -257,6 +257,32 @@ def test_sparse_categorical_crossentropy(case):
   check_forward_and_grads({"x": x, "y": y}, ["x"], lambda t: t["x"].sparse_categorical_crossentropy(t["y"], **kw), th_fn)
 
 
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16])
+def test_sparse_categorical_crossentropy_reads_float_labels_as_the_classes_they_name(dtype):
+  """tinygrad compares the labels with the class numbers, so float labels work: 3.0 is class 3 and -1.0 the
+  ignored index; the loss and gradient are torch's with the int labels."""
+  x = randn((4, 5), 16)
+  y = np.array([3, -1, 0, 4])
+  ours = Tensor(x, requires_grad=True)
+  ours.sparse_categorical_crossentropy(Tensor(y.astype(np.float32), dtype=dtype)).backward()
+  theirs = torch.tensor(x, requires_grad=True)
+  F.cross_entropy(theirs, torch.tensor(y), ignore_index=-1).backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_sparse_categorical_crossentropy_float_label_naming_no_class():
+  """A float label that is not a whole number names no class: an error where the labels are known when the loss is
+  built; one still to be computed picks no class, as in tinygrad (the row counts in the mean but adds nothing)."""
+  x = randn((3, 4), 17)
+  for bad in (2.5, float("nan"), float("inf")):
+    with pytest.raises(ValueError, match="whole numbers"):
+      Tensor(x).sparse_categorical_crossentropy(Tensor([1.0, bad, 0.0]))
+  lazy_labels = Tensor([1.0, 2.5, 0.0]) * 1
+  log_probs = torch.tensor(x).log_softmax(-1).numpy()
+  expected = -(log_probs[0, 1] + log_probs[2, 0]) / 3
+  np.testing.assert_allclose(Tensor(x).sparse_categorical_crossentropy(lazy_labels).item(), expected, rtol=1e-5)
+
+
 def test_sparse_categorical_crossentropy_all_labels_ignored_gives_zero_gradient():
   """A batch of padding only: the loss is 0/0 (nan) as in torch, the gradient zeros as torch's, with or without
   smoothing (the smoothing term multiplied the ignored rows by 0, and 0 * inf was nan)."""

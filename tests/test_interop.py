@@ -208,6 +208,16 @@ def test_dtypes_surface():
   assert dtypes.float32.fmt == "f" and dtypes.int64.fmt == np.dtype(np.int64).char and dtypes.bfloat16.fmt is None
   assert dtypes.float16.count == 1 and dtypes.float16.scalar() == dtypes.float16
   assert Tensor([1, 2]).data().format == dtypes.int32.fmt
+  # tinygrad's keyword names and module-level names
+  assert dtypes.as_const(val=2.7, dtype=dtypes.int32) == 2 and dtypes.is_float(x=dtypes.half) and dtypes.is_unsigned(x=dtypes.uint8)
+  from nbgrad.dtype import DTYPES_DICT, sum_acc_dtype
+  assert DTYPES_DICT["float"] == dtypes.float32 and DTYPES_DICT["uint16"] == dtypes.uint16
+  # as API.md's sum rule: ints in at least int32, unsigned in at least uint32, bool in int32, half types in float32
+  accumulators = {dtypes.bool: dtypes.int32, dtypes.int8: dtypes.int32, dtypes.uint8: dtypes.uint32, dtypes.int16: dtypes.int32,
+                  dtypes.uint16: dtypes.uint32, dtypes.int32: dtypes.int32, dtypes.uint32: dtypes.uint32, dtypes.int64: dtypes.int64,
+                  dtypes.uint64: dtypes.uint64, dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32,
+                  dtypes.float32: dtypes.float32, dtypes.float64: dtypes.float64}
+  assert {dt: sum_acc_dtype(dt) for dt in accumulators} == accumulators
 
 
 @pytest.mark.parametrize("name", ["bool", "int8", "uint16", "int32", "uint64", "float16", "bfloat16", "float32", "float64"])
