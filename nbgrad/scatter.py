@@ -9,7 +9,7 @@ the gradient where self's value stays in the result."""
 from __future__ import annotations
 import numpy as np
 from nbgrad import autograd as F
-from nbgrad.dtype import dtypes, index_dtype
+from nbgrad.dtype import check_storable, dtypes, index_dtype
 from nbgrad.graph.take import scatter_reduce as scatter_reduce_node
 from nbgrad.helpers import IndexMismatch, ShapeMismatch
 
@@ -110,6 +110,7 @@ def index_fill(x, dim: int, index, value):
   if isinstance(value, type(x)):
     if value.ndim: raise ValueError(f"index_fill value must be a number or a 0-d tensor, got shape {value.shape}")
     value = value.cast(x.dtype)
+  else: check_storable(value, x.dtype, "index_fill value")
   return filled.where(value, x).cast(x.dtype)
 
 

@@ -2318,7 +2318,9 @@ class Tensor(metaclass=_TensorType):
     shape = broadcast_shape(cond.shape, x.shape)
     return F.Where.apply(cond._broadcast_to(shape), x._broadcast_to(shape), y._broadcast_to(shape))
 
-  def masked_fill(self, mask: Tensor, value) -> Tensor: return self._operand(mask, "mask").where(value, self)
+  def masked_fill(self, mask: Tensor, value) -> Tensor:
+    if _is_int(value): check_storable(value, self.dtype, "masked_fill value")   # a float value makes the result float
+    return self._operand(mask, "mask").where(value, self)
   def index_select(self, dim: int, index: Tensor) -> Tensor:
     """The slices along dim at the positions of a 1-D int index (torch's index_select)."""
     index = self._operand(index, "index_select index")
@@ -2463,6 +2465,7 @@ class Tensor(metaclass=_TensorType):
   # of them shares (a whole result written in order left a shared place the last element's value)
   def masked_fill_(self, mask, value) -> Tensor:
     """value where mask is True, in self's dtype (torch's: an int tensor takes 1.5 as 1)."""
+    if not isinstance(value, Tensor): check_storable(value, self.dtype, "masked_fill_ value")
     if self._view_of is None or self.requires_grad: return self._in_place(self.masked_fill(mask, value).cast(self.dtype))
     set_index(self, self._operand(mask, "mask").cast(dtypes.bool)._broadcast_to(self.shape), value, fills=True)
     return self
