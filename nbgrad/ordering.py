@@ -141,8 +141,9 @@ def _quantile(x, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
   nans = samples.isnan().sum(axis, keepdim=True)
   counted = n - nans if skip_nan else Tensor.full(nans.shape, n, dtype=dtypes.int32, device=x.device)
   results = []
+  rank_dtype = least_upper_dtype(x.dtype, dtypes.float32)   # torch's: q * (n - 1) in the values' dtype (float32 at least)
   for fraction in qs.reshape(-1).tolist():
-    rank = (counted - 1).maximum(0).cast(dtypes.float64) * fraction
+    rank = (counted - 1).maximum(0).cast(rank_dtype) * fraction
     low, high = rank.floor(), rank.ceil()
     lower, upper = values.gather(axis, low.cast(dtypes.int32)), values.gather(axis, high.cast(dtypes.int32))
     out = {"linear": lambda: lower + (upper - lower) * (rank - low).cast(x.dtype), "lower": lambda: lower,

@@ -227,6 +227,18 @@ def test_quantile_as_torch(interpolation, q, dim, keepdim):
   np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("interpolation", ["linear", "nearest"])
+def test_float32_quantile_ranks_in_float32_as_torch(interpolation):
+  """torch works out the rank q * (n - 1) in the values' dtype: in float32, 0.1 * 5 is 0.5 and rounds to 0 (in
+  float64 it is just above 0.5), whether q is a number or a tensor of them."""
+  qs = [0.1, 0.3, 0.7, 0.9, 0.15, 0.35]
+  for n in (6, 11, 21):
+    values = np.random.default_rng(n).permutation(n).astype(np.float32)
+    expected = torch.quantile(torch.tensor(values), torch.tensor(qs), interpolation=interpolation).numpy()
+    np.testing.assert_array_equal(Tensor(values).quantile(Tensor(qs), interpolation=interpolation).numpy(), expected)
+    np.testing.assert_array_equal([Tensor(values).quantile(q, interpolation=interpolation).item() for q in qs], expected)
+
+
 @pytest.mark.parametrize("op", ["quantile", "nanquantile"])
 def test_quantile_and_nanquantile_with_nan_as_torch(op):
   for q in (0.3, [0.25, 0.5, 1.0]):
