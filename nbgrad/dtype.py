@@ -220,6 +220,11 @@ def float_epsilon(dt: DType) -> float:
   return {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float64": 2.0 ** -52}.get(dt.name, 2.0 ** -23)
 
 
+def smallest_normal(dt: DType) -> float:
+  """A float dtype's smallest positive normal value (below it, subnormals keep fewer bits)."""
+  return {"float16": 2.0 ** -14, "float64": 2.0 ** -1022}.get(dt.name, 2.0 ** -126)
+
+
 def check_storable(value, dt: DType, what: str = "value"):
   """Raises ValueOutOfRange where an int dtype cannot hold a number (stored, not cast: a cast wraps)."""
   if isinstance(value, np.generic): value = value.item()

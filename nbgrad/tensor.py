@@ -13,7 +13,7 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, signed_int_of_size
+  float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, smallest_normal, signed_int_of_size
 from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
@@ -1762,13 +1762,14 @@ class Tensor(metaclass=_TensorType):
   @_in_float32
   def logit(self, eps: Optional[float] = None) -> Tensor:
     """log(p / (1 - p)), p clamped to [eps, 1 - eps] first when eps is given (torch's logit). The gradient is torch's
-    1 / (p (1 - p)), 0 outside [eps, 1 - eps]: inf at 0 and 1, where the chain through the division gave inf * 0."""
+    1 / (p (1 - p)), 0 outside [eps, 1 - eps] (NaN outside [0, 1] without eps, where the value is NaN): inf at 0 and
+    1, where the chain through the division gave inf * 0."""
     x = self.detach()
     p = x if eps is None else x.clip(eps, 1 - eps)
 
     def derivative():
       slope = 1 / (x * (1 - x))
-      return slope if eps is None else ((x < eps) | (x > 1 - eps)).where(0, slope)
+      return ((x < 0) | (x > 1)).where(math.nan, slope) if eps is None else ((x < eps) | (x > 1 - eps)).where(0, slope)
     return _with_derivatives((self,), (p / (1 - p)).log(), (derivative,))
 
   # activations
@@ -1919,16 +1920,18 @@ class Tensor(metaclass=_TensorType):
     return _with_derivatives((self,), y, (lambda: special.bessel(x, 1, True) - x.sign() * y,))
   @_in_float32
   def i1(self) -> Tensor:
-    """The modified Bessel function of the first kind of order 1. Its gradient is i0(x) - i1(x)/x, 1/2 at 0."""
+    """The modified Bessel function of the first kind of order 1. Its gradient is i0(x) - i1(x)/x, 1/2 at 0 and below
+    the smallest normal float, where i1(x) ~ x/2 keeps too few bits for the quotient."""
     x = self.detach()
     y = special.bessel(x, 1, False)
-    return _with_derivatives((self,), y, (lambda: (x == 0).where(0.5, special.bessel(x, 0, False) - y / x),))
+    return _with_derivatives((self,), y, (lambda: x._near_zero().where(0.5, special.bessel(x, 0, False) - y / x),))
   @_in_float32
   def i1e(self) -> Tensor:
     """i1(x) exp(-|x|), finite for every x."""
     x = self.detach()
     y = special.bessel(x, 1, True)
-    return _with_derivatives((self,), y, (lambda: (x == 0).where(0.5, special.bessel(x, 0, True) - y * (x.sign() + x.reciprocal())),))
+    return _with_derivatives((self,), y, (lambda: x._near_zero().where(0.5, special.bessel(x, 0, True) - y * (x.sign() + x.reciprocal())),))
+  def _near_zero(self) -> Tensor: return self.abs() < smallest_normal(self.dtype)   # 0 and the subnormals
   @_in_float32
   def atan(self) -> Tensor:
     x = self.detach()
@@ -1985,10 +1988,11 @@ class Tensor(metaclass=_TensorType):
     return _with_derivatives((self,), value, (lambda: 1 / u,))
   @_in_float32
   def softsign(self) -> Tensor: return self / (1 + self.abs())
-  def hardshrink(self, lambd: float = 0.5) -> Tensor: return (self.abs() > lambd).where(self, 0)
+  # 0 within lambd of 0, NaN kept, as torch's
+  def hardshrink(self, lambd: float = 0.5) -> Tensor: return (self.abs() <= lambd).where(0, self)
   def softshrink(self, lambd: float = 0.5) -> Tensor:
     """x moved lambd toward 0, and 0 within lambd of it (torch's softshrink)."""
-    return (self > lambd).where(self - lambd, (self < -lambd).where(self + lambd, 0))
+    return (self.abs() <= lambd).where(0, self - self.sign() * lambd)
   @_in_float32
   def tanhshrink(self) -> Tensor: return self - self.tanh()
 

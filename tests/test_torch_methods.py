@@ -41,6 +41,32 @@ def test_shrinks_as_torch_functional():
   grads_match(lambda t: t.tanhshrink(), torch.nn.functional.tanhshrink, X)
 
 
+SHRINK_EDGES = np.array([np.inf, -np.inf, 0.7, -0.7, -0.2, 0.0, -0.0, 2.0])
+
+
+def test_shrinks_keep_nan_as_torch():
+  """A NaN stays NaN (where it compared as within lambd and gave 0); the edges' values and gradients are torch's."""
+  for ours, theirs in ((lambda t: t.hardshrink(0.7), lambda t: torch.nn.functional.hardshrink(t, 0.7)),
+                       (lambda t: t.softshrink(0.7), lambda t: torch.nn.functional.softshrink(t, 0.7))):
+    grads_match(ours, theirs, SHRINK_EDGES)
+    assert np.isnan(ours(Tensor([np.nan, 1.0])).numpy()[0]) and np.isnan(theirs(torch.tensor([np.nan, 1.0])).numpy()[0])
+
+
+def test_logit_gradient_is_nan_where_its_value_is():
+  grads_match(lambda t: t.logit(), lambda t: t.logit(), np.array([-0.5, 2.0, 0.3, 0.0, 1.0, np.nan]))
+
+
+@pytest.mark.parametrize("op", ["i1", "i1e"])
+def test_bessel_i1_gradient_at_subnormals_as_torch(op):
+  """i1(x) / x at a subnormal x kept too few bits: the gradient is its limit 1/2 there, as torch's."""
+  grads_match(lambda t: getattr(t, op)(), getattr(torch.special, op), np.array([1e-320, -1e-315, 0.0, 2e-308, 2.0, -3.0]))
+  ours = Tensor(np.array([1e-45, -1e-40, 0.0, 2.0], np.float32), requires_grad=True)
+  getattr(ours, op)().sum().backward()
+  theirs = torch.tensor([1e-45, -1e-40, 0.0, 2.0], requires_grad=True)
+  getattr(torch.special, op)(theirs).sum().backward()
+  np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["float32", "float16", "int32"])
 @pytest.mark.parametrize("op", ["sinc", "deg2rad", "rad2deg", "frac", "logit"])
 def test_float_methods_of_other_dtypes_as_torch(op, name):
