@@ -1217,9 +1217,10 @@ class Tensor(metaclass=_TensorType):
     if len(shape) < self.ndim or broadcast_shape(self.shape, shape) != shape: raise ValueError(f"cannot broadcast {self.shape} to {shape}")
     return self._broadcast_to(shape)
 
-  def tile(self, reps) -> Tensor:
-    """numpy's and torch's tile: repeat with reps padded in front with 1s when shorter than the dims."""
-    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+  def tile(self, reps, *args) -> Tensor:
+    """numpy's and torch's tile: repeat with reps (a sequence, or torch's ints) padded in front with 1s when shorter
+    than the dims."""
+    reps = tuple(reps) + args if isinstance(reps, (tuple, list)) else (reps,) + args
     return self.repeat((1,) * (self.ndim - len(reps)) + reps)
 
   def expand(self, shape, *args) -> Tensor:
@@ -1318,10 +1319,19 @@ class Tensor(metaclass=_TensorType):
     out = self
     for dim, (before, after) in enumerate(resolved):
       if before == after == 0: continue
-      size = out.shape[dim]
+      if -min(before, 0) - min(after, 0) > out.shape[dim]:
+        raise ShapeMismatch(f"{mode} pad {(before, after)} crops more than the {out.shape[dim]} elements of dim {dim} of {self.shape}")
+      # negative sides crop, as torch's: circular wraps the values left, reflect and replicate read the whole dim
+      def cropped(t, start=-min(before, 0), end=min(after, 0)):
+        return t.shrink(tuple((start, t.shape[dim] + end) if d == dim else None for d in range(t.ndim)))
+      if mode == "circular": out = cropped(out)
+      before, after, size = max(before, 0), max(after, 0), out.shape[dim]
+      if before == after == 0:
+        out = cropped(out) if mode != "circular" else out
+        continue
       most = {"reflect": size - 1, "replicate": math.inf if size else 0, "circular": size}[mode]
-      if min(before, after) < 0 or max(before, after) > most:
-        raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes 0 to {most} elements")
+      if max(before, after) > most:
+        raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes at most {most} elements")
       def part(start, end): return out.shrink(tuple((start, end) if d == dim else None for d in range(out.ndim)))
       def edge(start, count): return part(start, start + 1).expand(tuple(count if d == dim else s for d, s in enumerate(out.shape)))
       def backwards(t): return t.flip(dim) if t.shape[dim] > 1 else t   # (flip copies even a dim of 1, as torch's)
@@ -1329,6 +1339,7 @@ class Tensor(metaclass=_TensorType):
       elif mode == "replicate": left, right = edge(0, before), edge(size - 1, after)
       else: left, right = part(size - before, size), part(0, after)
       out = Tensor.cat(*[p for p in (left, out, right) if p.shape[dim]], dim=dim)
+      if mode != "circular": out = cropped(out)
     return out
 
   def interpolate(self, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None,

@@ -165,6 +165,10 @@ FUNCTIONS = [
   row("pad_reflect", lambda f, x: f.pad(x, (1, 1, 2, 0), mode="reflect"), X4),
   row("pad_replicate", lambda f, x: f.pad(x, (2, 1), "replicate"), X3),
   row("pad_circular", lambda f, x: f.pad(x, (1, 2, 1, 1), mode="circular"), X4),
+  # negative sides crop: circular wraps what is left, reflect and replicate read the whole dim
+  row("pad_reflect_negative", lambda f, x: f.pad(x, (-1, 3, 2, -3), mode="reflect"), X4),
+  row("pad_replicate_negative", lambda f, x: f.pad(x, (3, -2), "replicate"), X3),
+  row("pad_circular_negative", lambda f, x: f.pad(x, (-2, 1, 2, -1), mode="circular"), X4),
   row("channel_shuffle", lambda f, x: f.channel_shuffle(x, 3), X4),
   row("pixel_shuffle_strided", lambda f, x: f.pixel_shuffle(x[:, :4], 2), X4),
   row("pixel_unshuffle", lambda f, x: f.pixel_unshuffle(x, 2), X4),

@@ -554,6 +554,7 @@ def test_new_tensors_type_as_broadcast_to_and_tile():
   for reps in [2, (2, 1), (1, 2, 3)]:
     np.testing.assert_array_equal(Tensor(X).tile(reps).numpy(), np.tile(X, reps))
     np.testing.assert_array_equal(Tensor(X).tile(reps).numpy(), torch.tensor(X).tile(reps if isinstance(reps, tuple) else (reps,)).numpy())
+  np.testing.assert_array_equal(Tensor(X).tile(2, 1, 3).numpy(), torch.tensor(X).tile(2, 1, 3).numpy())   # torch's ints
 
 
 BINARY_A = np.array([-1000.0, 0.0, 1000.0, 3.0, -2.5, 1e-300, 7.0, 0.5])
