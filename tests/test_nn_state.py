@@ -62,6 +62,22 @@ def test_load_state_dict_casts_ints_into_a_float_model_as_torch_and_takes_a_floa
   assert ours.weight.dtype == dtypes.float16   # tinygrad's replace: half weights make a half layer
 
 
+def test_load_state_dict_casts_numpy_entries_to_the_model_s_dtype_as_torch():
+  """np.load gives float64 arrays: the model stays float32, as torch's load_state_dict keeps it, and trains on."""
+  ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+  state = {"weight": np.random.default_rng(1).random((2, 3)), "bias": np.array([0.5, -1.0])}
+  opt = nn.optim.Adam(get_parameters(ours))
+  load_state_dict(ours, state)
+  theirs.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+  assert ours.weight.dtype == ours.bias.dtype == dtypes.float32
+  np.testing.assert_array_equal(ours.weight.numpy(), theirs.weight.detach().numpy())
+  with Tensor.train():
+    opt.zero_grad()
+    ours(Tensor.ones(4, 3)).sum().backward()
+    opt.step()
+  assert ours.weight.dtype == dtypes.float32
+
+
 # ---- safetensors
 def tensors_of_every_dtype():
   rng = np.random.default_rng(0)

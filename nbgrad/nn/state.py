@@ -42,8 +42,9 @@ def get_parameters(obj) -> list[Tensor]:
 
 def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False) -> None:
   """Gives each tensor of the model the values of the tensor of its name, moved to the model tensor's device. A
-  float entry gives its dtype too, as tinygrad's (half weights make a half model); an int or bool entry for a float
-  tensor is cast to that tensor's dtype, as torch's (a float weight given ints stayed ints, and stopped training).
+  float Tensor entry gives its dtype too, as tinygrad's (half weights make a half model); an int or bool entry for a
+  float tensor is cast to that tensor's dtype, as torch's (a float weight given ints stayed ints, and stopped
+  training), and so is an entry that is not a Tensor (a numpy array from np.load, float64: it made the model float64).
   strict: every model tensor must be in state_dict (a KeyError, and a RuntimeError as in
   torch, naming the missing ones; nothing is loaded then, nor when an entry's shape differs). consume: drops
   each loaded entry from state_dict. verbose is accepted for tinygrad's signature; nothing is printed."""
@@ -55,7 +56,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
   for name, target in targets.items():
     if name not in state_dict: continue
     source = state_dict[name]
-    if not isinstance(source, Tensor): source = Tensor(source)
+    if not isinstance(source, Tensor): source = Tensor(source).cast(target.dtype)
     if source.shape != target.shape and source.numel() == target.numel() == 1:
       source = source.reshape(target.shape)   # torch's num_batches_tracked is 0-d, tinygrad's and nbgrad's (1,)
     if source.shape != target.shape:
