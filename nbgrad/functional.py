@@ -131,11 +131,7 @@ def _class_weights(x, weight):
 def known_values(t) -> Optional[np.ndarray]:
   """t's values when they are computed already on the CPU, read where they lie (without a kernel), else None: what
   a check of argument values (as torch's) reads without computing a graph when the op is built."""
-  from nbgrad.device import is_cpu
-  from nbgrad.jit.blas import strided_view
-  lazy = t.lazydata
-  if not is_cpu(t.device) or lazy.base.buffer is None or (window := lazy.view.strided()) is None: return None
-  values = strided_view(lazy.base.buffer, lazy.shape, *window)   # labels[:, t] of a batch: read where they lie
+  if (values := t._realized_array()) is None: return None   # labels[:, t] of a batch: read where they lie
   return bfloat16_bits_to_float32(values) if t.dtype == dtypes.bfloat16 else values
 
 
