@@ -53,6 +53,8 @@ GROUP_TITLES = {
     "indexing": "Indexed reads: x[idx], 100k int64 indices into 1M float32; m[idx, 1], column 1 of a 1M x 16 float32 "
                 "matrix at 100k int64 indices; an embedding table 50000x256 float32 read by a 64x128 token grid, and "
                 "its gradient; m[2:10, ::2][3] of a 64x64 float32 matrix, copied out (after warm-up)",
+    "python": "Element by element from Python: a float32 tensor made from a list of 1M Python floats; 1000 elements of a "
+              "computed float32 vector read one at a time (x[i].item()); 1000 written one at a time (z[i] = 1.5) (after warm-up)",
     "compile": "First call in a fresh process, relu(x*y+z) (rand for first_call_rand) on 1M float32 (import excluded)",
     "conv5x5": "conv2d 5x5 forward and both gradients, batch 128, 32 to 32 channels, 24x24 (after warm-up)",
     "train-busy-core": "The same SGD steps while another process keeps one of the cores busy (after warm-up)",

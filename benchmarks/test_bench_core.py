@@ -954,6 +954,60 @@ def test_indexing_small_basic_indices(benchmark, request, lib):
 
 
 # ---------------------------------------------------------------------------------------------
+# python: what a script does element by element: a tensor made from a Python list of 1M floats; 1000 elements
+# read one at a time with x[i].item(); 1000 elements written one at a time with z[i] = 1.5
+# ---------------------------------------------------------------------------------------------
+PYTHON_LOOP = 1000
+
+
+@pytest.fixture(scope="module")
+def python_floats():
+    return np.random.default_rng(12).standard_normal(1 << 20).tolist()
+
+
+def from_list(lib, values):
+    if lib == "numpy": return np.array(values, dtype=np.float32)
+    if lib == "torch": return torch.tensor(values, dtype=torch.float32)
+    from nbgrad import Tensor
+    return Tensor(values)
+
+
+def python_vector(lib):
+    """A computed float32 vector of PYTHON_LOOP elements, in each library's own type."""
+    return to_library(lib, np.arange(PYTHON_LOOP, dtype=np.float32) * np.float32(0.5))
+
+
+@pytest.mark.benchmark(group="python")
+@pytest.mark.parametrize("lib", LIBS)
+def test_python_from_list_1m(benchmark, lib, python_floats):
+    np.testing.assert_array_equal(to_numpy(lib, from_list(lib, python_floats)), np.array(python_floats, dtype=np.float32))
+    benchmark(from_list, lib, python_floats)
+
+
+@pytest.mark.benchmark(group="python")
+@pytest.mark.parametrize("lib", LIBS)
+def test_python_item_loop(benchmark, lib):
+    x = python_vector(lib)
+
+    def read():
+        return [x[i].item() for i in range(PYTHON_LOOP)]
+    assert read() == (np.arange(PYTHON_LOOP, dtype=np.float32) * np.float32(0.5)).tolist()
+    benchmark(read)
+
+
+@pytest.mark.benchmark(group="python")
+@pytest.mark.parametrize("lib", LIBS)
+def test_python_setitem_loop(benchmark, lib):
+    z = python_vector(lib)
+
+    def write():
+        for i in range(PYTHON_LOOP): z[i] = 1.5
+    write()
+    assert (to_numpy(lib, z) == 1.5).all()
+    benchmark(write)
+
+
+# ---------------------------------------------------------------------------------------------
 # compile: first call in a fresh process.
 # The child makes its inputs, imports the library, then times from there to the first result
 # of relu(x*y+z) (or of rand, with a warm cache) on 1M float32 and prints the seconds. The benchmark records the child's number
