@@ -50,7 +50,11 @@ class DType:
   # fields cost about 0.5 us, and a training step compares dtypes thousands of times
   def __eq__(self, other) -> bool:
     if self is other: return True
-    if not isinstance(other, DType): return NotImplemented
+    if not isinstance(other, DType):
+      # numpy's spellings compare as numpy compares them with its dtypes: t.dtype == np.float32, == "float32"
+      if not isinstance(other, (str, np.dtype)) and not (isinstance(other, type) and issubclass(other, np.generic)): return NotImplemented
+      try: other = to_dtype(other)
+      except (TypeError, ValueError): return False
     return self._hash == other._hash and (self.priority, self.itemsize, self.name, self.kind, self.storage) == \
       (other.priority, other.itemsize, other.name, other.kind, other.storage)
 

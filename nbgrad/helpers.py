@@ -227,6 +227,11 @@ class NoAxisToJoin(IndexError, ValueError):
   """cat of 0-d tensors, which have no axis to join along (tinygrad raises IndexError, numpy ValueError)."""
 
 
+class NotOneElement(ValueError, TypeError):
+  """A tensor of more than one element turned into one Python number (float(t), int(t), f"{t:.3f}"): torch raises
+  ValueError, numpy TypeError."""
+
+
 class NotAScalar(RuntimeError, AssertionError):
   """backward() of a tensor with more than one element (torch raises RuntimeError, tinygrad asserts)."""
 

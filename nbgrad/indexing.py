@@ -21,11 +21,15 @@ def _is_int_tensor(i) -> bool:
 
 
 def foreign_array(x):
-  """An array of another library (a torch CPU tensor: anything numpy can read through __array__ that is not a
-  Tensor, a numpy array or a number) as a numpy array; anything else as it is."""
+  """An array of another library (a torch tensor: anything numpy can read through __array__ that is not a Tensor,
+  a numpy array or a number) as a numpy array; anything else as it is. A torch tensor is read detached from its
+  graph, from its device, and bfloat16 as float32 (numpy has no bfloat16)."""
   from nbgrad.tensor import Tensor
-  if hasattr(x, "__array__") and not isinstance(x, (Tensor, np.ndarray, np.generic)): return np.asarray(x)
-  return x
+  if not hasattr(x, "__array__") or isinstance(x, (Tensor, np.ndarray, np.generic)): return x
+  if hasattr(x, "detach") and hasattr(x, "cpu"):
+    x = x.detach().cpu()
+    if str(x.dtype) == "torch.bfloat16": x = x.float()
+  return np.asarray(x)
 
 
 def _is_array_index(i) -> bool:
@@ -47,9 +51,11 @@ def _index_items(indices) -> tuple:
   from nbgrad.tensor import Tensor
   if isinstance(indices, list) and not all(isinstance(i, (int, np.integer, bool, np.bool_)) for i in indices): indices = tuple(indices)
   if not isinstance(indices, tuple): indices = (indices,)
-  indices = tuple(foreign_array(i) for i in indices)
+  indices = tuple(np.asarray(i) if isinstance(i, range) else foreign_array(i) for i in indices)   # a range: numpy's index array
+  # a 0-d int or bool tensor or array is an int or bool, as in numpy and torch
   return tuple(int(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and dtypes.is_int(i.dtype) else
-               bool(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and i.dtype == dtypes.bool else i for i in indices)
+               bool(i.item()) if isinstance(i, Tensor) and i.ndim == 0 and i.dtype == dtypes.bool else
+               i.item() if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "biu" else i for i in indices)
 
 
 def _normalize(indices, shape: tuple[int, ...]) -> list:

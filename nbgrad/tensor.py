@@ -26,7 +26,7 @@ from nbgrad.graph.scan import running
 from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   UnsupportedDType, \
-  NotAScalar, NoAxisToJoin, eager_enabled, add_weak_reference
+  NotAScalar, NotOneElement, NoAxisToJoin, eager_enabled, add_weak_reference
 from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices, foreign_array
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -498,6 +498,9 @@ class Tensor(metaclass=_TensorType):
     keeps the graph; any other ufunc, ufunc method or an out= array runs in numpy on the values."""
     if any(isinstance(o, Tensor) for o in kwargs.get("out", ())):   # numpy would call back here without end
       raise TypeError(f"np.{ufunc.__name__}(..., out=tensor) is not supported: assign the result instead (t.assign(...) or t[...] = ...)")
+    if method == "at" and isinstance(inputs[0], Tensor):   # numpy writes into the read-only view __array__ gives
+      raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would write into the tensor behind nbgrad's back: use "
+                      "t.index_put_(indices, values, accumulate=True) or t.index_add_(dim, index, source) for np.add.at")
     op = _UFUNC_OPS.get(ufunc) if method == "__call__" and not kwargs else None
     inputs = tuple(np.asarray(i) if isinstance(i, (list, tuple)) else i for i in inputs)   # np.add(t, [1, 2]) as numpy reads it
     if op is not None and len(inputs) == 1: return getattr(inputs[0], op)()
@@ -525,7 +528,9 @@ class Tensor(metaclass=_TensorType):
       data = lazy if lazy.device == device else lazy.copy_to(device)
     device = Device.canonicalize(device)
     if isinstance(data, (range, memoryview)): data = list(data) if isinstance(data, range) else np.asarray(data)
-    elif hasattr(data, "__array__") and not isinstance(data, (np.ndarray, np.generic)): data = np.asarray(data)   # a torch CPU tensor, ...
+    else:
+      if dtype is None and str(getattr(data, "dtype", "")) == "torch.bfloat16": dtype = dtypes.bfloat16
+      data = foreign_array(data)   # a torch tensor, ...
     if isinstance(data, LazyBuffer):
       lazy = data.cast(dtype or data.dtype)
     elif data is None:
@@ -644,9 +649,12 @@ class Tensor(metaclass=_TensorType):
     return (self[i] for i in range(self.shape[0]))
 
   # a one-element tensor converts as numpy's and torch's do: float(loss), int(count), f"{loss:.3f}"
-  def __float__(self) -> float: return float(self.item())
-  def __int__(self) -> int: return int(self.item())
-  def __format__(self, spec: str) -> str: return format(self.item(), spec) if spec else str(self)
+  def __float__(self) -> float: return float(self._one_value("float()"))
+  def __int__(self) -> int: return int(self._one_value("int()"))
+  def __format__(self, spec: str) -> str: return format(self._one_value(f"format spec {spec!r}"), spec) if spec else str(self)
+  def _one_value(self, what: str) -> Scalar:
+    if self.numel() != 1: raise NotOneElement(f"{what} needs a tensor with one element, got shape {self.shape}")
+    return self.item()
 
   def __reduce__(self):
     """Pickled as its values, dtype, device and requires_grad; the graph is not kept."""
@@ -849,6 +857,8 @@ class Tensor(metaclass=_TensorType):
     along, as in tinygrad. As torch's, a dtype (t.to(dtypes.float16), t.to(np.float32), t.to("float16"), or dtype=)
     casts."""
     if isinstance(device, Tensor): return self.to(device.device, device.dtype if dtype is None else dtype)   # torch's t.to(other)
+    if isinstance(device, (tuple, list)):
+      raise NotImplementedError(f"to({device!r}): spreading a tensor over several devices (tinygrad's sharding) is not supported yet")
     if device is not None and (not isinstance(device, str) or device in dtypes.fields()):
       if dtype is not None: raise TypeError(f"Tensor.to got two dtypes: {device!r} and {dtype!r}")
       device, dtype = None, device
@@ -3908,3 +3918,22 @@ for _op in ("abs absolute neg negative sign sgn sqrt rsqrt square reciprocal exp
             "tril triu masked_fill masked_scatter index_add index_copy index_fill index_put put scatter scatter_add "
             "scatter_reduce gcd lcm index_reduce").split():
   if hasattr(Tensor, _op) and not hasattr(Tensor, f"{_op}_"): setattr(Tensor, f"{_op}_", _in_place_variant(_op))
+
+
+# An in-place op reads the tensor and writes the result back: they run one at a time, or two threads' x += 1 could
+# both read x before either wrote it, and a count was lost (torch's and numpy's each run in one call the interpreter
+# does not interrupt)
+_IN_PLACE_LOCK = threading.RLock()
+_IN_PLACE_OPERATORS = ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__imatmul__", "__ixor__", "__iand__",
+                       "__ior__", "__ilshift__", "__irshift__", "__ifloordiv__", "__imod__")
+
+
+def _one_at_a_time(method):
+  @functools.wraps(method)
+  def locked(self, *args, **kwargs):
+    with _IN_PLACE_LOCK: return method(self, *args, **kwargs)
+  return locked
+
+
+for _name in [n for n in vars(Tensor) if (n.endswith("_") and not n.startswith("_")) or n in _IN_PLACE_OPERATORS]:
+  setattr(Tensor, _name, _one_at_a_time(getattr(Tensor, _name)))

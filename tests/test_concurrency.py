@@ -126,6 +126,22 @@ def test_backward_on_several_threads_into_one_parameter_adds_every_gradient():
   np.testing.assert_array_equal(w.grad.numpy(), w_t.grad.numpy())
 
 
+@pytest.mark.parametrize("how", ["add_", "+=", "view +="])
+def test_in_place_ops_on_several_threads_lose_no_update(how):
+  """Each in-place op reads the tensor and writes it back as one step, as torch's and numpy's: none is lost."""
+  y = Tensor.zeros(4).contiguous().realize()
+
+  def count():
+    nonlocal y
+    for _ in range(300):
+      if how == "add_": y.add_(1)
+      elif how == "+=": y += 1
+      else: y[1:3] += 1
+  run_threads(count, count)
+  expected = np.array([0, 600, 600, 0] if how == "view +=" else [600] * 4, np.float32)
+  np.testing.assert_array_equal(y.numpy(), expected)
+
+
 def test_numpy_while_another_thread_assigns_returns_old_or_new_values():
   """numpy() read the tensor again after computing it, when the other thread's assign had rebound it already."""
   w = Tensor(np.zeros(1000, np.float32)).realize()

@@ -927,6 +927,20 @@ def test_a_scalar_bool_index_adds_a_dim_of_one_or_zero_as_numpy(index):
   assert Tensor(a)[Tensor(True)].shape == (1, 3, 4) and Tensor(a)[Tensor(False)].shape == (0, 3, 4)
 
 
+@pytest.mark.parametrize("index", [range(2), (range(1, 3), 0), (slice(None), range(3, 0, -2)), np.array(True), np.array(False),
+                                   np.array(2), (np.array(1), slice(1, None)), (np.int64(2), range(2))], ids=str)
+def test_ranges_and_0d_arrays_index_as_numpy(index):
+  """A range is an index array, a 0-d int or bool array an int or bool, as numpy reads them; so they write."""
+  a = np.arange(12.0).reshape(3, 4)
+  got = Tensor(a)[index]
+  assert got.shape == a[index].shape
+  np.testing.assert_array_equal(got.numpy(), a[index])
+  written, expected = Tensor(a.copy()).realize(), a.copy()
+  written[index] = -1.0
+  expected[index] = -1.0
+  np.testing.assert_array_equal(written.numpy(), expected)
+
+
 @pytest.mark.parametrize("index", [(True, True), (True, 0, True), (False, True), (True, slice(None), True), (True, Ellipsis, False),
                                    (True, [2, 0]), (np.True_, None, [1, 0], True)], ids=str)
 def test_several_scalar_bools_or_one_beside_index_arrays_broadcast_as_numpy(index):

@@ -47,6 +47,17 @@ def test_ufunc_into_a_tensor_out_raises_a_type_error():
     np.add(A, 1, out=Tensor(A))
 
 
+def test_ufunc_at_into_a_tensor_raises_and_changes_nothing():
+  """np.add.at wrote into the read-only array __array__ gives (numpy's 1-d fast path ignores the flag), behind the
+  back of results built from the tensor before; torch refuses it with a TypeError too."""
+  t = Tensor([1.0, 2.0, 3.0]).realize()
+  later = t * 10
+  for call in (lambda: np.add.at(t, [0, 0], 1), lambda: np.maximum.at(t, (np.array([1]),), 5.0)):
+    with pytest.raises(TypeError, match="index_put_"): call()
+  np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+  np.testing.assert_array_equal(later.numpy(), [10.0, 20.0, 30.0])
+
+
 # ---- numpy scalars
 def test_numpy_integer_scalars_stay_integers():
   big = np.int64(2**24 + 1)   # not exact in float32
@@ -220,6 +231,16 @@ def test_dtypes_surface():
   assert {dt: sum_acc_dtype(dt) for dt in accumulators} == accumulators
 
 
+@pytest.mark.parametrize("name", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "float64"])
+def test_a_dtype_equals_numpy_s_spellings_of_it_as_numpy_s_dtypes_do(name):
+  """t.dtype == np.float32 and == "float32" hold as np.dtype's comparisons do (they were False, so a numpy script's
+  branch on the dtype went the wrong way); other types and unknown names compare unequal."""
+  dt = getattr(dtypes, name)
+  for spelling in (getattr(np, name if name != "bool" else "bool_"), name, np.dtype(name)):
+    assert dt == spelling and not dt != spelling and (np.dtype(name) == spelling)
+  assert dt != (np.float16 if name != "float16" else np.float32) and dt != "no_such_type" and dt != 3 and dt != None  # noqa: E711
+
+
 @pytest.mark.parametrize("name", ["bool", "int8", "uint16", "int32", "uint64", "float16", "bfloat16", "float32", "float64"])
 def test_numpy_reads_a_dtype_and_numpy_s_codes_name_one(name):
   """np.dtype(t.dtype), np.zeros(n, dtype=t.dtype), astype and np.finfo take nbgrad's dtypes (the dtype numpy()
@@ -269,6 +290,19 @@ def test_construction_from_torch_tensors_and_other_array_likes_as_numpy_converts
     t = Tensor(source)
     assert t.dtype == dtype and t.tolist() == np.asarray(source).tolist()
   assert Tensor(torch.arange(3), dtype=dtypes.float32).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_torch_tensor_that_requires_grad_or_is_bfloat16_is_read_as_its_values():
+  """numpy cannot read either (torch raised "Can't call numpy() on Tensor that requires grad" and "unsupported
+  ScalarType BFloat16"): its values are read detached, bfloat16 as bfloat16."""
+  source = torch.tensor([1.5, -2.25, 3.0], requires_grad=True)
+  for t in (Tensor(source), Tensor([0.0, 0.0, 0.0]) + source):
+    assert t.dtype == dtypes.float32 and t.tolist() == source.tolist() and not t.requires_grad
+  halves = Tensor(source.bfloat16())
+  assert halves.dtype == dtypes.bfloat16 and halves.tolist() == source.bfloat16().float().tolist()
+  ours = Tensor.zeros(3).contiguous().realize()
+  ours[torch.tensor([2, 0])] = source[:2]
+  assert ours.tolist() == [-2.25, 0.0, 1.5]
 
 
 def test_a_constant_past_the_half_range_is_inf_without_a_warning():
