@@ -27,6 +27,7 @@ from nbgrad.graph.schedule import create_schedule
 from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, IndexMismatch, ItemSizeMismatch, ValueOutOfRange, \
   UnsupportedDType, \
   NotAScalar, NotOneElement, NoAxisToJoin, eager_enabled, add_weak_reference
+from nbgrad.jit.blas import strided_view
 from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices, foreign_array
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
@@ -699,7 +700,6 @@ class Tensor(metaclass=_TensorType):
     """The CPU buffer's elements as an array of this tensor's shape, read where they lie (a read-only view for any
     but the whole buffer in order), if it is realized and the tensor is one strided window of it (not padded): x[i]
     of a computed x read this way took 3 us, computed into a buffer of its own 90."""
-    from nbgrad.jit.blas import strided_view
     lazy = self.lazydata
     if not devices.is_cpu(self.device) or lazy.base.buffer is None: return None
     if lazy is lazy.base or lazy.view.is_flat_order(): return lazy.base.buffer.reshape(self.shape)
@@ -708,12 +708,13 @@ class Tensor(metaclass=_TensorType):
   def numpy(self) -> np.ndarray:
     """A numpy copy of the values."""
     if self.numel() == 0: return np.zeros(self.shape, dtype=self.dtype.np)
-    if (constant := self.lazydata.const_value()) is not None:   # a filled tensor (a setitem's number): no kernel
-      return np.full(self.shape, constant, np.float32 if self.dtype == dtypes.bfloat16 else self.dtype.np)
     if not devices.is_cpu(self.device): return self.to("CPU").numpy()
-    array = self._realized_array()   # computed and in order already (it reads self's node once)
-    # else computed and read through a tensor of this call's own: another thread's assign may rebind self meanwhile
-    if array is None: array = _detached(self).contiguous().realize()._realized_array()
+    array = self._realized_array()   # computed already (it reads self's node once)
+    if array is None:
+      if (constant := self.lazydata.const_value()) is not None:   # a filled tensor (a setitem's number): no kernel
+        return np.full(self.shape, constant, np.float32 if self.dtype == dtypes.bfloat16 else self.dtype.np)
+      # computed and read through a tensor of this call's own: another thread's assign may rebind self meanwhile
+      array = _detached(self).contiguous().realize()._realized_array()
     if self.dtype == dtypes.bfloat16: return bfloat16_bits_to_float32(array).reshape(self.shape)
     return array.copy()
 
