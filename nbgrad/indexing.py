@@ -379,6 +379,9 @@ def _assigned_index(item):
   return values
 
 
+_ONE_BYTE = np.zeros(1, np.bool_)   # the storage of a stand-in array whose every element is this one byte
+
+
 def set_index(tensor, indices, value, fills: bool = False):
   """t[indices] = value, as numpy assigns: basic indices, and int and bool arrays (of a repeated position the last
   value stays; a position out of range raises IndexError before anything is written). A tensor reading a realized
@@ -386,7 +389,7 @@ def set_index(tensor, indices, value, fills: bool = False):
   first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
   from nbgrad import device as devices
-  from nbgrad.dtype import float32_to_bfloat16_bits
+  from nbgrad.dtype import float32_to_bfloat16_bits, cast_scalar, check_storable
   from nbgrad.jit.blas import strided_view
   from nbgrad.linalg import forget_derived_nodes
   from nbgrad.autograd import NO_GRAPH
@@ -394,19 +397,25 @@ def set_index(tensor, indices, value, fills: bool = False):
   if isinstance(value, Tensor) and value.requires_grad and value._ctx is not NO_GRAPH and not Tensor.no_grad:
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
   indices = tuple(_assigned_index(i) for i in _index_items(indices))
-  # the shape the indices pick, found by numpy on a stand-in of no size, which raises IndexError for a position out
-  # of range before anything changes (reading tensor[indices] computed the elements: a mask's took 8 ms of 1M)
-  target_shape = np.broadcast_to(np.empty((), np.bool_), tensor.shape)[indices].shape
+  # the shape the indices pick, found by numpy on a stand-in whose elements all lie in one byte, which raises IndexError
+  # for a position out of range before anything changes (reading tensor[indices] computed the elements: a mask's took
+  # 8 ms of 1M)
+  target_shape = np.ndarray(tensor.shape, np.bool_, _ONE_BYTE, 0, (0,) * tensor.ndim)[indices].shape
   value = foreign_array(value)
-  if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.ndarray, np.generic)):
-    raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
-  if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
-  extra = value.ndim - len(target_shape)
-  if extra > 0 and all(s == 1 for s in value.shape[:extra]): value = value.reshape(value.shape[extra:])   # as numpy and torch
-  if len(value.shape) > len(target_shape) or any(v not in (1, t) for v, t in zip(reversed(value.shape), reversed(target_shape))):
-    raise ValueError(f"cannot assign values of shape {value.shape} to the elements of shape {target_shape} the index picks")
+  if isinstance(value, (bool, int, float)):   # a Python number (np.float64 is one): its value in the dtype, no kernel run
+    check_storable(value, tensor.dtype)
+    values = np.array(cast_scalar(value, tensor.dtype), np.float32 if tensor.dtype == dtypes.bfloat16 else tensor.dtype.np)
+  else:
+    if not isinstance(value, (Tensor, list, tuple, np.ndarray, np.generic)):
+      raise TypeError(f"cannot assign a {type(value).__name__} to tensor elements; give a number, a sequence, an array or a Tensor")
+    if not isinstance(value, Tensor): value = Tensor(value, dtype=tensor.dtype, device=tensor.device)
+    extra = value.ndim - len(target_shape)
+    if extra > 0 and all(s == 1 for s in value.shape[:extra]): value = value.reshape(value.shape[extra:])   # as numpy and torch
+    if len(value.shape) > len(target_shape) or any(v not in (1, t) for v, t in zip(reversed(value.shape), reversed(target_shape))):
+      raise ValueError(f"cannot assign values of shape {value.shape} to the elements of shape {target_shape} the index picks")
+    values = None
   if math.prod(target_shape) == 0: return   # no element to write (an empty tensor or slot), as in numpy
-  values = value.cast(tensor.dtype).numpy()   # numpy's assignment broadcasts them
+  if values is None: values = value.cast(tensor.dtype).numpy()   # numpy's assignment broadcasts them
   window = writable_window(tensor)
   if _repeats(window[1], window[0]) and not fills:   # an expanded view
     # as torch's: elements that share a place are written by a fill (fill_, masked_fill_, index_fill_: the last

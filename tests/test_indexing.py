@@ -433,6 +433,24 @@ def test_setitem_basic(row, lazy):
   np.testing.assert_array_equal((t + 1).numpy(), expected + 1)   # later computations read the new values
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint64", "float16", "float32", "float64"])
+def test_setitem_of_a_number_stores_it_as_numpy_does(dtype):
+  """A number is stored in the tensor's dtype as numpy stores it (floats into ints toward zero, rounded to half
+  precision); one numpy cannot store (past the int range, nan or inf into an int) raises and writes nothing."""
+  for value in (2.7, -1, 300, 2**40, True, np.float32(1.5), -0.0, float("inf"), float("nan"), np.int64(-7)):
+    expected = np.arange(4).astype(dtype)
+    t = Tensor(expected.copy()).realize()
+    try:
+      with np.errstate(over="ignore"): expected[2] = value
+    except (OverflowError, ValueError):
+      with pytest.raises((OverflowError, ValueError)): t[2] = value
+      np.testing.assert_array_equal(t.numpy(), np.arange(4).astype(dtype))
+      continue
+    t[2] = value
+    np.testing.assert_array_equal(t.numpy(), expected)
+    assert np.signbit(t.numpy()[2]) == np.signbit(expected[2])
+
+
 def test_a_0d_int_tensor_indexes_as_an_int_as_in_torch():
   a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
   for index in [(Tensor(1),), (Tensor(0), slice(None), [0, 2]), (slice(None), Tensor(-1), Tensor([1, 3]))]:
