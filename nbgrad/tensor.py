@@ -1088,6 +1088,8 @@ class Tensor(metaclass=_TensorType):
 
   @staticmethod
   def randint(*shape, low=0, high=10, dtype=None, device=None, **kwargs) -> Tensor:
+    if len(shape) > 1 and isinstance(shape[-1], (tuple, list)):   # torch's randint(low, high, size)
+      raise TypeError(f"randint takes the shape, then low= and high= (Tensor.randint(*size, low=..., high=...)), got {shape}")
     for bound in (low, high):
       if not isinstance(bound, (int, np.integer)) or isinstance(bound, bool):
         raise TypeError(f"randint bounds must be ints, got low={low!r} high={high!r}")

@@ -91,6 +91,7 @@ BAD = [
   ("argmin_of_empty_axis", lambda e: e["a"][:0].argmin(0), ValueError, [["(0, 3)"]]),
   ("pad2d_odd_padding", lambda e: e["a"].pad2d((1, 1, 1)), ValueError, [["(1, 1, 1)"]]),
   # a fill value the int dtype cannot hold: torch's "cannot be converted without overflow", not a wrapped value
+  ("randint_in_torch_s_order", lambda e: Tensor.randint(0, 10, (3,)), TypeError, [["low=", "(0, 10, (3,))"]]),
   ("to_several_devices", lambda e: e["a"].to(("CPU", "CPU:1")), NotImplementedError, [["several devices", "'CPU:1'"]]),
   ("masked_fill_int_overflow", lambda e: e["i"].masked_fill(e["i"] > 0, 2**40), ValueError, [["1099511627776", "int32"]]),
   ("masked_fill_inplace_float_overflow", lambda e: e["i"].masked_fill_(e["i"] > 0, 1e12), ValueError, [["int32"]]),
