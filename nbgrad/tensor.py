@@ -726,7 +726,7 @@ class Tensor(metaclass=_TensorType):
     if self.dtype != dtypes.bfloat16 and self.numel() > 0:
       self.realize()
       array = self._realized_array()
-    if array is None:
+    if array is None or not array.flags.c_contiguous:   # a strided window of a buffer (x.T, x[::2]): a copy, writable
       if copy is False: raise ValueError("this tensor's values are not laid out in one buffer: np.asarray needs a copy")
       array = self.numpy()
     elif not copy and (dtype is None or np.dtype(dtype) == array.dtype):

@@ -401,6 +401,22 @@ def test_asarray_shared_buffer_is_read_only_so_lazy_results_keep_their_inputs():
   np.testing.assert_array_equal(t.numpy(), make((3, 4)))
 
 
+def test_asarray_of_a_view_shares_a_contiguous_window_read_only_and_copies_a_strided_one():
+  """A row of a computed tensor is read where it lies, read-only as the whole buffer is; a transpose or a stepped
+  slice is copied, the copy the caller's to change."""
+  a = make((3, 4))
+  t = Tensor(a).realize()
+  pending = t * 2
+  row = np.asarray(t[1])
+  assert np.shares_memory(row, np.asarray(t)) and not row.flags.writeable
+  np.testing.assert_array_equal(row, a[1])
+  for strided, expected in ((np.asarray(t.T), a.T), (np.asarray(t[:, ::2]), a[:, ::2])):
+    np.testing.assert_array_equal(strided, expected)
+    strided += 1
+  np.testing.assert_array_equal(t.numpy(), a)
+  np.testing.assert_array_equal(pending.numpy(), a * 2)
+
+
 def test_asarray_copy_true_copies():
   a = make((3, 4))
   t = Tensor(a).realize()
