@@ -683,6 +683,9 @@ class Tensor(metaclass=_TensorType):
   def schedule(self, *others: Tensor, seen=None) -> list:   # seen: tinygrad's parameter, unused here
     """The kernels a realize would run, in order. Runs nothing and changes nothing."""
     return create_schedule([t.lazydata for t in _tensors(self, others, "schedule")])
+  def schedule_with_vars(self, *others: Tensor, seen=None) -> tuple[list, dict]:
+    """tinygrad's: the schedule and the values of its symbolic variables, of which nbgrad has none."""
+    return self.schedule(*others, seen=seen), {}
 
   def to_dot(self, *others: Tensor, path=None) -> str:
     """Graphviz dot source of the graph a realize would compute, its nodes framed by kernel (nbgrad/graph/dot.py),
@@ -874,6 +877,10 @@ class Tensor(metaclass=_TensorType):
   def clang(self) -> Tensor: return self.to("CLANG")   # tinygrad's names of CPU devices
   def llvm(self) -> Tensor: return self.to("LLVM")
   def cuda(self) -> Tensor: return self.to("CUDA")
+  def llvm_bf16_cast(self, dtype) -> Tensor:
+    """tinygrad's: a bfloat16 tensor's values in dtype (its widening by bits, which nbgrad's cast does on every device)."""
+    if self.dtype != dtypes.bfloat16: raise TypeError(f"llvm_bf16_cast needs a bfloat16 tensor, got {self.dtype}")
+    return self.cast(dtype)
 
   def to_(self, device: Optional[str]) -> Tensor:
     moved = self.to(device)

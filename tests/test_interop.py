@@ -205,6 +205,12 @@ def test_tinygrad_keyword_names_and_return_types():
   assert isinstance(t.chunk(2, dim=1), list) and isinstance(t.split(1), tuple)
   np.testing.assert_allclose(t.sequential(ll=[lambda x: x * 2, lambda x: x + 1]).numpy(), A * 2 + 1)
   assert t.realize(do_update_stats=False) is t and isinstance(t.schedule(seen=None), list)
+  schedule, variables = (t * 2).schedule_with_vars(t + 1)
+  assert [k.name for k in schedule] == [k.name for k in (t * 2).schedule(t + 1)] and len(schedule) == 2 and variables == {}
+  halves = Tensor([1.5, -2.0, 3.25]).cast(dtypes.bfloat16)
+  widened = halves.llvm_bf16_cast(dtypes.float32)
+  assert widened.dtype == dtypes.float32 and widened.tolist() == [1.5, -2.0, 3.25]
+  with pytest.raises(TypeError, match="bfloat16"): t.llvm_bf16_cast(dtypes.float32)
 
 
 def test_the_package_names_nn_as_tinygrad_s_does():
