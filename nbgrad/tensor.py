@@ -1347,30 +1347,32 @@ class Tensor(metaclass=_TensorType):
 
   def _pad_from_self(self, resolved, mode: str) -> Tensor:
     if mode not in ("reflect", "replicate", "circular"): raise ValueError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+
+    def grown(t: Tensor, dim: int, before: int, after: int) -> Tensor:
+      """t with before and after elements taken from itself along dim, as mode takes them."""
+      if before == after == 0: return t
+      size = t.shape[dim]
+      most = {"reflect": size - 1, "replicate": math.inf if size else 0, "circular": size}[mode]
+      if max(before, after) > most:
+        raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes at most {most} elements")
+      def part(start, end): return t.shrink(tuple((start, end) if d == dim else None for d in range(t.ndim)))
+      def edge(start, count): return part(start, start + 1).expand(tuple(count if d == dim else s for d, s in enumerate(t.shape)))
+      def backwards(piece): return piece.flip(dim) if piece.shape[dim] > 1 else piece   # (flip copies even a dim of 1, as torch's)
+      if mode == "reflect": left, right = backwards(part(1, before + 1)), backwards(part(size - after - 1, size - 1))
+      elif mode == "replicate": left, right = edge(0, before), edge(size - 1, after)
+      else: left, right = part(size - before, size), part(0, after)
+      return Tensor.cat(*[p for p in (left, t, right) if p.shape[dim]], dim=dim)
+
     out = self
     for dim, (before, after) in enumerate(resolved):
       if before == after == 0: continue
       if -min(before, 0) - min(after, 0) > out.shape[dim]:
         raise ShapeMismatch(f"{mode} pad {(before, after)} crops more than the {out.shape[dim]} elements of dim {dim} of {self.shape}")
-      # negative sides crop, as torch's: circular wraps the values left, reflect and replicate read the whole dim
       def cropped(t, start=-min(before, 0), end=min(after, 0)):
         return t.shrink(tuple((start, t.shape[dim] + end) if d == dim else None for d in range(t.ndim)))
-      if mode == "circular": out = cropped(out)
-      before, after, size = max(before, 0), max(after, 0), out.shape[dim]
-      if before == after == 0:
-        out = cropped(out) if mode != "circular" else out
-        continue
-      most = {"reflect": size - 1, "replicate": math.inf if size else 0, "circular": size}[mode]
-      if max(before, after) > most:
-        raise ValueError(f"{mode} pad {(before, after)} of dim {dim} of {self.shape}: each side takes at most {most} elements")
-      def part(start, end): return out.shrink(tuple((start, end) if d == dim else None for d in range(out.ndim)))
-      def edge(start, count): return part(start, start + 1).expand(tuple(count if d == dim else s for d, s in enumerate(out.shape)))
-      def backwards(t): return t.flip(dim) if t.shape[dim] > 1 else t   # (flip copies even a dim of 1, as torch's)
-      if mode == "reflect": left, right = backwards(part(1, before + 1)), backwards(part(size - after - 1, size - 1))
-      elif mode == "replicate": left, right = edge(0, before), edge(size - 1, after)
-      else: left, right = part(size - before, size), part(0, after)
-      out = Tensor.cat(*[p for p in (left, out, right) if p.shape[dim]], dim=dim)
-      if mode != "circular": out = cropped(out)
+      # negative sides crop, as torch's: circular wraps the values left, reflect and replicate read the whole dim
+      if mode == "circular": out = grown(cropped(out), dim, max(before, 0), max(after, 0))
+      else: out = cropped(grown(out, dim, max(before, 0), max(after, 0)))
     return out
 
   def interpolate(self, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None,
