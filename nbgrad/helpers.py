@@ -190,7 +190,6 @@ def cache_dir() -> str:
   return os.getenv("NBGRAD_CACHE_DIR", default)
 
 
-
 def add_weak_reference(references: list, obj):
   """Appends a weak reference to obj, dropping the dead ones as the list reaches each power of two from 64 (a weight
   read by every training step would otherwise collect one per step): constant time per append on average, cheaper

@@ -1,6 +1,8 @@
 """nbgrad.nn.state: state dicts of nested models, load_state_dict, safetensors files (checked against the format
 read and written by hand here) and torch.save files (written by torch)."""
 import collections
+import gzip
+import hashlib
 import json
 import pickle
 import struct
@@ -311,3 +313,31 @@ def test_the_safetensors_dtype_names_are_tinygrad_s_module_names():
     "BOOL": "bool", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16", "I32": "int32", "U32": "uint32", "I64": "int64",
     "U64": "uint64", "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
   assert all(safe_dtypes[name] == dt for dt, name in inverse_safe_dtypes.items()) and len(inverse_safe_dtypes) == 13
+
+
+def _idx_gz(path, array: np.ndarray, magic: bytes):
+  with gzip.open(path, "wb") as f: f.write(magic + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes())
+
+
+def test_mnist_reads_the_idx_files_fetch_has_cached(tmp_path, monkeypatch):
+  """mnist() as tinygrad's: uint8 images (n, 1, 28, 28) and labels (n,), from the four files in fetch's cache (here
+  small ones written by hand, named as fetch names a download: the md5 of its url)."""
+  from nbgrad.nn import datasets
+  monkeypatch.setenv("NBGRAD_CACHE_DIR", str(tmp_path))
+  (tmp_path / "downloads").mkdir()
+  rng = np.random.default_rng(3)
+  arrays = {"train-images-idx3-ubyte.gz": rng.integers(0, 256, (5, 28, 28), dtype=np.uint8),
+            "train-labels-idx1-ubyte.gz": rng.integers(0, 10, 5, dtype=np.uint8),
+            "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (3, 28, 28), dtype=np.uint8),
+            "t10k-labels-idx1-ubyte.gz": rng.integers(0, 10, 3, dtype=np.uint8)}
+  def cached(file): return tmp_path / "downloads" / hashlib.md5((datasets.MNIST_URL + file).encode()).hexdigest()
+  for file, array in arrays.items(): _idx_gz(cached(file), array, bytes([0, 0, 8, array.ndim]))
+  x_train, y_train, x_test, y_test = datasets.mnist()
+  for tensor, array in zip((x_train, y_train, x_test, y_test), arrays.values()):
+    assert tensor.dtype == dtypes.uint8
+    np.testing.assert_array_equal(tensor.numpy(), array.reshape(-1, 1, 28, 28) if array.ndim == 3 else array)
+  # a file that is not what its header says raises, naming the file
+  _idx_gz(cached("train-labels-idx1-ubyte.gz"), np.zeros(4, np.uint8), bytes([0, 0, 8, 3]))
+  with pytest.raises(ValueError, match="train-labels-idx1-ubyte.gz is not an idx file"): datasets.mnist()
+  with open(cached("train-labels-idx1-ubyte.gz"), "wb") as f: f.write(gzip.compress(bytes([0, 0, 8, 1]) + struct.pack(">I", 9) + bytes(4)))
+  with pytest.raises(ValueError, match="holds 4 bytes after its header"): datasets.mnist()
