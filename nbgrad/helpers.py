@@ -1,10 +1,13 @@
 """Settings read from the environment, counters, and small shared helpers."""
 from __future__ import annotations
 import contextlib
+import cProfile
 import hashlib
 import math
 import os
 import pathlib
+import platform
+import pstats
 import re
 import shutil
 import tempfile
@@ -40,6 +43,8 @@ class ContextVar:
   def __repr__(self) -> str: return f"{self.key}={self.value}"
 
 
+CI = os.getenv("CI", "") != ""
+OSX = platform.system() == "Darwin"
 DEBUG = ContextVar("DEBUG", 0)
 GRAPH = ContextVar("GRAPH", 0)   # 1: each realize writes its graph as Graphviz dot source into the temporary folder
 WINO = ContextVar("WINO", -1)   # 1 forces Winograd for every eligible convolution, 0 forbids it, -1 leaves the choice to nbgrad
@@ -75,6 +80,26 @@ class Timing(contextlib.ContextDecorator):
 
 
 # the small helpers tinygrad's examples import from its helpers
+class Profiling(contextlib.ContextDecorator):
+  """with Profiling(): ... prints the top frac of the block's functions by sort (cProfile's columns), and writes
+  the raw profile to fn when given."""
+  def __init__(self, enabled: bool = True, sort: str = "cumtime", frac: float = 0.2, fn: Optional[str] = None, ts: float = 1):
+    self.enabled, self.sort, self.frac, self.fn, self.ms = enabled, sort, frac, fn, 1e3 / ts
+
+  def __enter__(self):
+    self.profile = cProfile.Profile()
+    if self.enabled: self.profile.enable()
+
+  def __exit__(self, *exc):
+    if not self.enabled: return
+    self.profile.disable()
+    if self.fn: self.profile.dump_stats(self.fn)
+    stats = pstats.Stats(self.profile).strip_dirs().sort_stats(self.sort)
+    for where in stats.fcn_list[:int(len(stats.fcn_list) * self.frac)]:
+      _, calls, own, total, _ = stats.stats[where]
+      print(f"n:{calls:8d}  tm:{own * self.ms:7.2f}ms  tot:{total * self.ms:7.2f}ms  {where[0]}:{where[1]}:{where[2]}")
+
+
 def held_across_fork(lock):
   """lock, which a fork takes first (so it waits for a thread holding it) and lets go after it on both sides: a
   child forked while another thread held it inherited it held by a thread it does not have, and waited forever.
@@ -100,6 +125,33 @@ def argfix(*args) -> tuple:
   """f(1, 2) and f((1, 2)) alike: one tuple or list argument stands for all of them."""
   if len(args) == 1 and isinstance(args[0], (tuple, list)): return tuple(args[0])
   return args
+
+
+def fully_flatten(nested) -> list:
+  """The leaves of nested lists and tuples, in order."""
+  return [leaf for item in nested for leaf in (fully_flatten(item) if isinstance(item, (list, tuple)) else [item])]
+
+
+def all_same(items) -> bool: return all(item == items[0] for item in items)
+def argsort(values): return type(values)(sorted(range(len(values)), key=values.__getitem__))
+
+
+def merge_dicts(dicts) -> dict:
+  """One dict of all the given ones' items; a key given two different values raises."""
+  merged: dict = {}
+  for d in dicts:
+    for key, value in d.items():
+      if key in merged and merged[key] != value: raise ValueError(f"cannot merge: {key!r} is both {merged[key]!r} and {value!r}")
+      merged[key] = value
+  return merged
+
+
+def get_child(obj, path: str):
+  """What a dotted state-dict name ("layers.0.weight") names in obj: numbers index, other names are dict keys or
+  attributes."""
+  for part in path.split("."):
+    obj = obj[int(part)] if part.isnumeric() else obj[part] if isinstance(obj, dict) else getattr(obj, part)
+  return obj
 
 
 _COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")

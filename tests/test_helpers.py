@@ -1,12 +1,14 @@
 """The small helpers tinygrad's examples import (nbgrad.helpers), and fetch against a local HTTP server."""
 import functools
+import os
 import http.server
 import threading
 import urllib.error
 import pytest
 
 from nbgrad import helpers
-from nbgrad.helpers import all_int, ansilen, argfix, colored, dedup, fetch, make_pair, partition, round_up
+from nbgrad.helpers import (Profiling, all_int, all_same, ansilen, argfix, argsort, colored, dedup, fetch, fully_flatten, get_child,
+                            make_pair, merge_dicts, partition, round_up)
 
 
 def test_small_helpers():
@@ -19,6 +21,30 @@ def test_small_helpers():
   assert colored("x", "red") == "\x1b[31mx\x1b[0m" and colored("x", "RED") == "\x1b[91mx\x1b[0m"
   assert colored("x", "green", background=True) == "\x1b[42mx\x1b[0m" and colored("x", None) == "x"
   assert ansilen(colored("abc", "blue") + "de") == 5
+  assert fully_flatten([1, (2, [3, (4,)]), [], 5]) == [1, 2, 3, 4, 5] and fully_flatten([]) == []
+  assert all_same([2, 2, 2]) and all_same([]) and not all_same([2, 2.5])
+  assert argsort([30, 10, 20]) == [1, 2, 0] and argsort((1.5, -1.0)) == (1, 0)
+  assert merge_dicts([{"a": 1}, {"b": 2, "a": 1}]) == {"a": 1, "b": 2} and merge_dicts([]) == {}
+  with pytest.raises(ValueError, match="'a' is both 1 and 3"): merge_dicts([{"a": 1}, {"a": 3}])
+  assert helpers.CI == (os.getenv("CI", "") != "") and isinstance(helpers.OSX, bool)
+
+
+def test_get_child_follows_a_state_dict_name():
+  class Layer:
+    def __init__(self): self.weight, self.cfg = "w", {"scale": 2}
+  model = {"layers": [Layer(), Layer()]}
+  assert get_child(model, "layers.1.weight") == "w" and get_child(model, "layers.0.cfg.scale") == 2
+  with pytest.raises(AttributeError): get_child(model, "layers.0.bias")
+  with pytest.raises(IndexError): get_child(model, "layers.2")
+
+
+def test_profiling_prints_the_block_s_functions(capsys, tmp_path):
+  def busy(): return sum(i * i for i in range(20000))
+  with Profiling(frac=1.0, fn=str(tmp_path / "profile")): busy()
+  printed = capsys.readouterr().out
+  assert "busy" in printed and printed.startswith("n:") and (tmp_path / "profile").stat().st_size > 0
+  with Profiling(enabled=False): busy()
+  assert capsys.readouterr().out == ""
 
 
 @pytest.fixture()

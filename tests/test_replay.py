@@ -403,3 +403,8 @@ def test_a_jit_pickled_before_its_recording_says_so_when_loaded_and_called():
   step(Tensor([1.0]))
   del step.fxn
   with pytest.raises(RuntimeError, match="pickled before it had a recording"): pickle.loads(pickle.dumps(step))(Tensor([1.0]))
+
+
+def test_tinyjit_imports_from_tinygrads_path_too():
+  from nbgrad.engine.jit import TinyJit as from_engine
+  assert from_engine is TinyJit
