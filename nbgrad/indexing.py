@@ -4,8 +4,12 @@ from __future__ import annotations
 import math
 from typing import Optional
 import numpy as np
-from nbgrad.dtype import dtypes, index_dtype
+from nbgrad import device as devices
+from nbgrad.autograd import NO_GRAPH, Slice, Take
+from nbgrad.dtype import cast_scalar, check_storable, dtypes, float32_to_bfloat16_bits, index_dtype
 from nbgrad.graph.view import contiguous_strides
+from nbgrad.jit.blas import strided_view
+from nbgrad.linalg import forget_derived_nodes
 
 
 def whole_float_indices(index):
@@ -135,7 +139,6 @@ def basic_index(tensor, indices):
   final_shape = tuple(final_shape)
   if final_shape == tensor.shape and tuple(counts) == tensor.shape and not any(starts) and all(s == 1 or n <= 1 for s, n in zip(steps, counts)):
     return tensor
-  from nbgrad.autograd import Slice
   return Slice.apply(tensor, starts=tuple(starts), steps=tuple(steps), counts=tuple(counts), shape=final_shape)
 
 
@@ -196,7 +199,6 @@ def along_axis(size: int, stride: int, axis: int, ndim: int, device: str):
 def read_positions(x, flat, inside, row_dims=0):
   """Reads the rows of x's last row_dims dims at flat positions (into x seen as contiguous), 0 where inside is
   False."""
-  from nbgrad.autograd import Take
   positions = inside.where(flat, -1).cast(index_dtype(x.numel()))
   return Take.apply(x, positions, row_dims=row_dims)
 
@@ -243,7 +245,6 @@ def advanced_index(tensor, items: list):
 
   out_ndim = len(rest) + len(batch)
   if known is not None and math.prod(out_shape) <= KNOWN_INDEX_ELEMENTS:
-    from nbgrad.autograd import Take
     from nbgrad.tensor import Tensor
     flat, inside = flat_positions([_known_positions(v, x.shape[d]) for v, d in zip(known, positions)],
                                   lambda size, stride, axis: (np.arange(size) * stride).reshape(_placed(size, axis, out_ndim)))
@@ -285,7 +286,6 @@ def _placed(size: int, axis: int, ndim: int) -> tuple[int, ...]: return tuple(si
 def _read_rows(x, index):
   """x[index] for one index tensor on x's first dim: the take kernel counts negative indices from the end and reads
   0 out of range itself."""
-  from nbgrad.autograd import Take
   if index.dtype != dtypes.int32: index = _as_int64(index, x.shape[0])
   return Take.apply(x, index, row_dims=x.ndim - 1, dim_size=x.shape[0])
 
@@ -320,16 +320,15 @@ def writable_window(tensor):
   if taken_again is not None and taken_again.view.strided() is not None: tensor.lazydata = taken_again
   if _strided_window(tensor.lazydata, repeats=True) is None: tensor.replace(tensor.contiguous().realize())
   base = tensor.lazydata.base
-  from nbgrad.device import realize
-  if (pending := base.pending_readers()): realize(pending)
+  if (pending := base.pending_readers()): devices.realize(pending)
   family = _view_family(tensor)
   if len(others := [v for v in base.live_views() if id(v) not in family]) == 1:
     copy = others[0].contiguous()
-    realize([copy])
+    devices.realize([copy])
     others[0].copied_out(copy)
   elif others:   # a copy and views of it, say: all go on reading one copy of the buffer, views of the copy still views of it
     whole = base.contiguous()
-    realize([whole])
+    devices.realize([whole])
     for view in others: view.reads(whole)
   return _strided_window(tensor.lazydata, repeats=True)
 
@@ -379,6 +378,7 @@ def _assigned_index(item):
   return values
 
 
+_PLAIN_ITEMS = (int, slice, type(None), type(Ellipsis))   # index items numpy takes as they are (not bool: x[True])
 _ONE_BYTE = np.zeros(1, np.bool_)   # the storage of a stand-in array whose every element is this one byte
 
 
@@ -388,15 +388,11 @@ def set_index(tensor, indices, value, fills: bool = False):
   buffer through a strided window (x[1:], x.T) writes through to that buffer, as in numpy and torch; any other
   first gets a contiguous buffer of its own."""
   from nbgrad.tensor import Tensor
-  from nbgrad import device as devices
-  from nbgrad.dtype import float32_to_bfloat16_bits, cast_scalar, check_storable
-  from nbgrad.jit.blas import strided_view
-  from nbgrad.linalg import forget_derived_nodes
-  from nbgrad.autograd import NO_GRAPH
   # a value made under no_grad carries no graph, and none is recorded under it (torch's w[1:] *= 2 in torch.no_grad())
   if isinstance(value, Tensor) and value.requires_grad and value._ctx is not NO_GRAPH and not Tensor.no_grad:
     raise NotImplementedError("writing a value that requires grad into a tensor's elements (setitem, assign into a view) is not supported (its gradient would be lost); detach() it")
-  indices = tuple(_assigned_index(i) for i in _index_items(indices))
+  items = indices if type(indices) is tuple else (indices,)
+  indices = items if all(type(i) in _PLAIN_ITEMS for i in items) else tuple(_assigned_index(i) for i in _index_items(indices))
   # the shape the indices pick, found by numpy on a stand-in whose elements all lie in one byte, which raises IndexError
   # for a position out of range before anything changes (reading tensor[indices] computed the elements: a mask's took
   # 8 ms of 1M)

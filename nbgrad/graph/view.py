@@ -249,6 +249,10 @@ class View:
   def strided(self) -> Optional[tuple[tuple[int, ...], int]]:
     """(strides, offset) into the flat base buffer when the view is one strided window of it; None when it is
     not (padding, or a reshape of a permute that no single set of strides expresses)."""
+    return self._strided
+
+  @functools.cached_property
+  def _strided(self) -> Optional[tuple[tuple[int, ...], int]]:
     flat = self.flattened()
     if len(flat.levels) != 1 or flat.levels[0].conds: return None
     (strides, offset), = flat.levels[0].rows
