@@ -160,9 +160,12 @@ def searchsorted(x, values, right: bool = False, side: Optional[str] = None):
   """For sorted rows x (..., M), the int32 positions where values (..., K) would go to keep each row sorted:
   before equal elements (right, side="right": after them), NaN sorting last, as torch's and numpy's searchsorted.
   A 1-D x serves values of any shape. A binary search in the values' common dtype (graph/sort.py's node)."""
+  if not isinstance(right, (bool, np.bool_)): raise TypeError(f"searchsorted right must be a bool, got {right!r}")
   if side is not None:
     if side not in ("left", "right"): raise ValueError(f"searchsorted side must be 'left' or 'right', got {side!r}")
+    if right and side == "left": raise ValueError("searchsorted got side='left' and right=True, which contradict each other")
     right = side == "right"
+  right = bool(right)
   values = x._operand_or_number(values)
   if x.ndim == 0: raise ValueError("searchsorted needs a sorted sequence of at least 1 dim, got a 0-d tensor")
   if x.ndim > 1 and (values.ndim != x.ndim or values.shape[:-1] != x.shape[:-1]):

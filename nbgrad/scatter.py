@@ -127,8 +127,11 @@ def put(x, index, source, accumulate: bool = False):
 
 def index_put(x, indices, values, accumulate: bool = False):
   """x with values (broadcast) at x[indices] (torch's index_put: what t[indices] = values writes, out of place and
-  with gradients), added up when accumulate."""
-  positions = type(x).arange(x.numel(), device=x.device).reshape(x.shape)[tuple(indices) if isinstance(indices, (list, tuple)) else indices]
+  with gradients), added up when accumulate. An index tensor's position out of range writes nothing, as scatter's:
+  the positions are read as x[indices] reads (0 out of range) from the positions less numel, then numel added back."""
+  n = x.numel()
+  shifted = (type(x).arange(n, device=x.device) - n).reshape(x.shape)
+  positions = shifted[tuple(indices) if isinstance(indices, (list, tuple)) else indices] + n
   values = x._operand(values, "index_put values") if not isinstance(values, (bool, int, float)) else type(x).full((), values, dtype=x.dtype, device=x.device)
   return put(x, positions, values.expand(positions.shape), accumulate)
 

@@ -117,6 +117,7 @@ def shape_arg(shape, *rest) -> tuple[int, ...]:
   return check_element_count(tuple(int(d) for d in dims))
 
 
+UINT64_BELOW_2_64_F32 = float(np.nextafter(np.float32(2.0**64), np.float32(0)))   # the largest float32 a uint64 holds
 MAX_ELEMENTS = 2**63 - 1   # each element's index must fit an int64, as numpy's and the kernels' indices do
 
 
@@ -1090,7 +1091,12 @@ class Tensor(metaclass=_TensorType):
     _check_parameter("uniform high", high, lambda v: v >= low, f"at least low={low}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if dtype == dtypes.float32: return Tensor(Tensor._draw("rand", shape, low, high, device).lazydata, **kwargs)
-    out = ((high - low) * Tensor.rand(*shape, device=device)).cast(dtype) + low   # int dtype, float low: float
+    scaled = (high - low) * Tensor.rand(*shape, device=device)
+    if dtypes.is_int(dtype) and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (low, high)):
+      # tinygrad's int cast of the scaled draw wraps where it passes the dtype's range (randint over all of int32), and
+      # low added then wraps back: so in uint64 (the draw kept under 2^64), cast to the dtype (its low bits) last
+      out = (scaled.minimum(UINT64_BELOW_2_64_F32).cast(dtypes.uint64) + int(low) % 2**64).cast(dtype)
+    else: out = scaled.cast(dtype) + low   # int dtype, float low: float
     return Tensor(out.lazydata, **kwargs)
 
   @staticmethod

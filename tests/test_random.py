@@ -419,6 +419,22 @@ def test_randint_bit_exact_range_and_evenness(low, high, dtype):
     assert chi2 < k + 6 * math.sqrt(2 * k) + 10     # well above the 0.999 quantile of chi2(k - 1)
 
 
+@pytest.mark.parametrize("low,high,dtype", [(-2**31, 2**31 - 1, dtypes.int32), (-2**63, 2**63 - 1, dtypes.int64),
+                                             (0, 2**64 - 1, dtypes.uint64), (-2**31, 2**31, dtypes.int64)])
+def test_randint_over_the_dtype_s_whole_range_wraps_as_tinygrad(low, high, dtype):
+  """tinygrad's randint is int(span * u) + low with the int cast wrapping past the dtype (THREEFRY=1 gives
+  1629445376, 1470841600, ... for seed 0 over int32): spread over the whole range, not stuck at the cast's limit."""
+  n = 20_000
+  Tensor.manual_seed(0)
+  x = Tensor.randint(n, low=low, high=high, dtype=dtype).numpy()
+  v = np.minimum(np.float32(high - low) * oracle_rand(0, 0, (n,)), np.float32(2.0**64) - np.float32(2.0**40))
+  ref = (v.astype(np.uint64) + np.uint64(low % 2**64)).astype(dtype.np)   # wraps modulo 2^64, then to the dtype's bits
+  np.testing.assert_array_equal(x, ref)
+  if dtype == dtypes.int32: np.testing.assert_array_equal(x[:3], [1629445376, 1470841600, 466709248])
+  assert x.min() >= low and x.max() < high
+  assert 0.45 < ((x.astype(np.float64) - low) / (high - low) < 0.5).mean() < 0.55   # as many in each half
+
+
 @pytest.mark.parametrize("mean,std", [(0.0, 1.0), (10, 2), (-3.5, 0.25), (1e3, 50.0)])
 def test_normal_moments_and_oracle(mean, std):
     n = N_STAT // 4

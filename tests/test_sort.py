@@ -281,6 +281,13 @@ def test_searchsorted_sorts_nan_last_as_numpy_and_refuses_bad_input():
   with pytest.raises(ValueError, match="side"): Tensor(sequence).searchsorted(1.0, side="middle")
   with pytest.raises(ValueError, match="leading dims"): Tensor.zeros(2, 3).searchsorted(Tensor.zeros(3, 1))
   with pytest.raises(ValueError, match="1-D boundaries"): Tensor([1.0]).bucketize(Tensor.zeros(2, 2))
+  # right is a bool (a string went into the kernel and failed there; 2 was read as False), and side does not contradict it
+  for right in ("x", None, 2):
+    with pytest.raises(TypeError, match="right must be a bool"): Tensor(sequence).searchsorted(Tensor([2.0]), right=right)
+    with pytest.raises(TypeError, match="right must be a bool"): Tensor([2.0]).bucketize(Tensor(sequence), right=right)
+  with pytest.raises(ValueError, match="contradict"): Tensor(sequence).searchsorted(Tensor([2.0]), side="left", right=True)
+  assert Tensor(sequence).searchsorted(Tensor([2.0]), side="right", right=False).tolist() == [2]   # torch's: side decides
+  assert Tensor(sequence).searchsorted(Tensor([2.0]), right=np.bool_(True)).tolist() == [2]
 
 
 @pytest.mark.parametrize("name", ["float32", "int16", "uint8", "float64"])

@@ -283,6 +283,20 @@ def test_writes_keep_the_dtype_and_check_their_arguments():
   with pytest.raises(ValueError, match="as many source elements"): ints.put(Tensor([0, 1]), Tensor([5]))
 
 
+def test_index_put_of_a_position_out_of_range_writes_nothing_as_scatter():
+  """torch raises for it; nbgrad's tensor indices are not read when the op is built, so a position out of range
+  writes nothing and takes no gradient, as scatter's (it wrote into element 0)."""
+  x, v = Tensor.zeros(4, requires_grad=True), Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  out = x.index_put((Tensor([7, 1, -5]),), v)
+  assert out.tolist() == [0, 2, 0, 0]
+  (out * Tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+  assert x.grad.tolist() == [1, 0, 3, 4] and v.grad.tolist() == [0, 2, 0]
+  assert Tensor.zeros(2, 3).index_put((Tensor([0, 1]), Tensor([5, -1])), 9.0, accumulate=True).tolist() == [[0, 0, 0], [0, 0, 9]]
+  # in range, negative indices count from the end, as torch's
+  ref = torch.zeros(4).index_put((torch.tensor([-1, 0]),), torch.tensor([5.0, 6.0]))
+  assert Tensor.zeros(4).index_put((Tensor([-1, 0]),), Tensor([5.0, 6.0])).tolist() == ref.tolist()
+
+
 # ---- reductions
 def test_nan_reductions_aminmax_and_dist_as_torch():
   holes = X.copy()
