@@ -46,10 +46,10 @@ class _DeviceRegistry:
   def canonicalize(self, name) -> str:
     if name is None: return self.DEFAULT
     if not isinstance(name, str): raise TypeError(f"device must be a string such as 'CPU' or 'CUDA:0', got {name!r}")
-    kind, _, number = name.upper().partition(":")
+    kind, colon, number = name.upper().partition(":")
     if kind not in CPU_ALIASES and kind != "CUDA":
       raise ValueError(f"unknown device {name!r}; devices are named 'CPU', 'CPU:<index>', 'CUDA' or 'CUDA:<index>'")
-    if number and not number.isdigit(): raise ValueError(f"device {name!r}: the device index must be a non-negative integer")
+    if colon and not number.isdigit(): raise ValueError(f"device {name!r}: the device index must be a non-negative integer")
     if kind in CPU_ALIASES: return "CPU" if int(number or 0) == 0 else f"CPU:{int(number)}"
     index, count = int(number or 0), cuda_device.device_count()
     if count == 0:

@@ -98,7 +98,7 @@ def output_sizes(x, size, scale_factor, recompute_scale_factor) -> tuple[tuple, 
     raise ValueError(f"interpolate needs exactly one of size and scale_factor, got size={size!r} and scale_factor={scale_factor!r}")
   if size is not None:
     sizes = tuple(size) if isinstance(size, (tuple, list)) else (size,)
-    for m in sizes: _check_int("interpolate size", m)
+    for m in sizes: _check_int("interpolate size", m, low=1)
     if len(sizes) > x.ndim: raise ValueError(f"interpolate to {sizes} needs at least {len(sizes)} dims, got shape {x.shape}")
     return tuple(map(int, sizes)), (None,) * len(sizes)
   if isinstance(scale_factor, (tuple, list)): factors = tuple(scale_factor)

@@ -104,12 +104,20 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   return tuple(out)
 
 
+def _sizes_read(sizes: tuple) -> tuple:
+  """sizes with each 0-d int tensor among them as its value (torch takes them as sizes); any other tensor raises."""
+  for s in sizes:
+    if isinstance(s, Tensor) and (s.ndim or not dtypes.is_int(s.dtype)):
+      raise TypeError(f"sizes are ints or 0-d int tensors, got a tensor of shape {s.shape} and dtype {s.dtype} among {sizes}")
+  return tuple(s.item() if isinstance(s, Tensor) else s for s in sizes)
+
+
 def shape_arg(shape, *rest) -> tuple[int, ...]:
   """Accepts f(2, 3) and f((2, 3)), not a mix of the two; rejects negative sizes."""
   if isinstance(shape, (tuple, list, np.ndarray)):
     if rest: raise ShapeMismatch(f"a shape is ints or one tuple, not both: got {(shape,) + tuple(rest)}")
-    dims = tuple(shape)
-  else: dims = (shape,) + tuple(rest)
+    dims = _sizes_read(tuple(shape))
+  else: dims = _sizes_read((shape,) + tuple(rest))
   if len(dims) == 1 and dims[0] is None: return ()
   for d in dims:
     if not _is_int(d): raise TypeError(f"shape {dims} must hold ints")
@@ -544,12 +552,14 @@ class Tensor(metaclass=_TensorType):
     elif isinstance(data, (list, tuple)):
       array = _list_to_array(data, dtype)   # floats as dtypes.default_float (bfloat16 arrives as float32)
       lazy = _np_to_lazy(array, dtype or (dtypes.default_float if array.dtype.kind == "f" else None), device, fresh=True)
-    elif isinstance(data, bytes):
-      lazy = _np_to_lazy(np.frombuffer(data, dtype=np.uint8), dtype, device)
+    elif isinstance(data, (bytes, bytearray)):   # a bytearray copied first: it may change after
+      lazy = _np_to_lazy(np.frombuffer(bytes(data), dtype=np.uint8), dtype, device)
+    elif isinstance(data, memoryview):   # its elements in its format, as numpy reads them (a copy)
+      lazy = _np_to_lazy(np.array(data), dtype, device)
     elif isinstance(data, (np.ndarray, np.generic)):
       lazy = _np_to_lazy(np.asarray(data), dtype, device)
     else:
-      raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array (or an object numpy converts), bytes or None")
+      raise TypeError(f"cannot make a tensor from {type(data).__name__}; expected a scalar, list, tuple, numpy array (or an object numpy converts), bytes, bytearray, memoryview or None")
     if requires_grad is not None: _check_requires_grad(requires_grad, lazy.dtype)
     self.lazydata: LazyBuffer = lazy
     self.requires_grad: Optional[bool] = requires_grad
@@ -570,9 +580,10 @@ class Tensor(metaclass=_TensorType):
   @grad.setter
   def grad(self, value: Optional[Tensor]):
     """None or a tensor of this tensor's shape, as torch checks (a wrong shape otherwise failed at the next backward)."""
-    if value is not None and (not isinstance(value, Tensor) or value.shape != self.shape):
-      raise ValueError(f"grad must be None or a Tensor of shape {self.shape}, got "
-                       f"{value.shape if isinstance(value, Tensor) else type(value).__name__}")
+    if value is not None and not isinstance(value, Tensor):
+      raise TypeError(f"grad must be None or a Tensor of shape {self.shape}, got {type(value).__name__}")
+    if value is not None and value.shape != self.shape:
+      raise ValueError(f"grad must be None or a Tensor of shape {self.shape}, got {value.shape}")
     if value is not None and value.device != self.device:
       raise ValueError(f"grad must be on the tensor's device {self.device}, got one on {value.device}")
     if value is not None and dtypes.is_float(self.dtype) and not dtypes.is_float(value.dtype):
@@ -631,7 +642,9 @@ class Tensor(metaclass=_TensorType):
   def is_leaf(self) -> bool: return not self.requires_grad or not self._in_graph()   # torch's: made by the user, or with no graph
   def _in_graph(self) -> bool: return self._ctx is not None and self._ctx is not F.NO_GRAPH   # made by an op that recorded it
   def retain_grad(self) -> Tensor:
-    """Nothing to do: backward() keeps the gradient of every tensor it passes through, not only of leaves."""
+    """Nothing to do: backward() keeps the gradient of every tensor it passes through, not only of leaves. A tensor
+    that takes no gradient has none to keep: an error, as torch's."""
+    if not self.requires_grad: raise RuntimeError(f"retain_grad of a tensor that does not require grad (shape {self.shape}): it gets no gradient")
     return self
   def equal(self, other) -> bool:
     """Whether other has self's shape and values (torch.equal): a Python bool."""
@@ -1219,6 +1232,7 @@ class Tensor(metaclass=_TensorType):
     shape = tuple(shape) + args if isinstance(shape, (tuple, list, np.ndarray)) else (shape,) + args
     new = shape
     if not all(type(s) is int and s >= 0 for s in shape):   # plain sizes, the common case, skip this (a step makes hundreds)
+      shape = _sizes_read(shape)
       if any(s is None for s in shape[self.ndim:]):
         raise ShapeMismatch(f"reshape {shape}: None keeps a dim of {self.shape}, which has only {self.ndim}")
       new = [self.shape[i] if s is None else s for i, s in enumerate(shape)]
@@ -1265,6 +1279,7 @@ class Tensor(metaclass=_TensorType):
     if len(shape) == self.ndim and all(type(s) is int and (s == o or o == 1 and s >= 0) for s, o in zip(shape, self.shape)):
       x, new = self, shape   # the common case, checked in one pass
     else:
+      shape = _sizes_read(shape)
       if len(shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {shape}")
       if any(s in (-1, None) for s in shape[:len(shape) - self.ndim]):
         raise ValueError(f"cannot expand {self.shape} to {shape}: -1 keeps a size, and a new leading dim has none")
@@ -2686,6 +2701,8 @@ class Tensor(metaclass=_TensorType):
     magnitude = self.abs()
     if p == 2: return _root_of_powers(self.square().sum(axis, keepdim))   # gradient 0 at a zero vector, as torch's
     if p == 1: return magnitude.sum(axis, keepdim)
+    if abs(p) == math.inf and any(self.shape[d] == 0 for d in self._reduce_axes(axis)):
+      raise ValueError(f"norm with p={p} of shape {self.shape} over dims {self._reduce_axes(axis)}: an empty dim has no {'largest' if p > 0 else 'smallest'} magnitude (torch and numpy raise)")
     if p == math.inf: return magnitude.max(axis, keepdim)
     if p == -math.inf: return magnitude.min(axis, keepdim)
     if p == 0: return self._flat((self != 0).cast(self.dtype)).sum(axis, keepdim)   # a count: its gradient is 0
@@ -3219,6 +3236,8 @@ class Tensor(metaclass=_TensorType):
     operands = tuple(leading._operand(x, "einsum operand") for x in operands)
     if not isinstance(formula, str): raise TypeError(f"einsum formula must be a string such as 'ij,jk->ik', got {formula!r}")
     formula = formula.replace(" ", "")
+    if (bad := next((c for c in formula.replace("->", "").replace("...", "") if not (c.isascii() and c.isalpha()) and c != ","), None)):
+      raise ValueError(f"einsum formula {formula!r}: subscripts are the letters a-z and A-Z, got {bad!r}")
     inputs, arrow, output = formula.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(operands):

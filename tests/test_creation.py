@@ -229,6 +229,16 @@ def test_from_bytes_is_uint8(name, data):
   check_same(t, np.frombuffer(data, np.uint8))
 
 
+def test_from_bytearray_and_memoryview_as_torch_and_numpy_read_them():
+  data = bytearray(b"\x01\x02\xff")
+  t = Tensor(data)
+  data[0] = 9   # copied: a later change is not seen
+  assert t.dtype == dtypes.uint8 and t.tolist() == torch.tensor(bytearray(b"\x01\x02\xff")).tolist() == [1, 2, 255]
+  floats = np.array([1.5, -2.0], np.float32)
+  check_same(Tensor(memoryview(floats)), np.array(memoryview(floats)))   # in its format, as numpy reads it
+  assert Tensor(memoryview(b"\x03")).tolist() == [3]
+
+
 def test_from_none_is_empty():
   t = Tensor(None)
   assert t.shape == (0,) and t.numel() == 0

@@ -202,6 +202,14 @@ BAD = [
   ("context_setting_not_an_int", lambda e: Context(DEBUG="x"), TypeError, [["DEBUG", "'x'"]]),
   ("load_state_dict_of_none", lambda e: load_state_dict(nn.Linear(1, 1), None), TypeError, [["NoneType"]]),
   ("manual_seed_of_a_string", lambda e: Tensor.manual_seed("x"), TypeError, [["'x'"]]),
+  # as torch: each of these was accepted, and gave a value or failed inside a kernel
+  ("grad_of_a_string", lambda e: setattr(Tensor([1.0]), "grad", "x"), TypeError, [["str"]]),
+  ("retain_grad_without_grad", lambda e: e["a"].retain_grad(), RuntimeError, [["does not require grad"]]),
+  ("device_with_no_index_after_colon", lambda e: Tensor([1.0], device="CPU:"), ValueError, [["'CPU:'"]]),
+  ("einsum_subscript_not_a_letter", lambda e: Tensor.einsum("i$,j->i", e["b"], e["b"]), ValueError, [["'$'"]]),
+  ("interpolate_to_size_0", lambda e: e["a"].reshape(1, 1, 2, 3).interpolate((0, 0)), ValueError, [["at least 1"]]),
+  ("inf_norm_of_nothing", lambda e: Tensor.ones(0).norm(float("inf")), ValueError, [["p=inf", "(0,)"]]),
+  ("searchsorted_right_not_a_bool", lambda e: e["b"].searchsorted(e["b"], right="x"), TypeError, [["right must be a bool"]]),
 ]
 
 

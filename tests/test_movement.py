@@ -624,3 +624,13 @@ def test_transposed_copy_with_batch_dims_on_all_threads(monkeypatch, shape, orde
   x.permute(order).contiguous().realize()
   jit.finish_builds()   # the first call ran the serial build while the parallel one compiled
   np.testing.assert_array_equal(x.permute(order).contiguous().numpy(), a.transpose(order))
+
+
+def test_sizes_given_as_0_d_int_tensors_as_torch():
+  x, ref = Tensor(np.arange(6.0)), torch.arange(6.0)
+  assert x.reshape(Tensor(3), 2).shape == tuple(ref.reshape(torch.tensor(3), 2).shape) == (3, 2)
+  assert x.reshape((Tensor(-1), Tensor(2))).shape == (3, 2)
+  assert x.reshape(6, 1).expand(Tensor(6), Tensor(4)).shape == tuple(ref.reshape(6, 1).expand(torch.tensor(6), torch.tensor(4)).shape)
+  assert Tensor.zeros(Tensor(2), 3).shape == (2, 3)
+  for size in (Tensor(2.0), Tensor([3])):   # a float or one-element tensor is no size: named in the message
+    with pytest.raises(TypeError, match="sizes are ints or 0-d int tensors"): x.reshape(size, -1)

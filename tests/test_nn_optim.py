@@ -163,6 +163,13 @@ def test_a_learning_rate_that_is_no_one_nonnegative_number_raises():
   assert opt.lr.tolist() == [0.5]
 
 
+def test_a_learning_rate_given_as_a_tensor_of_one_value_as_torch():
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  for lr in (Tensor([0.5]), Tensor(0.5, dtype=dtypes.float64)):
+    assert optim.SGD([w], lr=lr).lr.tolist() == [0.5]
+  with pytest.raises(ValueError, match=r"shape \(2,\)"): optim.Adam([w], lr=Tensor([0.1, 0.2]))
+
+
 def test_zero_dimensional_parameters_stay_zero_dimensional():
   w = Tensor(3.0, requires_grad=True)
   opt = optim.Adam([w], lr=0.1)

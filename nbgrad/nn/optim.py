@@ -39,7 +39,6 @@ class Optimizer:
     self.device = self.params[0].device
     if len(devices := list(dict.fromkeys(t.device for t in params))) > 1:
       raise ValueError(f"an optimizer's tensors must be on one device, got tensors on {devices}: move them with .to() first")
-    _check_hyperparameter("learning rate", lr)
     self.buffers = _unique(t for t in params if not t.requires_grad)
     # float32 at least, wider where a parameter is (float64 weights get float64 rates and moments)
     self.state_dtype = least_upper_dtype(dtypes.default_float, dtypes.float32, *(t.dtype for t in self.params))
