@@ -2380,6 +2380,9 @@ class Tensor(metaclass=_TensorType):
   def where(self, x, y) -> Tensor:
     cond = self.cast(dtypes.bool)
     x, y = self._from_numpy_operand(x), self._from_numpy_operand(y)
+    for v in (x, y):
+      if not isinstance(v, (Tensor, bool, int, float, np.number, np.bool_)):
+        raise TypeError(f"where takes Tensors and numbers for both values, got {v!r} ({type(v).__name__})")
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):   # two numbers: a dtype that holds both (1 and 2**40: int64)
       x = Tensor(LazyBuffer.full(x, (), least_upper_dtype(filled_dtype(x), filled_dtype(y)), self.device))
     if isinstance(x, Tensor): x, y = x._broadcasted(y)

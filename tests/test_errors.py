@@ -209,6 +209,7 @@ BAD = [
   ("einsum_subscript_not_a_letter", lambda e: Tensor.einsum("i$,j->i", e["b"], e["b"]), ValueError, [["'$'"]]),
   ("interpolate_to_size_0", lambda e: e["a"].reshape(1, 1, 2, 3).interpolate((0, 0)), ValueError, [["at least 1"]]),
   ("inf_norm_of_nothing", lambda e: Tensor.ones(0).norm(float("inf")), ValueError, [["p=inf", "(0,)"]]),
+  ("where_of_none", lambda e: (e["a"] > 1).where(None, 0), TypeError, [["where", "None"]]),
   ("searchsorted_right_not_a_bool", lambda e: e["b"].searchsorted(e["b"], right="x"), TypeError, [["right must be a bool"]]),
 ]
 
