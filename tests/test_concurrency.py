@@ -1,6 +1,7 @@
 """Programs that use nbgrad from several threads, from signal handlers and finalizers, across a fork, and with a
 step interrupted: each thread's grad and training modes, gradients added from several threads, locks taken again on
 the thread that holds them, a forked child's locks and workers, and a TinyJit replay stopped halfway."""
+import sys
 import threading
 import numpy as np
 import pytest
@@ -320,3 +321,18 @@ def test_a_child_forked_after_parallel_kernels_on_gnu_openmp_computes_big_inputs
   """GNU OpenMP ended such a child at its first parallel loop, and the pool waited for it forever; it runs serial
   builds of the parallel routines now."""
   assert run_python(FORK_AFTER_OPENMP) == "omp True"
+
+
+def test_view_adds_on_two_threads_lose_no_update_when_the_interpreter_switches_often():
+  """x[1:3] += 1 is a getitem, an in-place add and a setitem: with the GIL handed over every microsecond, each of
+  the three ran into another thread's and counts were lost (in every run of 300 adds per thread)."""
+  previous = sys.getswitchinterval()
+  sys.setswitchinterval(1e-6)
+  try:
+    for _ in range(3):
+      y = Tensor.zeros(4).contiguous().realize()
+      def count():
+        for _ in range(300): y[1:3] += 1
+      run_threads(count, count)
+      np.testing.assert_array_equal(y.numpy(), [0, 600, 600, 0])
+  finally: sys.setswitchinterval(previous)
