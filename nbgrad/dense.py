@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from nbgrad import autograd as F
-from nbgrad.dtype import dtypes, least_upper_dtype
+from nbgrad.dtype import dtypes, HALF_FLOATS, least_upper_dtype
 from nbgrad.graph import lapack
 from nbgrad.helpers import ShapeMismatch
 
@@ -22,7 +22,7 @@ def _matrices(x, op: str, square: bool = True):
 
 def _as_input(x, out):
   """A result computed in float32 for a half type, cast back to it."""
-  return out.cast(x.dtype) if x.dtype in (dtypes.float16, dtypes.bfloat16) else out
+  return out.cast(x.dtype) if x.dtype in HALF_FLOATS else out
 
 
 def _factorized(op: str, gradient, *inputs):

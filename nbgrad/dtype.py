@@ -119,6 +119,7 @@ ALL_DTYPES = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint1
               dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 DTYPES_BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
 _BY_NUMPY_DTYPE = {np.dtype(dt.name): dt for dt in ALL_DTYPES if dt.name != "bfloat16"}
+HALF_FLOATS = (dtypes.float16, dtypes.bfloat16)   # stored in 16 bits, computed in float32 by the ops that need the range
 _ALIASES = {"half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "char": dtypes.char, "uchar": dtypes.uchar,
             "short": dtypes.short, "ushort": dtypes.ushort, "int": dtypes.int, "uint": dtypes.uint, "long": dtypes.long,
             "ulong": dtypes.ulong}

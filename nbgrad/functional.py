@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 import numpy as np
-from nbgrad.dtype import bfloat16_bits_to_float32, dtypes, index_dtype
+from nbgrad.dtype import bfloat16_bits_to_float32, dtypes, HALF_FLOATS, index_dtype, least_upper_dtype
 from nbgrad.helpers import ShapeMismatch
 from nbgrad.indexing import read_positions
+
 
 
 def batchnorm(x, weight, bias, mean, invstd, axis=1):
@@ -191,12 +192,16 @@ def cosine_similarity(x, other, dim: int = 1, eps: float = 1e-8):
   eps."""
   a, b = x._broadcasted(other)
   a, b = a._float_input(), b._float_input()
+  if a.dtype in HALF_FLOATS: return cosine_similarity(a.cast(dtypes.float32), b.cast(dtypes.float32), dim, eps).cast(a.dtype)
   return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None):
   key, value = query._operand(key, "key"), query._operand(value, "value")
   attn_mask = query._operand(attn_mask, "attn_mask", optional=True)
+  if (common := least_upper_dtype(query.dtype, key.dtype, value.dtype)) in HALF_FLOATS:
+    wide = (t.cast(dtypes.float32) for t in (query, key, value))
+    return scaled_dot_product_attention(*wide, attn_mask, dropout_p, is_causal, scale).cast(common)
   if is_causal:
     attn_mask = type(query).ones(query.shape[-2], key.shape[-2], dtype=dtypes.bool, device=query.device).tril(0).cast(dtypes.bool)
   scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)   # as torch scales

@@ -4,7 +4,7 @@ batch_norm and instance_norm in evaluation, by running statistics), then scales 
 an optional bias. The norms of nbgrad.nn call these."""
 from __future__ import annotations
 import math
-from nbgrad.dtype import float_epsilon
+from nbgrad.dtype import dtypes, float_epsilon, HALF_FLOATS
 from nbgrad.helpers import ShapeMismatch
 # tensor.py imports this module after its Tensor class, so the import below finds Tensor complete
 from nbgrad.tensor import Tensor, _check_int, _check_number, _in_float32, shape_arg
@@ -112,15 +112,17 @@ def check_values_per_channel(x, op: str):
 
 
 def normalized_by_batch(x, running_mean, running_var, weight, bias, momentum: float, eps: float):
-  """batch_norm in training, its input checked by the caller."""
+  """batch_norm in training, its input checked by the caller. The 16-bit types take their statistics in float32, as
+  torch's: a float16 deviation of 300 squared is inf (the variance, 46656, is not)."""
   axes = tuple(i for i in range(x.ndim) if i != 1)
-  mean = x.mean(axis=axes)
-  centered = x - mean.detach().reshape(_per_channel(x))   # the variance's gradient through the mean is 0
+  wide = x.cast(dtypes.float32) if x.dtype in HALF_FLOATS else x
+  mean = wide.mean(axis=axes)
+  centered = wide - mean.detach().reshape(_per_channel(x))   # the variance's gradient through the mean is 0
   var = (centered * centered).mean(axis=axes)
   if running_mean is not None and (count := x.numel() // x.shape[1]):   # an empty batch leaves them, as torch's
     _update_running(running_mean, mean, momentum)
     _update_running(running_var, var * (count / max(count - 1, 1)), momentum)
-  return x.batchnorm(weight, bias, mean, var.add(eps).rsqrt())
+  return wide.batchnorm(weight, bias, mean, var.add(eps).rsqrt()).cast(x.dtype)
 
 
 def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,

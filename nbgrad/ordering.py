@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 import numpy as np
-from nbgrad.dtype import dtypes, least_upper_dtype
+from nbgrad.dtype import dtypes, HALF_FLOATS, least_upper_dtype
 from nbgrad.graph.sort import argsort as argsort_node, searchsorted as searchsorted_node
 from nbgrad.helpers import ShapeMismatch
 
@@ -172,7 +172,7 @@ def searchsorted(x, values, right: bool = False, side: Optional[str] = None):
     raise ShapeMismatch(f"searchsorted of {values.shape} values in rows {x.shape}: the leading dims must match")
   x._check_same_device(values)
   common = least_upper_dtype(x.dtype, values.dtype)
-  if common in (dtypes.float16, dtypes.bfloat16): common = dtypes.float32   # stored as bits: searched as float32
+  if common in HALF_FLOATS: common = dtypes.float32   # stored as bits: searched as float32
   if common == dtypes.bool: common = dtypes.int8
   length, row_count = x.shape[-1], math.prod(x.shape[:-1])
   rows = x.reshape(row_count, length)

@@ -9,7 +9,7 @@ import math
 from typing import Optional
 import numpy as np
 from nbgrad import autograd as F, pooling
-from nbgrad.dtype import dtypes, least_upper_dtype, least_upper_float
+from nbgrad.dtype import dtypes, HALF_FLOATS, least_upper_dtype, least_upper_float
 from nbgrad.helpers import ShapeMismatch
 from nbgrad.indexing import read_positions
 
@@ -228,7 +228,7 @@ def interpolate(x, size, mode: str, align_corners, scale_factor, recompute_scale
     pooled = pooling.adaptive_avg_pool(x, sizes, len(sizes))
     return _rounded_into(pooled, x.dtype) if rounds else pooled
   out = x if mode.startswith("nearest") else x._float_input()
-  half = out.dtype in (dtypes.float16, dtypes.bfloat16)
+  half = out.dtype in HALF_FLOATS
   if half: out = out.cast(dtypes.float32)   # summed in float32 and rounded to the type once, at the end, as torch's
   position_type = np.float64 if out.dtype == dtypes.float64 else np.float32
   steps = list(zip(range(first, x.ndim), sizes, factors))

@@ -9,7 +9,7 @@ the gradient where self's value stays in the result."""
 from __future__ import annotations
 import numpy as np
 from nbgrad import autograd as F
-from nbgrad.dtype import check_storable, dtypes, index_dtype
+from nbgrad.dtype import check_storable, dtypes, HALF_FLOATS, index_dtype
 from nbgrad.graph.take import scatter_reduce as scatter_reduce_node
 from nbgrad.helpers import IndexMismatch, ShapeMismatch
 
@@ -174,7 +174,7 @@ def scatter_reduce(x, dim: int, index, src, reduce: str, include_self: bool = Tr
 def _reduced(x, dim: int, index, src, op: str, include_self: bool, name: str):
   if x.dtype == dtypes.bool and op not in ("set", "amax", "amin"): raise TypeError(f"{name} {op} needs a number tensor, got bool")
   _, positions, values = _landing(x, dim, index, src, name)
-  wide = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype   # the routine computes in float32
+  wide = dtypes.float32 if x.dtype in HALF_FLOATS else x.dtype   # the routine computes in float32
   make = lambda base, part, where: scatter_reduce_node(base, part, where, op, include_self)
 
   def gradient(base, part, where, result, grad):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from nbgrad.dtype import dtypes
+from nbgrad.dtype import dtypes, HALF_FLOATS
 
 TINY_PART = 2.0 ** -56   # a series stops where its next term is below this part of its first (1/8 ulp in float64)
 
@@ -431,7 +431,7 @@ def igamma(a, x, upper: bool):
 
   def gradient(a, x, result, grad):
     if needs_a_gradient: raise NotImplementedError(f"the derivative of {name} by its first argument (a) is not implemented, as in torch")
-    wide = dtypes.float32 if a.dtype in (dtypes.float16, dtypes.bfloat16) else a.dtype
+    wide = dtypes.float32 if a.dtype in HALF_FLOATS else a.dtype
     a, x = a.cast(wide), x.cast(wide)
     slope = ((a - 1) * x.log() - x - a.lgamma()).exp().cast(grad.dtype)
     return None, grad * (-slope if upper else slope)

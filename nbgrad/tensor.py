@@ -13,7 +13,7 @@ import numpy as np
 from nbgrad import autograd as F, device as devices, winograd
 from nbgrad.device import Device, realize as realize_nodes
 from nbgrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, bfloat16_bits_to_float32, \
-  float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, smallest_normal, signed_int_of_size
+  float32_to_bfloat16_bits, index_dtype, int_dtype_holding, check_storable, largest_finite, smallest_normal, signed_int_of_size, HALF_FLOATS
 from nbgrad.graph.dot import graph_dot
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import UnaryOps, BinaryOps, ReduceOps, LoadOps
@@ -139,7 +139,7 @@ def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
   """The dtype a float product accumulates in when BLAS can do it (the half types in float32), else None."""
   if not dtypes.is_float(out_dtype): return None
   if acc_dtype is not None: acc = to_dtype(acc_dtype)
-  else: acc = dtypes.float32 if out_dtype in (dtypes.float16, dtypes.bfloat16) else out_dtype
+  else: acc = dtypes.float32 if out_dtype in HALF_FLOATS else out_dtype
   return acc if acc in BLAS_DTYPES else None
 
 
@@ -150,7 +150,7 @@ def _in_float32(fn):
   in their own dtype, softsign's 1 + |x| and hardswish's x * relu6(x + 3) wrapped around (int8 127 gave 0)."""
   @functools.wraps(fn)
   def computed(self, *args, **kwargs):
-    if self.dtype in (dtypes.float16, dtypes.bfloat16): return fn(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
+    if self.dtype in HALF_FLOATS: return fn(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
     if not dtypes.is_float(self.dtype): return fn(self._float_input(), *args, **kwargs)
     return fn(self, *args, **kwargs)
   return computed
@@ -2115,7 +2115,7 @@ class Tensor(metaclass=_TensorType):
     its gradients, 0 at the origin)."""
     y, x = self._broadcasted(x, reverse)
     if not dtypes.is_float(y.dtype): y, x = y._float_input(), x._float_input()
-    if y.dtype in (dtypes.float16, dtypes.bfloat16): return y.cast(dtypes.float32).atan2(x.cast(dtypes.float32)).cast(y.dtype)
+    if y.dtype in HALF_FLOATS: return y.cast(dtypes.float32).atan2(x.cast(dtypes.float32)).cast(y.dtype)
     a, b = y.detach(), x.detach()
     radius = a * a + b * b
     return _with_derivatives((y, x), a._nondiff(BinaryOps.ATAN2, b), (lambda: (radius == 0).where(0.0, b / radius),
@@ -2221,7 +2221,7 @@ class Tensor(metaclass=_TensorType):
     (the POW op, within an ulp) with the sign of a negative base to an odd power, nan for a negative base to a
     non-integer power, and IEEE's special cases.
     16-bit floats compute in float32 and round once, as torch does."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and self.dtype in (dtypes.float16, dtypes.bfloat16):
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and self.dtype in HALF_FLOATS:
       return self.cast(dtypes.float32).pow(x, reverse).cast(self.dtype)
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
       if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
@@ -2238,7 +2238,7 @@ class Tensor(metaclass=_TensorType):
         if x >= 0: return base._pow_by_squaring(int(x))
         return base.reciprocal()._pow_by_squaring(-int(x))   # an int base gives floats, as tinygrad's: 2 ** -1 is 0.5
     base, exponent = self._broadcasted(x, reverse)
-    if base.dtype in (dtypes.float16, dtypes.bfloat16):
+    if base.dtype in HALF_FLOATS:
       return base.cast(dtypes.float32).pow(exponent.cast(dtypes.float32)).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): return base._int_pow(exponent)
@@ -2608,7 +2608,7 @@ class Tensor(metaclass=_TensorType):
 
   def _summed(self, out: Tensor) -> Tensor:
     """A sum's result in the dtype the API gives it: half types return their own dtype."""
-    return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
+    return out.cast(self.dtype) if self.dtype in HALF_FLOATS else out
 
   @_torch_dim
   @_numpy_reduction
@@ -2879,7 +2879,7 @@ class Tensor(metaclass=_TensorType):
     axis = resolve_axis(axis, self.ndim)
     x = self._float_input()
     if self.ndim == 0: return x * 1
-    if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.cast(dtypes.float32).logcumsumexp(axis).cast(x.dtype)
+    if x.dtype in HALF_FLOATS: return x.cast(dtypes.float32).logcumsumexp(axis).cast(x.dtype)
     return F.custom(lambda v: running(v.in_flat_order(), axis, "logaddexp"), self._logcumsumexp_gradient(axis), x)
 
   @staticmethod
@@ -2906,7 +2906,7 @@ class Tensor(metaclass=_TensorType):
   def _running_extreme(self, op: str, axis: int) -> tuple[Tensor, Tensor]:
     axis = resolve_axis(axis, self.ndim)
     if self.ndim == 0: return self * 1, Tensor.zeros((), dtype=dtypes.int32, device=self.device)
-    keys = self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self   # the same order
+    keys = self.cast(dtypes.float32) if self.dtype in HALF_FLOATS else self   # the same order
     indices = Tensor(running(keys.lazydata, axis, op), device=self.device)._cut_from(self)._after_op()
     return self.gather(axis, indices), indices
 
@@ -3238,6 +3238,9 @@ class Tensor(metaclass=_TensorType):
     if leading is None: raise TypeError("einsum needs at least one Tensor operand")
     operands = tuple(leading._operand(x, "einsum operand") for x in operands)
     if not isinstance(formula, str): raise TypeError(f"einsum formula must be a string such as 'ij,jk->ik', got {formula!r}")
+    if (common := least_upper_dtype(*(x.dtype for x in operands))) in HALF_FLOATS and acc_dtype is None:
+      # the products in float32, as the matrix products take them (each rounded to float16 overflows past 65504)
+      return Tensor.einsum(formula, *(x.cast(dtypes.float32) for x in operands)).cast(common)
     formula = formula.replace(" ", "")
     if (bad := next((c for c in formula.replace("->", "").replace("...", "") if not (c.isascii() and c.isalpha()) and c != ","), None)):
       raise ValueError(f"einsum formula {formula!r}: subscripts are the letters a-z and A-Z, got {bad!r}")
@@ -3711,9 +3714,12 @@ class Tensor(metaclass=_TensorType):
     blas_dtype = _blas_dtype(out_dtype, acc_dtype)
     # two vectors: one multiply-and-sum kernel costs less to build and run than a product's (1024 float32: 38 against
     # 79 us)
-    if blas_dtype is None or self.ndim == w.ndim == 1: return self._dot_by_sum(w, acc_dtype)
+    if blas_dtype is None or self.ndim == w.ndim == 1:
+      if out_dtype in HALF_FLOATS and acc_dtype is None:   # products each rounded to float16 overflow past 65504
+        return self.cast(dtypes.float32)._dot_by_sum(w.cast(dtypes.float32), None).cast(out_dtype)
+      return self._dot_by_sum(w, acc_dtype)
     out = self.cast(blas_dtype)._blas_matmul(w.cast(blas_dtype))
-    return out.cast(out_dtype) if out_dtype in (dtypes.float16, dtypes.bfloat16) else out
+    return out.cast(out_dtype) if out_dtype in HALF_FLOATS else out
 
   def _blas_matmul(self, w: Tensor) -> Tensor:
     """A 1-D self is one row and a 1-D w one column; batch dims broadcast, except that a matrix w takes

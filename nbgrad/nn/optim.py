@@ -20,9 +20,14 @@ def _check_hyperparameter(name: str, value, low: float = 0.0, below: float = flo
   if not low <= value < below: raise ValueError(f"invalid {name} {value!r}: it must be in [{low}, {below})")
 
 
+def _state_dtype(t: Tensor):
+  """The dtype of parameter t's state (momentum, moments) and of the gradient it is computed from: float32, or t's dtype
+  where that is wider (a float16 gradient of 1e-4 squared in float16 is 0)."""
+  return least_upper_dtype(t.dtype, dtypes.float32)
+
+
 def _zeros_state(t: Tensor) -> Tensor:
-  """A zero state tensor (momentum, moment) for parameter t: float32, or t's dtype where that is wider."""
-  return Tensor.zeros(*t.shape, dtype=least_upper_dtype(t.dtype, dtypes.float32), device=t.device, requires_grad=False).contiguous()
+  return Tensor.zeros(*t.shape, dtype=_state_dtype(t), device=t.device, requires_grad=False).contiguous()
 
 
 class Optimizer:
@@ -113,9 +118,9 @@ class LARS(Optimizer):
 
   def _step(self) -> list[Tensor]:
     for i, t in enumerate(self.params):
-      g = t.grad.contiguous()
+      g = t.grad.cast(_state_dtype(t)).contiguous()   # half gradients in float32: their squares neither vanish nor overflow
       if self.tcoef != 0:
-        w_norm, g_norm = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
+        w_norm, g_norm = t.detach().cast(_state_dtype(t)).square().sum().sqrt(), g.square().sum().sqrt()
         ratio = (w_norm > 0).where((g_norm > 0).where(self.tcoef * w_norm / (g_norm + self.wd * w_norm), 1.0), 1.0)
       else: ratio = 1.0
       g = g + self.wd * t.detach()
@@ -149,12 +154,13 @@ class LAMB(Optimizer):
     self.b2_t.assign(self.b2_t * self.b2)
     b1_power, b2_power = self.b1_t.reshape(()), self.b2_t.reshape(())
     for i, t in enumerate(self.params):
-      self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * t.grad)
-      self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (t.grad * t.grad))
+      g, w = t.grad.cast(_state_dtype(t)), t.detach().cast(_state_dtype(t))
+      self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
+      self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
       m_hat, v_hat = self.m[i] / (1.0 - b1_power), self.v[i] / (1.0 - b2_power)
-      change = m_hat / (v_hat.sqrt() + self.eps) + self.wd * t.detach()
+      change = m_hat / (v_hat.sqrt() + self.eps) + self.wd * w
       if not self.adam:
-        w_norm, change_norm = t.detach().square().sum().sqrt(), change.square().sum().sqrt()
+        w_norm, change_norm = w.square().sum().sqrt(), change.square().sum().sqrt()
         change = change * (w_norm > 0).where((change_norm > 0).where(w_norm / change_norm, 1.0), 1.0)
       self._update(t, change)
     return [self.b1_t, self.b2_t] + self.m + self.v
