@@ -75,3 +75,15 @@ def test_adam_moments_of_small_half_gradients(name):
   else:
     np.testing.assert_allclose(values(w), w64.detach().numpy(), atol=1e-3)   # float16's spacing near 1
   assert w.dtype == dtypes.float16 and opt.v[0].dtype == dtypes.float32
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.7])
+def test_lerp_of_half_floats_rounds_once_as_torch(weight):
+  """Each step rounded to float16 was 12.8 ulp off where end - x cancels (x = -0.3999, weight 0.3)."""
+  x = np.linspace(-2, 2, 4001).astype(np.float16)
+  got = Tensor(x).lerp(1, weight).numpy()
+  exact = (x.astype(np.float64) + weight * (1 - x.astype(np.float64))).astype(np.float16)
+  ref = torch.tensor(x).lerp(torch.tensor(1.0, dtype=torch.float16), weight).numpy()
+  assert got.dtype == np.float16
+  assert np.all(np.abs(got.astype(np.float64) - exact) <= np.spacing(np.abs(exact)))   # within an ulp of the exact
+  assert (got != ref).sum() <= (ref != exact).sum()   # where it differs from torch, torch's is the rounded-twice one
