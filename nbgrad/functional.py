@@ -192,7 +192,9 @@ def cosine_similarity(x, other, dim: int = 1, eps: float = 1e-8):
   eps."""
   a, b = x._broadcasted(other)
   a, b = a._float_input(), b._float_input()
-  if a.dtype in HALF_FLOATS: return cosine_similarity(a.cast(dtypes.float32), b.cast(dtypes.float32), dim, eps).cast(a.dtype)
+  if a.dtype in HALF_FLOATS:
+    from nbgrad.tensor import in_float32_rounded_to
+    return in_float32_rounded_to(a.dtype, cosine_similarity, a, b, dim, eps)
   return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
 
 
@@ -200,8 +202,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
   key, value = query._operand(key, "key"), query._operand(value, "value")
   attn_mask = query._operand(attn_mask, "attn_mask", optional=True)
   if (common := least_upper_dtype(query.dtype, key.dtype, value.dtype)) in HALF_FLOATS:
-    wide = (t.cast(dtypes.float32) for t in (query, key, value))
-    return scaled_dot_product_attention(*wide, attn_mask, dropout_p, is_causal, scale).cast(common)
+    from nbgrad.tensor import in_float32_rounded_to
+    return in_float32_rounded_to(common, lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale),
+                                 query, key, value)   # a bool mask stays one
   if is_causal:
     attn_mask = type(query).ones(query.shape[-2], key.shape[-2], dtype=dtypes.bool, device=query.device).tril(0).cast(dtypes.bool)
   scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)   # as torch scales

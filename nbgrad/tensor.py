@@ -143,6 +143,12 @@ def _blas_dtype(out_dtype: DType, acc_dtype) -> Optional[DType]:
   return acc if acc in BLAS_DTYPES else None
 
 
+def in_float32_rounded_to(dtype: DType, fn, *values):
+  """fn of values, the tensors among them in float32, its result rounded to dtype (a 16-bit float type) once: for ops
+  whose intermediate values leave float16's range (300 * 300) or lose its precision where the result does not."""
+  return fn(*(v.cast(dtypes.float32) if isinstance(v, Tensor) else v for v in values)).cast(dtype)
+
+
 def _in_float32(fn):
   """fn computed in float32 for the 16-bit float types and rounded to the type once, at the end, as torch does:
   a composite op (silu is x * sigmoid(x), tan is sin / cos) otherwise rounds every step to half, and float16
@@ -2115,7 +2121,7 @@ class Tensor(metaclass=_TensorType):
     its gradients, 0 at the origin)."""
     y, x = self._broadcasted(x, reverse)
     if not dtypes.is_float(y.dtype): y, x = y._float_input(), x._float_input()
-    if y.dtype in HALF_FLOATS: return y.cast(dtypes.float32).atan2(x.cast(dtypes.float32)).cast(y.dtype)
+    if y.dtype in HALF_FLOATS: return in_float32_rounded_to(y.dtype, Tensor.atan2, y, x)
     a, b = y.detach(), x.detach()
     radius = a * a + b * b
     return _with_derivatives((y, x), a._nondiff(BinaryOps.ATAN2, b), (lambda: (radius == 0).where(0.0, b / radius),
@@ -2342,9 +2348,7 @@ class Tensor(metaclass=_TensorType):
     """self + weight * (end - self), as torch computes it: from end's side for weights of 1/2 and more (exact at 1),
     the 16-bit types in float32 (each step rounded to float16 was 12.8 ulp off where end - self cancels)."""
     common = least_upper_dtype(self.dtype, *(v.dtype for v in (end, weight) if isinstance(v, Tensor)))
-    if common in HALF_FLOATS:
-      def wide(v): return v.cast(dtypes.float32) if isinstance(v, Tensor) else v
-      return wide(self).lerp(wide(end), wide(weight)).cast(common)
+    if common in HALF_FLOATS: return in_float32_rounded_to(common, Tensor.lerp, self, end, weight)
     difference = end - self
     if not isinstance(weight, Tensor): return self + difference * weight if abs(weight) < 0.5 else end - difference * (1 - weight)
     return (weight.abs() < 0.5).where(self + difference * weight, end - difference * (1 - weight))
@@ -3244,8 +3248,7 @@ class Tensor(metaclass=_TensorType):
     operands = tuple(leading._operand(x, "einsum operand") for x in operands)
     if not isinstance(formula, str): raise TypeError(f"einsum formula must be a string such as 'ij,jk->ik', got {formula!r}")
     if (common := least_upper_dtype(*(x.dtype for x in operands))) in HALF_FLOATS and acc_dtype is None:
-      # the products in float32, as the matrix products take them (each rounded to float16 overflows past 65504)
-      return Tensor.einsum(formula, *(x.cast(dtypes.float32) for x in operands)).cast(common)
+      return in_float32_rounded_to(common, lambda *wide: Tensor.einsum(formula, *wide), *operands)   # as matmul takes them
     formula = formula.replace(" ", "")
     if (bad := next((c for c in formula.replace("->", "").replace("...", "") if not (c.isascii() and c.isalpha()) and c != ","), None)):
       raise ValueError(f"einsum formula {formula!r}: subscripts are the letters a-z and A-Z, got {bad!r}")
@@ -3720,8 +3723,7 @@ class Tensor(metaclass=_TensorType):
     # two vectors: one multiply-and-sum kernel costs less to build and run than a product's (1024 float32: 38 against
     # 79 us)
     if blas_dtype is None or self.ndim == w.ndim == 1:
-      if out_dtype in HALF_FLOATS and acc_dtype is None:   # products each rounded to float16 overflow past 65504
-        return self.cast(dtypes.float32)._dot_by_sum(w.cast(dtypes.float32), None).cast(out_dtype)
+      if out_dtype in HALF_FLOATS and acc_dtype is None: return in_float32_rounded_to(out_dtype, Tensor._dot_by_sum, self, w, None)
       return self._dot_by_sum(w, acc_dtype)
     out = self.cast(blas_dtype)._blas_matmul(w.cast(blas_dtype))
     return out.cast(out_dtype) if out_dtype in HALF_FLOATS else out

@@ -40,6 +40,10 @@ def test_attention_scores_beyond_the_half_range(dt, tdt):
   ref = F.scaled_dot_product_attention(tq, tq, tq, is_causal=True)
   assert got.dtype == dt
   np.testing.assert_allclose(values(got), ref.numpy(), rtol=1e-2)
+  mask = np.array([[False, True], [True, True]])   # a bool mask masks (it is not cast with the operands)
+  got = half(q, dt).scaled_dot_product_attention(half(q, dt), half(q, dt), attn_mask=Tensor(mask))
+  ref = F.scaled_dot_product_attention(tq, tq, tq, attn_mask=torch.tensor(mask))
+  np.testing.assert_allclose(values(got), ref.numpy(), rtol=1e-2)
 
 
 @pytest.mark.parametrize("dt,tdt", HALVES, ids=IDS)
