@@ -1023,6 +1023,23 @@ def test_integer_division_and_abs_at_the_limits_of_the_type(name):
     check(lhs.abs(), np.abs(a), name)
 
 
+@pytest.mark.parametrize("name", ["int8", "int32", "int64", "uint32", "uint64"])
+@pytest.mark.parametrize("size", [2, 70000])   # a scalar loop, a vectorized parallel one
+def test_a_sum_that_wraps_compares_as_the_wrapped_value_in_the_same_kernel(name, size):
+  """a + b > a where a + b wraps: False. Fused with the comparison, int64's sum was taken as never overflowing and
+  (A + 1 > A) was True at int64's maximum (the compiler turned a < a + b into 0 < b)."""
+  info = np.iinfo(NP[name])
+  a = np.resize(np.array([info.max, info.min, 5, info.max - 1, info.min + 1], NP[name]), size)
+  b = np.resize(np.array([1, 1, 1, 3, 2], NP[name]), size)
+  lhs, rhs = Tensor(a), Tensor(b)
+  with np.errstate(over="ignore"):
+    check((lhs + rhs) > lhs, (a + b) > a, "bool")
+    check((lhs - rhs) < lhs, (a - b) < a, "bool")
+    check((lhs * rhs * 2) > lhs, (a * b * 2) > a, "bool")
+    check(((lhs + rhs) > lhs).where(lhs + rhs, lhs - rhs), np.where((a + b) > a, a + b, a - b), name)
+    assert ((lhs + 1) > lhs).all().item() == bool(((a + 1) > a).all())
+
+
 @pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
 def test_float_abs_clears_only_the_sign_and_its_gradient_is_the_sign(dtype):
   """abs(-0.0) is +0.0 and abs(-nan) a nan, as numpy's; the gradient is torch's: sign(x), 0 at both zeros."""

@@ -122,6 +122,16 @@ def test_cumprod_forward(case, dtype):
   np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-4 if case.startswith("long") else 1e-6)
 
 
+@pytest.mark.parametrize("np_dtype", [np.uint64, np.int64, np.uint32])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumprod_of_ints_past_half_the_range_wraps_as_numpy(np_dtype, axis):
+  """uint64 values of 2**63 and more at a row's start became 2**63 (they passed through a float64)."""
+  info = np.iinfo(np_dtype)
+  value = np.random.default_rng(1).integers(info.min, info.max, (40, 300), dtype=np_dtype, endpoint=True)
+  value[:2] = np.array([info.max, info.max - 2 if info.min == 0 else info.min], np_dtype)[:, None]
+  np.testing.assert_array_equal(Tensor(value).cumprod(axis).numpy(), np.cumprod(value, axis, dtype=np_dtype))
+
+
 @pytest.mark.parametrize("op", ["cummax", "cummin"])
 @pytest.mark.parametrize("case,dtype", FORWARD_ROWS)
 def test_cummax_cummin_forward(op, case, dtype):

@@ -4,6 +4,7 @@ The integer and bit helpers are the CPU runtime's own Python bodies (nbgrad/jit/
 device functions; float math and half-precision conversions are libdevice's. Under numba's simulator
 (NUMBA_ENABLE_CUDASIM=1) kernels run as Python, libdevice is not there, and numpy stands in."""
 import math
+import operator
 import types as python_types
 import numpy as np
 from numba import cuda, config
@@ -45,6 +46,10 @@ if SIMULATOR:
   def fmul_rn(a, b): return np.float32(np.float32(a) * np.float32(b))
   def dmul_rn(a, b): return np.float64(a) * np.float64(b)
 
+  def _wrapping(operation):
+    return lambda a, b: np.int64((operation(int(a), int(b)) + 2 ** 63) % 2 ** 64 - 2 ** 63)
+  wrapping_add, wrapping_sub, wrapping_mul = (_wrapping(op) for op in (operator.add, operator.sub, operator.mul))
+
   def f16_to_f32(h): return np.float32(np.uint16(h).view(np.float16))
   def f32_to_f16(f): return np.float32(f).astype(np.float16).view(np.uint16)
 else:
@@ -64,6 +69,7 @@ else:
                                     atan2f, atan2)
   from numba.cuda.libdevice import half2float as f16_to_f32, float2half_rn as f32_to_f16  # noqa: F401
   reinterpret = intrinsic(cpu_runtime.reinterpret_typing)
+  wrapping_add, wrapping_sub, wrapping_mul = (intrinsic(cpu_runtime.wrapping_typing(op)) for op in ("add", "sub", "mul"))
 
 nb_types = types   # the name generated sources use for scalar types
 

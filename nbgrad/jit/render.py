@@ -92,10 +92,18 @@ UNARY = {
 SMALL_ANGLE_VERSIONS = {"sin_f32": "sin_f32_small_angle", "cos_f32": "cos_f32_small_angle",   # see store_elementwise
                         "sin_f64": "sin_f64_small_angle", "cos_f64": "cos_f64_small_angle"}
 EXACT_ROUNDING = (UnaryOps.TRUNC, UnaryOps.FLOOR, UnaryOps.CEIL, UnaryOps.RINT)   # results need no re-rounding
+
+
+def _arithmetic(dt: DType, operation: str, symbol: str, a: str, b: str) -> str:
+  """a symbol b in dt; int64's wraps through the runtime's helper (the smaller ints compute in int64 and wrap when
+  cut to their dtype, uint64's wraps as it is)."""
+  return f"wrapping_{operation}({a}, {b})" if dt == dtypes.int64 else in_dtype(dt, f"({a} {symbol} {b})")
+
+
 BINARY = {
-  BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else in_dtype(dt, f"({a} + {b})"),
-  BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else in_dtype(dt, f"({a} - {b})"),
-  BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else in_dtype(dt, f"({a} * {b})"),
+  BinaryOps.ADD: lambda dt, a, b: f"({a} or {b})" if dt.kind == "b" else _arithmetic(dt, "add", "+", a, b),
+  BinaryOps.SUB: lambda dt, a, b: f"({a} != {b})" if dt.kind == "b" else _arithmetic(dt, "sub", "-", a, b),
+  BinaryOps.MUL: lambda dt, a, b: f"({a} and {b})" if dt.kind == "b" else _arithmetic(dt, "mul", "*", a, b),
   BinaryOps.DIV: lambda dt, a, b: in_dtype(dt, f"({a} / {b})"),
   # ints: C's truncating division; floats: Python's floor division (numba computes it as numpy and torch do, from
   # the exact remainder fmod gives, so 3 // 1e-8 or 1000.3 % 2pi keep every digit the format allows)

@@ -45,6 +45,24 @@ def reinterpret_typing(typingctx, value, target):
 reinterpret = intrinsic(reinterpret_typing)   # the CUDA runtime registers the same typing for the GPU
 
 
+def wrapping_typing(operation: str):
+  """int64 `operation` ("add", "sub" or "mul") that wraps around. numba's own marks signed arithmetic as never
+  overflowing (LLVM's nsw), and LLVM then folds a < a + b into 0 < b: (A + 1 > A) was True at int64's maximum."""
+  def typing(typingctx, a, b):
+    if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)): return None
+
+    def codegen(context, builder, signature, args):
+      a, b = (context.cast(builder, v, t, types.int64) for v, t in zip(args, signature.args))
+      return getattr(builder, operation)(a, b)
+    return types.int64(a, b), codegen
+  typing.__name__ = typing.__qualname__ = f"wrapping_{operation}"
+  return typing
+
+
+# the CUDA runtime registers the same typings for the GPU
+wrapping_add, wrapping_sub, wrapping_mul = (intrinsic(wrapping_typing(op)) for op in ("add", "sub", "mul"))
+
+
 @intrinsic
 def fma(typingctx, a, b, c):
   """Fused multiply-add (one rounding) of three floats of the same type."""

@@ -127,7 +127,8 @@ def _running_item(out, x, factors, op, outer, length, inner, item, state, best):
   for j in range(width):
     at = base + j * column_step
     best[j] = x[at]
-    state[j] = 0 if op == 2 or op == 3 else x[at]
+    if op == 2 or op == 3: state[j] = 0   # one expression of 0 and a uint64 x[at] would be a float64: 2**64 - 1 became 2**63
+    else: state[j] = x[at]
     out[at] = state[j]
   for i in range(1, length):
     row = base + i * step
