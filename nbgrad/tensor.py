@@ -278,6 +278,17 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
   return array.astype(dtypes.default_float.np) if array.dtype.kind == "f" else array
 
 
+def _ufunc_inputs_in(ufunc, inputs: tuple, dtype: np.dtype, casting: str) -> tuple:
+  """A ufunc's inputs cast to its dtype= argument (it computes in that dtype), where numpy's casting rule allows."""
+  for i, x in enumerate(inputs):
+    source = x.dtype.np if isinstance(x, Tensor) and x.dtype != dtypes.bfloat16 else np.float32 if isinstance(x, Tensor) else np.result_type(x)
+    if not np.can_cast(source, dtype, casting):
+      raise TypeError(f"np.{ufunc.__name__}: cannot cast input {i} from {np.dtype(source)} to {dtype} with casting rule {casting!r}")
+  return tuple(x.cast(to_dtype(dtype)) if isinstance(x, Tensor) else np.asarray(x, dtype) for x in inputs)
+
+
+# the keywords of a ufunc call nbgrad's op of it takes (order= lays out only numpy's own results)
+_UFUNC_KEYWORDS = {"dtype", "casting", "order"}
 # numpy ufunc -> the Tensor method (unary), or (method, reflected method) when the tensor is the second operand
 _UFUNC_OPS = {
   np.negative: "neg", np.exp: "exp", np.exp2: "exp2", np.log: "log", np.log2: "log2", np.sqrt: "sqrt", np.sin: "sin",
@@ -517,13 +528,17 @@ class Tensor(metaclass=_TensorType):
     if method == "at" and isinstance(inputs[0], Tensor):   # numpy writes into the read-only view __array__ gives
       raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would write into the tensor behind nbgrad's back: use "
                       "t.index_put_(indices, values, accumulate=True) or t.index_add_(dim, index, source) for np.add.at")
-    op = _UFUNC_OPS.get(ufunc) if method == "__call__" and not kwargs else None
+    op = _UFUNC_OPS.get(ufunc) if method == "__call__" and kwargs.keys() <= _UFUNC_KEYWORDS else None
     inputs = tuple(np.asarray(i) if isinstance(i, (list, tuple)) else i for i in inputs)   # np.add(t, [1, 2]) as numpy reads it
+    if op is not None and kwargs.get("dtype") is not None:
+      if all(loop.endswith("?") for loop in ufunc.types if "O" not in loop): op = None   # a comparison's dtype is its result's: numpy's
+      else: inputs = _ufunc_inputs_in(ufunc, inputs, np.dtype(kwargs["dtype"]), kwargs.get("casting", "same_kind"))
     if op is not None and len(inputs) == 1: return getattr(inputs[0], op)()
     if op is not None:
       a, b = inputs
       return getattr(a, op[0])(b) if isinstance(a, Tensor) else getattr(b, op[1])(a)
-    return getattr(ufunc, method)(*(np.asarray(i) if isinstance(i, Tensor) else i for i in inputs), **kwargs)
+    values = lambda x: np.asarray(x) if isinstance(x, Tensor) else x   # where=tensor too: numpy would call back here without end
+    return getattr(ufunc, method)(*map(values, inputs), **{k: values(v) for k, v in kwargs.items()})
 
   def __array_function__(self, func, types, args, kwargs):
     """numpy's functions on tensors run as numpy runs them on anything else (calling the tensor's methods or reading
@@ -750,6 +765,7 @@ class Tensor(metaclass=_TensorType):
       self.realize()
       array = self._realized_array()
     if array is None or not array.flags.c_contiguous:   # a strided window of a buffer (x.T, x[::2]): a copy, writable
+      if copy is False and self.dtype == dtypes.bfloat16: raise ValueError("numpy has no bfloat16: np.asarray gives a float32 copy")
       if copy is False: raise ValueError("this tensor's values are not laid out in one buffer: np.asarray needs a copy")
       array = self.numpy()
     elif not copy and (dtype is None or np.dtype(dtype) == array.dtype):
@@ -2461,13 +2477,13 @@ class Tensor(metaclass=_TensorType):
                                                                         dtypes.max(self.dtype))
   def __abs__(self) -> Tensor: return self.abs()
   def __pos__(self) -> Tensor: return self
-  def __round__(self, ndigits=None) -> Tensor:
-    if ndigits is not None: raise TypeError("round(tensor, ndigits) is not supported; round(tensor) rounds half to even")
-    return self.round()
+  def __round__(self, ndigits=None) -> Tensor: return self.round() if ndigits is None else self.round(ndigits)   # half to even
   def __index__(self) -> int:   # a one-element int tensor as a list index or range bound, as in torch
     if dtypes.is_float(self.dtype) or self.numel() != 1: raise TypeError(f"only one-element integer tensors can be an index, got {self.dtype} {self.shape}")
     return int(self.item())
-  def __contains__(self, value) -> bool: return (self == value).sum().item() > 0   # `3 in t`, as in torch
+  def __contains__(self, value) -> bool:   # `3 in t`, as in torch
+    if _not_a_value(value): raise TypeError(f"`value in tensor` takes a number or a tensor, got {type(value).__name__}")
+    return (self == value).sum().item() > 0
   def __add__(self, x) -> Tensor: return self.add(x)
   def __radd__(self, x) -> Tensor: return self.add(x, True)
   def __sub__(self, x) -> Tensor: return self.sub(x)

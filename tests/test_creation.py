@@ -447,6 +447,8 @@ def test_asarray_copy_false_that_needs_a_copy_raises_value_error():
     warnings.simplefilter("error")
     with pytest.raises(ValueError):
       np.asarray(t, dtype=np.float64, copy=False)
+    with pytest.raises(ValueError, match="bfloat16"):   # the reason is the dtype, not the layout
+      np.asarray(t.cast(dtypes.bfloat16).realize(), copy=False)
     converted = np.asarray(t, dtype=np.float64)
   assert converted.dtype == np.float64
 

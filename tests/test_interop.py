@@ -58,6 +58,32 @@ def test_ufunc_at_into_a_tensor_raises_and_changes_nothing():
   np.testing.assert_array_equal(later.numpy(), [10.0, 20.0, 30.0])
 
 
+def test_a_tensor_as_a_ufuncs_where_is_read_as_its_values():
+  """np.sum(a, where=mask) with an nbgrad mask: numpy called the tensor back without end (the interpreter crashed)."""
+  mask = np.array([True, False, True])
+  assert np.sum(np.ones(3), where=Tensor(mask)) == np.sum(np.ones(3), where=mask) == 2.0
+  np.testing.assert_array_equal(np.add(np.ones(2), 1, out=np.zeros(2), where=Tensor([True, False])), [2.0, 0.0])
+  np.testing.assert_array_equal(np.multiply(A, 2, out=np.ones_like(A), where=Tensor(A > 0)), np.where(A > 0, A * 2, 1))
+
+
+def test_a_ufunc_with_dtype_computes_in_it_and_keeps_the_gradient():
+  """np.exp(t, dtype=np.float32) gave a numpy array: the gradient through it was lost without a word."""
+  x, xt = Tensor(A, requires_grad=True), torch.tensor(A, requires_grad=True)
+  out = np.exp(x, dtype=np.float64)
+  assert isinstance(out, Tensor) and out.dtype == dtypes.float64
+  np.testing.assert_allclose(out.numpy(), np.exp(A, dtype=np.float64), rtol=1e-12)
+  (out + x).sum().backward()
+  (torch.exp(xt.double()) + xt).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+  summed = np.add(Tensor(INTS, dtype=dtypes.int8), 120, dtype=np.int16, order="C")
+  assert summed.dtype == dtypes.int16
+  np.testing.assert_array_equal(summed.numpy(), np.add(INTS.astype(np.int8), 120, dtype=np.int16))
+  with pytest.raises(TypeError, match="same_kind"): np.add(Tensor(A), 1, dtype=np.int32)   # as numpy refuses
+  with pytest.raises(TypeError): np.add(A, 1, dtype=np.int32)
+  np.testing.assert_array_equal(np.add(Tensor(A), 1, dtype=np.int32, casting="unsafe").numpy(), np.add(A, 1, dtype=np.int32, casting="unsafe"))
+  assert np.less(Tensor(A), 1, dtype=bool).tolist() == np.less(A, 1, dtype=bool).tolist()
+
+
 # ---- numpy scalars
 def test_numpy_integer_scalars_stay_integers():
   big = np.int64(2**24 + 1)   # not exact in float32
@@ -79,7 +105,11 @@ def test_operators_numpy_and_torch_have():
   np.testing.assert_array_equal((64 >> Tensor([1, 2, 3])).numpy(), 64 >> np.array([1, 2, 3]))
   np.testing.assert_array_equal((+t).numpy(), INTS)
   np.testing.assert_array_equal(round(Tensor([0.5, 1.5, 2.5, -0.5])).numpy(), np.round([0.5, 1.5, 2.5, -0.5]))
+  np.testing.assert_allclose(round(Tensor(A), 1).numpy(), np.round(A, 1))
+  np.testing.assert_array_equal(round(Tensor(INTS), -1).numpy(), np.round(INTS, -1))
   assert (9 in t) == (9 in tt) and (4 in t) == (4 in tt)
+  for not_a_number in ("a", None):   # == leaves these to Python; torch raises too
+    with pytest.raises(TypeError, match="value in tensor"): not_a_number in t
   assert [10, 20, 30][Tensor(2)] == 30 and list(range(Tensor([3])))[-1] == 2
   with pytest.raises(TypeError):
     [10, 20][Tensor(1.0)]
