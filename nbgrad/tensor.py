@@ -1049,6 +1049,7 @@ class Tensor(metaclass=_TensorType):
   @staticmethod
   def arange(start, stop=None, step=1, dtype=None, device=None, **kwargs) -> Tensor:
     if stop is None: start, stop = 0, start
+    start, stop, step = (v.item() if isinstance(v, Tensor) and v.ndim == 0 else v for v in (start, stop, step))   # as torch takes them
     for v in (start, stop, step):
       if not isinstance(v, (int, float, np.integer, np.floating)): raise TypeError(f"arange bounds must be numbers, got {v!r}")
     if step == 0: raise ValueError("arange step must not be 0")
@@ -2692,7 +2693,7 @@ class Tensor(metaclass=_TensorType):
       acc = dtypes.float64 if self.dtype.itemsize == 8 else dtypes.uint64 if self.dtype.kind == "u" else dtypes.int64
       total = self.cast(acc)._reduce(F.Sum, axis, keepdim).cast(dtypes.float32)
     out_dtype = least_upper_float(self.dtype)
-    return (total * (1 / count) if count else total * float("nan")).cast(out_dtype)
+    return (total / count if count else total * float("nan")).cast(out_dtype)   # divided, as numpy and torch: 127000 * (1 / 1000) is 127.00001 in float32
 
   @_torch_dim
   @_numpy_reduction

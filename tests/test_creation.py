@@ -809,6 +809,13 @@ def test_float_arange_is_start_plus_i_steps_rounded_once(args):
   np.testing.assert_array_equal(Tensor.arange(*args).numpy(), want)
 
 
+def test_arange_takes_0d_tensors_as_bounds_as_torch():
+  assert Tensor.arange(Tensor(3)).tolist() == torch.arange(torch.tensor(3)).tolist() == [0, 1, 2]
+  np.testing.assert_array_equal(Tensor.arange(Tensor(1.5), 4, Tensor(0.5)).numpy(),
+                                torch.arange(torch.tensor(1.5), 4, torch.tensor(0.5)).numpy())
+  with pytest.raises(TypeError, match="numbers"): Tensor.arange(Tensor([3, 4]))
+
+
 def test_int_arange_past_int32_is_int64():
   t = Tensor.arange(2**31 + 2, 2**31 + 5)
   assert t.dtype == dtypes.int64

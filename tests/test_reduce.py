@@ -457,6 +457,17 @@ def test_int_mean_sums_exactly(name, values):
   np.testing.assert_allclose(Tensor(a.reshape(2, 2)).mean(1).numpy(), a.reshape(2, 2).mean(1), rtol=1e-7)
 
 
+@pytest.mark.parametrize("np_dtype", [np.int8, np.int32, np.float32, np.float64])
+def test_mean_of_an_exact_sum_is_its_correctly_rounded_quotient(np_dtype):
+  """The sum divided by the count, as numpy and torch: times 1 / count it rounded twice (a thousand 127s gave
+  127.00000762939453, numpy and torch 127.0)."""
+  for count, value in [(1000, 127), (3, 7), (7, 5), (49, 3), (10, 100)]:
+    a = np.full(count, value, np_dtype)
+    expected = np.float32(np.float64(count * value) / count) if np_dtype != np.float64 else np.float64(count * value) / count
+    assert Tensor(a).mean().item() == expected == torch.from_numpy(a).double().mean().to(torch.float64 if np_dtype == np.float64 else torch.float32).item()
+    assert Tensor(np.tile(a, (2, 1))).mean(1).tolist() == [expected] * 2
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_half_mean_divides_before_rounding_back(name):
   """The float32 sum of two 40000s overflows float16; the mean (and var, layernorm, avg_pool) must not."""
