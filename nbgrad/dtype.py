@@ -245,20 +245,33 @@ def cast_scalar(value, dt: DType):
   """A Python scalar converted to the value it has in dtype dt (ints wrap, floats round)."""
   if dt.kind == "b": return bool(value)
   if dt.kind == "f":
-    if dt.name == "bfloat16": return float(_round_bfloat16(np.array([value], np.float32))[0])
     value = float(value)
+    if dt.name == "bfloat16": return float(_round_bfloat16(np.array([_f64_to_f32_odd(value)], np.float32))[0])
     if dt.itemsize == 8: return value
     if -_LARGEST[dt.itemsize] <= value <= _LARGEST[dt.itemsize]:   # cannot overflow: rounded as C's cast (numpy's) rounds
       packing = _PACKINGS[dt.itemsize]
       return packing.unpack(packing.pack(value))[0]
     with np.errstate(over="ignore"): return float(np.array(value, dtype=dt.storage))   # past the range: inf, as torch
-  if isinstance(value, float):
-    if value != value or value in (float("inf"), -float("inf")): value = 0
-    value = int(value)
   bits = 8 * dt.itemsize
+  if isinstance(value, float):   # as kernels convert: truncated in 32 (or 64) bits, NaN and values past them the minimum
+    wide = 1 << (63 if bits == 64 else 31)   # (x86's, numpy's and torch's); unsigned ones from half their range up less it
+    high = dt.kind == "u" and bits >= 32 and value >= wide
+    value = value - wide if high else value
+    value = (int(value) if -wide <= value < wide else -wide) ^ (-wide if high else 0)
   value = int(value) & ((1 << bits) - 1)
   if dt.kind == "i" and value >= 1 << (bits - 1): value -= 1 << bits
   return value
+
+
+def _f64_to_f32_odd(value: float) -> np.float32:
+  """value in float32 rounded to odd (toward zero, the last bit set when inexact), as the kernels' f64_to_f32_odd:
+  rounded on to bfloat16, that gives what rounding value there directly would (through plain float32, 1 + 2**-8 +
+  2**-30 rounded twice, to 1.0)."""
+  with np.errstate(over="ignore"): rounded = np.float32(value)
+  if value != value or float(rounded) == value: return rounded
+  bits = np.array(rounded).view(np.uint32)
+  if abs(float(rounded)) > abs(value): bits = bits - np.uint32(1)   # rounded away from zero: one step back
+  return (bits | np.uint32(1)).view(np.float32)
 
 
 def _round_bfloat16(f32: np.ndarray) -> np.ndarray:

@@ -243,6 +243,17 @@ def test_out_of_range_float_to_int_converts_like_torch_in_every_kernel(n):
       np.testing.assert_array_equal(Tensor(values.astype(source)).cast(dt).numpy(), expected, err_msg=f"{source} -> {dt.name}")
 
 
+def test_a_constant_casts_to_an_int_as_the_kernels_cast():
+  """A cast of a constant is folded, not run: NaN and values past the range were 0 or wrapped (Tensor(1e10) as int32
+  1410065408) where the kernels, torch and numpy give the int32 minimum."""
+  values = np.array([200.7, 300.2, -129.5, 65535.9, 3e9, -3e9, 1e10, 1e20, -1e20, 1.8e19, np.nan, np.inf, -np.inf, -1.0, -0.0])
+  for dt in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64):
+    in_kernel = Tensor(np.resize(values, 64).astype(np.float32)).cast(dt).tolist()[:len(values)]   # checked against torch above
+    assert [Tensor(v).cast(dt).item() for v in values] == [Tensor.full((2,), v).cast(dt).tolist()[0] for v in values] == in_kernel, dt
+  for dt in (dtypes.int32, dtypes.int64):   # torch's own unsigned conversions past the range differ by position
+    assert [Tensor(v).cast(dt).item() for v in values] == torch.from_numpy(values).to(getattr(torch, dt.name)).tolist()
+
+
 def test_uint64_constants_past_int64():
   x = Tensor([0, 5], dtype=dtypes.uint64)
   assert (~x).tolist() == [2**64 - 1, 2**64 - 6]
@@ -267,6 +278,8 @@ DOUBLE_ROUNDING_ROWS = [
 def test_casts_to_16_bit_floats_round_once(src, value, dst, expected):
   out = Tensor([value], dtype=getattr(dtypes, src)).cast(getattr(dtypes, dst))
   assert out.item() == expected, (out.item(), expected)
+  folded = Tensor.full((2,), value, dtype=getattr(dtypes, src)).cast(getattr(dtypes, dst))   # a constant, cast without a kernel
+  assert folded.tolist() == [expected] * 2, (folded.tolist(), expected)
 
 
 def test_bool_casts():
