@@ -73,3 +73,20 @@ def test_a_row_sum_keeps_its_row_length_a_parameter_in_its_specialized_build():
   assert "i0 = 300" in entry.specialized.source   # the kept dim's size is still written in
   np.testing.assert_allclose(results[-1], x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-4)
   for got in results[1:]: assert np.array_equal(got.view(np.uint32), results[0].view(np.uint32))
+
+
+def test_a_max_over_short_rows_gives_the_same_bits_in_every_build():
+  """A reduce of at most SMALL_WINDOW elements compares floats in the serial build as in the parallel one (unrolled),
+  not order keys: max of [0.0, -0.0] was 0.0 from the serial build and -0.0 from the parallel one, a NaN's bits
+  changed too. Each build is run here, whatever the disk cache holds."""
+  rows = np.tile(np.array([[0.0, -0.0, -1.0, 0.5], [-0.0, 0.0, -2.0, -0.0], [1.0, np.nan, 3.0, 2.0]], np.float32), (1 << 15, 1))
+  t = Tensor(rows).realize()
+  for op, reference in (("max", torch.amax), ("min", torch.amin)):
+    [kernel] = getattr(t, op)(1).schedule()
+    serial, parallel = jit._rendered(kernel, parallel=False), jit._rendered(kernel, parallel=True)
+    specialized = jit.get_kernel(jit.Renderer(kernel, True, constants=True).render("kernel"), True, kernel.name)
+    results = [np.empty(len(rows), np.float32) for _ in range(3)]
+    for out, build, params in zip(results, (serial.compiled, parallel.compiled, specialized), (serial, parallel, parallel)):
+      build(out, rows.reshape(-1), params.int_params, params.float_params)
+    np.testing.assert_array_equal(results[0], reference(torch.from_numpy(rows), 1).numpy())   # as numbers (0.0 == -0.0)
+    for got in results[1:]: assert np.array_equal(got.view(np.uint32), results[0].view(np.uint32)), op

@@ -263,6 +263,7 @@ class Renderer:
     self.temporaries = 0
     self.loop_names: dict[int, str] = {}   # a loop dim read under another name (a second row in flight)
     self.window = False   # the reduce is a small window, unrolled (see SMALL_WINDOW)
+    self.short = False   # the reduce is at most SMALL_WINDOW elements an output (see _keyed)
     self.angle_args: Optional[list[str]] = None   # collected while a loop body is rendered with small-angle sin and cos
 
   def tmp(self) -> str:
@@ -479,7 +480,7 @@ class Renderer:
     outer = [d for d in range(n) if d not in axes]
     reduce = [d for d in range(n) if d in axes]
     self.code: list[str] = []
-    small = bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
+    small = self.short = bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
     # a short reduce is a few loads an output, innermost: as columns, a block of accumulators set up for every 2 rows
     # cost more than the rows (the sum over axis 2 of 1024x56x2x28 float32: 7.6-9.1 -> 0.4-0.9 ms)
     self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce) and not small
@@ -582,8 +583,9 @@ class Renderer:
   def _keyed(self, op, dt: DType) -> bool:
     """A float max/min along a loop compares order-preserving integer keys and keeps a NaN flag: LLVM
     vectorizes that, not a float select. Across columns (an array of accumulators) the NaN-aware float
-    select vectorizes as it is."""
-    return op in (ReduceOps.MAX, ReduceOps.MIN) and dt.kind == "f" and not self.column and not self.window
+    select vectorizes as it is, and so does a short reduce's, which compares floats in every build alike (a max of
+    [0.0, -0.0] was 0.0 in one build and -0.0 in another)."""
+    return op in (ReduceOps.MAX, ReduceOps.MIN) and dt.kind == "f" and not self.column and not self.short
 
   def init_accumulator(self, depth: int, op, dt: DType, target: str):
     if self._keyed(op, dt):
