@@ -281,7 +281,8 @@ def _list_to_array(data, dtype: Optional[DType] = None) -> np.ndarray:
 def _ufunc_inputs_in(ufunc, inputs: tuple, dtype: np.dtype, casting: str) -> tuple:
   """A ufunc's inputs cast to its dtype= argument (it computes in that dtype), where numpy's casting rule allows."""
   for i, x in enumerate(inputs):
-    source = x.dtype.np if isinstance(x, Tensor) and x.dtype != dtypes.bfloat16 else np.float32 if isinstance(x, Tensor) else np.result_type(x)
+    if isinstance(x, Tensor): source = np.float32 if x.dtype == dtypes.bfloat16 else x.dtype.np   # numpy has no bfloat16
+    else: source = np.result_type(x)
     if not np.can_cast(source, dtype, casting):
       raise TypeError(f"np.{ufunc.__name__}: cannot cast input {i} from {np.dtype(source)} to {dtype} with casting rule {casting!r}")
   return tuple(x.cast(to_dtype(dtype)) if isinstance(x, Tensor) else np.asarray(x, dtype) for x in inputs)
