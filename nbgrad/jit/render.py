@@ -480,11 +480,11 @@ class Renderer:
     outer = [d for d in range(n) if d not in axes]
     reduce = [d for d in range(n) if d in axes]
     self.code: list[str] = []
-    small = self.short = bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
+    self.short = bool(reduce) and prod(k.loop_shape[d] for d in reduce) <= SMALL_WINDOW
     # a short reduce is a few loads an output, innermost: as columns, a block of accumulators set up for every 2 rows
     # cost more than the rows (the sum over axis 2 of 1024x56x2x28 float32: 7.6-9.1 -> 0.4-0.9 ms)
-    self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce) and not small
-    self.window = self.parallel and small and not self.column
+    self.column = bool(k.stages) and bool(outer) and outer[-1] == n - 1 and bool(reduce) and not self.short
+    self.window = self.parallel and self.short and not self.column
     # A row's reduced dims keep their sizes as parameters in a build with constants too: with its trip count known,
     # the vectorized sum of a row was unrolled whole in the machine code numba caches (it optimizes a parallel
     # kernel's module once more before writing it), its loads walking the row backwards, and a kernel loaded from
