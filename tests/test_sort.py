@@ -8,7 +8,7 @@ import torch
 
 from nbgrad import Tensor, dtypes
 from nbgrad.jit import PARALLEL_MIN_ELEMENTS
-from nbgrad.jit.sort import INSERTION_MAX
+from nbgrad.jit.sort import INSERTION_MAX, LONG_ROW
 
 rng = np.random.default_rng(0)
 DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
@@ -65,6 +65,22 @@ def test_sort_of_long_rows_in_parallel_matches_numpy():
   np.testing.assert_array_equal(Tensor(values).argsort(0).numpy(), np.argsort(values, 0, kind="stable"))
   row = rng.integers(-(1 << 60), 1 << 60, 200_000)
   np.testing.assert_array_equal(Tensor(row).sort()[0].numpy(), np.sort(row))
+
+
+@pytest.mark.parametrize("name", ["uint8", "int16", "float32", "float64"])
+def test_one_long_row_sorts_on_every_thread_as_torch(name):
+  """A row of LONG_ROW values or more sorts with each radix pass split among the threads: ties keep their order
+  across the parts, keys of 8 bytes sort by both halves, both directions, and a topk of more than a quarter."""
+  values = values_of(name, (LONG_ROW + 999,))
+  for descending in (False, True):
+    got = tensor_of(values, name).argsort(descending=descending).numpy()
+    np.testing.assert_array_equal(got, torch_order(values, name, 0, descending), err_msg=f"descending={descending}")
+  top = tensor_of(values, name).topk(LONG_ROW // 2)[1].numpy()
+  np.testing.assert_array_equal(top, torch_order(values, name, 0, True)[:LONG_ROW // 2])
+
+
+def test_a_sort_refuses_rows_of_2_to_the_32_values_when_built():
+  with pytest.raises(ValueError, match="fewer than 2\\*\\*32 values a row, got 4294967296"): Tensor.zeros(1 << 32, dtype=dtypes.uint8).argsort()
 
 
 @pytest.mark.parametrize("view", ["transposed", "stepped", "expanded", "lazy"])

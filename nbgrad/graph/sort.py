@@ -34,6 +34,7 @@ class ArgSort:
 def argsort(x: LazyBuffer, axis: int, descending: bool, k: Optional[int] = None) -> LazyBuffer:
   """The positions along axis that put x in ascending (descending) order, equal values in the order they come;
   with k, the first k of them. int32, or int64 along an axis too long for int32."""
+  if x.shape[axis] >= 1 << 32: raise ValueError(f"a sort orders fewer than 2**32 values a row, got {x.shape[axis]} along axis {axis} of {x.shape}")
   x = x.in_flat_order()
   k = x.shape[axis] if k is None else k
   order = ArgSort(x.dtype, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), descending, k)
