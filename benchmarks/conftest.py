@@ -124,6 +124,15 @@ def column_inputs():
 
 
 @pytest.fixture(scope="session")
+def matrix_indices():
+    """A 1024x1024 float32 matrix; 512 int64 column indices (repeats included); a (1024, 1024) int64 order of each
+    row's elements; a (1024, 1) int64 label of each row."""
+    rng = np.random.default_rng(6)
+    return (rng.standard_normal((1024, 1024), dtype=np.float32), rng.integers(0, 1024, 512),
+            rng.permuted(np.tile(np.arange(1024), (1024, 1)), axis=1), rng.integers(0, 1024, (1024, 1)))
+
+
+@pytest.fixture(scope="session")
 def sort_inputs():
     """1M float32 values, and a 1024x1024 float32 matrix whose rows are sorted."""
     rng = np.random.default_rng(5)

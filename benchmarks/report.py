@@ -51,7 +51,8 @@ GROUP_TITLES = {
              "max-pool, conv 64 3x3, max-pool, linear) on 32x1x28x28; transformer (a tied embedding of 512 tokens x 128, "
              "one pre-norm block of 4-head causal attention and a 4x GELU MLP) on 8 sequences of 64 tokens (after warm-up)",
     "indexing": "Indexed reads: x[idx], 100k int64 indices into 1M float32; m[idx, 1], column 1 of a 1M x 16 float32 "
-                "matrix at 100k int64 indices; an embedding table 50000x256 float32 read by a 64x128 token grid, and "
+                "matrix at 100k int64 indices; m[:, idx], 512 columns of a 1024x1024 float32 matrix; gathers along its rows, "
+                "of every element and of one label each; an embedding table 50000x256 float32 read by a 64x128 token grid, and "
                 "its gradient; m[2:10, ::2][3] of a 64x64 float32 matrix, copied out (after warm-up)",
     "python": "Element by element from Python: a float32 tensor made from a list of 1M Python floats; 1000 elements of a "
               "computed float32 vector read one at a time (x[i].item()); 1000 written one at a time (z[i] = 1.5) (after warm-up)",

@@ -492,6 +492,27 @@ WORKLOADS.update({
         torch=lambda table, tokens, grad: table[tokens],
         nbgrad=lambda table, tokens, grad: table[tokens],
         rtol=0.0, atol=0.0),
+    # the same 512 columns (int64 indices, repeats included) of each row of a 1024x1024 float32 matrix
+    "column_select": Workload(
+        "matrix_indices",
+        numpy=lambda m, columns, rows_order, labels: m[:, columns],
+        torch=lambda m, columns, rows_order, labels: m.index_select(1, columns),
+        nbgrad=lambda m, columns, rows_order, labels: m[:, columns],
+        rtol=0.0, atol=0.0),
+    # each row of the matrix read in its own order (a sort's values from its indices), and one element of each row
+    # picked by a label (a classifier's scores of its targets)
+    "gather_rows": Workload(
+        "matrix_indices",
+        numpy=lambda m, columns, rows_order, labels: np.take_along_axis(m, rows_order, 1),
+        torch=lambda m, columns, rows_order, labels: m.gather(1, rows_order),
+        nbgrad=lambda m, columns, rows_order, labels: m.gather(1, rows_order),
+        rtol=0.0, atol=0.0),
+    "gather_labels": Workload(
+        "matrix_indices",
+        numpy=lambda m, columns, rows_order, labels: np.take_along_axis(m, labels, 1),
+        torch=lambda m, columns, rows_order, labels: m.gather(1, labels),
+        nbgrad=lambda m, columns, rows_order, labels: m.gather(1, labels),
+        rtol=0.0, atol=0.0),
     # basic indices of a small matrix, copied out: every other column of rows 2 to 9, then its row 3 (where each
     # call's fixed costs, building the views, count more than the copy)
     "small_basic_indices": Workload(
@@ -913,8 +934,9 @@ def test_loss_nll_forward_backward(benchmark, request, lib):
 
 
 # ---------------------------------------------------------------------------------------------
-# indexing: x[idx] with 100k indices into 1M float32; an embedding table (50000 x 256) read by a
-# (64, 128) token grid, and the gradient of that read
+# indexing: x[idx] with 100k indices into 1M float32; the same columns of every row, a gather of every element and
+# one of each row, of a 1024x1024 matrix; an embedding table (50000 x 256) read by a (64, 128) token grid, and the
+# gradient of that read
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="indexing")
@@ -927,6 +949,24 @@ def test_indexing_gather_1m_by_100k(benchmark, request, lib):
 @pytest.mark.parametrize("lib", LIBS)
 def test_indexing_column_gather(benchmark, request, lib):
     bench_workload(benchmark, request, lib, "column_gather")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_column_select(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "column_select")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_gather_rows(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "gather_rows")
+
+
+@pytest.mark.benchmark(group="indexing")
+@pytest.mark.parametrize("lib", LIBS)
+def test_indexing_gather_labels(benchmark, request, lib):
+    bench_workload(benchmark, request, lib, "gather_labels")
 
 
 @pytest.mark.benchmark(group="indexing")

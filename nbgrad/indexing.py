@@ -5,7 +5,7 @@ import math
 from typing import Optional
 import numpy as np
 from nbgrad import device as devices
-from nbgrad.autograd import NO_GRAPH, Slice, Take
+from nbgrad.autograd import NO_GRAPH, Slice, Take, TakeAlong
 from nbgrad.dtype import cast_scalar, check_storable, dtypes, float32_to_bfloat16_bits, index_dtype
 from nbgrad.graph.view import contiguous_strides
 from nbgrad.jit.blas import strided_view
@@ -108,7 +108,7 @@ def _plain_items(indices, ndim: int) -> Optional[list]:
 
 
 def basic_index(tensor, indices):
-  if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices)   # x[idx], the common case
+  if _is_int_tensor(indices) and indices.ndim and tensor.ndim: return _read_rows(tensor, indices, 0)   # x[idx], the common case
   if isinstance(indices, (type(tensor), np.ndarray)) and (mask := _bool_mask(indices)) is not None and mask.ndim > 1 and \
      mask.shape == tensor.shape[:mask.ndim]:
     # x[mask] over its leading dims: those dims as one, read at the flat mask's positions (one index array, not one
@@ -183,7 +183,7 @@ def index_positions(index, size: int, device: str, negative_from_end=True):
   """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
   (or out of range), and whether each one is in range."""
   check_known_index(index, size, negative_from_end)
-  index = _as_int64(index_tensor(index, device), size)
+  index = as_int64(index_tensor(index, device), size)
   if not negative_from_end: return index, (index >= 0) & (index < size)
   return (index < 0).where(index + size, index), (index >= -size) & (index < size)
 
@@ -218,7 +218,7 @@ def advanced_index(tensor, items: list):
     if is_array or i is None or isinstance(i, slice): dim += 1   # the dims basic indexing keeps
   x = tensor if all(b == slice(None) for b in basic) else basic_index(tensor, tuple(basic))
   for d, i in zip(positions, index_items): check_known_index(i, x.shape[d])
-  if positions == [0]: return _read_rows(x, index_tensor(index_items[0], x.device))
+  if len(positions) == 1: return _read_rows(x, index_tensor(index_items[0], x.device), positions[0])
   known = _known_index_values(index_items, x.device)
   wrapped = None if known is not None else [index_positions(i, x.shape[d], x.device) for d, i in zip(positions, index_items)]
   shapes = [v.shape for v in known] if known is not None else [index.shape for index, _ in wrapped]
@@ -283,14 +283,21 @@ def _known_positions(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndar
 def _placed(size: int, axis: int, ndim: int) -> tuple[int, ...]: return tuple(size if a == axis else 1 for a in range(ndim))
 
 
-def _read_rows(x, index):
-  """x[index] for one index tensor on x's first dim: the take kernel counts negative indices from the end and reads
-  0 out of range itself."""
-  if index.dtype != dtypes.int32: index = _as_int64(index, x.shape[0])
-  return Take.apply(x, index, row_dims=x.ndim - 1, dim_size=x.shape[0])
+def _read_rows(x, index, dim: int):
+  """x[..., index, ...] for one index tensor on x's dim: the take kernel counts negative indices from the end and
+  reads 0 out of range itself. On the first dim, a plain take, which also reads a first dim that steps through its
+  buffer in place; on a later one, the same rows of each group of the dims before it."""
+  index = kernel_index(index, x.shape[dim])
+  if dim == 0: return Take.apply(x, index, row_dims=x.ndim - 1, dim_size=x.shape[0])
+  return TakeAlong.apply(x, index, axis=dim, shared=True, wrap=True)
 
 
-def _as_int64(index, size: int):
+def kernel_index(index, size: int):
+  """An integer index tensor into a dim of size as a take reads it: int32 as it is, else int64."""
+  return index if index.dtype == dtypes.int32 else as_int64(index, size)
+
+
+def as_int64(index, size: int):
   """An integer index tensor as int64. uint64 indices past int64's range would turn negative: like every index from
   size on they are out of range, so they become size first."""
   if index.dtype == dtypes.uint64: index = index.minimum(size)

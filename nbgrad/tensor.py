@@ -28,7 +28,7 @@ from nbgrad.helpers import ShapeMismatch, DTypeMismatch, InPlaceNeedsGradient, I
   UnsupportedDType, \
   NotAScalar, NotOneElement, NoAxisToJoin, eager_enabled, add_weak_reference
 from nbgrad.jit.blas import strided_view
-from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, read_positions, whole_float_indices, foreign_array
+from nbgrad.indexing import basic_index, set_index, index_positions, along_axis, kernel_index, whole_float_indices, foreign_array
 from nbgrad.linalg import BLAS_DTYPES, DIRECT_CONV_DTYPES
 from nbgrad.random.draw import GeneratorState
 
@@ -3160,7 +3160,9 @@ class Tensor(metaclass=_TensorType):
     dim = resolve_axis(dim, self.ndim)
     for d, (i, s) in enumerate(zip(index.shape, self.shape)):
       if d != dim and i > s: raise IndexMismatch(f"gather index shape {index.shape} exceeds {self.shape} in dim {d}")
-    return read_positions(self, *self._positions_along(dim, index))
+    # the kernel reads dims other than dim whole: a smaller index reads the part of self it covers
+    x = self.shrink(tuple(None if d == dim or i == s else (0, i) for d, (i, s) in enumerate(zip(index.shape, self.shape))))
+    return F.TakeAlong.apply(x, kernel_index(index, self.shape[dim]), axis=dim, shared=False, wrap=False)
 
   def _positions_along(self, dim: int, index: Tensor) -> tuple[Tensor, Tensor]:
     """The flat positions in self (contiguous) of [..., index[..., i, ...], ...] along dim, for every element of index,

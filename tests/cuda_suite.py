@@ -238,20 +238,22 @@ def test_indexing():
 
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int64, dtypes.bool], ids=str)
 def test_index_reads_and_their_gradients_run_on_the_gpu(dt):
-  """x[idx] (repeats, negative and out-of-range indices), row reads (an embedding) and a boolean mask, all
-  by the GPU's take kernel; the float gradients by its atomic scatter-add, where repeated indices collide."""
+  """x[idx] (repeats, negative and out-of-range indices), row reads (an embedding), the same columns of every row,
+  a gather along the first dim and a boolean mask, all by the GPU's take kernel; the float gradients by its atomic
+  scatter-add, where repeated indices collide."""
   x = rng.standard_normal((6, 5)) > 0 if dt == dtypes.bool else rng.standard_normal((6, 5)) * 4
   index = np.array([[2, 2, -1], [0, 7, 2]])   # 7 is out of range: reads 0
   reads = [lambda t: t[Tensor(index, device=t.device)],
            lambda t: t[:, Tensor([4, 4, 0], device=t.device)],
            lambda t: t[Tensor([1, 1, 3], device=t.device), Tensor([0, 2, 2], device=t.device)],
+           lambda t: t.gather(0, Tensor([[1, 5, 0, 2, 9], [3, 3, -1, 0, 5]], device=t.device)),   # a lane per column
            lambda t: t[t.cast(dtypes.float32) > 0]]
   for read in reads: assert_same(*on_both(read, x, dtype=dt), exact=True)
   if dt in (dtypes.float32, dtypes.float16):
     results = []
     for device in ("CPU", GPU):
       t = Tensor(x, device=device, dtype=dt, requires_grad=True)
-      sum(read(t).cast(dtypes.float32).sum() * (i + 1) for i, read in enumerate(reads[:3])).backward()
+      sum(read(t).cast(dtypes.float32).sum() * (i + 1) for i, read in enumerate(reads[:4])).backward()
       results.append(t.grad.numpy())
     assert_same(*results)
 

@@ -701,16 +701,25 @@ def test_setitem_advanced_bad_index_raises_and_leaves_tensor_unchanged(index):
 GATHER_ROWS = {
   "dim_minus2_smaller_other_dims": ((2, 3, 4), -2, (1, 2, 3), np.int64),
   "dim1_2d_index_longer_than_dim": ((3, 5), 1, (3, 7), np.int32),
+  "dim0_dims_after_it": ((4, 3, 5), 0, (6, 3, 5), np.int64),
+  "dim1_dims_before_and_after": ((4, 3, 5), 1, (4, 2, 5), np.uint8),
+  "last_dim_one_each": ((6, 9), -1, (6, 1), np.int16),
+  "size1_dim": ((4, 1, 3), 1, (4, 2, 3), np.int64),
+  "empty_index": ((4, 3), 1, (4, 0), np.int64),
 }
+# how the gathered tensor is given: a buffer of its own, a window of one at an offset, a transposed view, lazily
+GATHER_SOURCES = {"realized": lambda t: t, "window": lambda t: t.pad(((1, 0),) + ((0, 0),) * (t.ndim - 1)).realize()[1:],
+                  "transposed": lambda t: t.T.contiguous().T, "lazy": lambda t: t * 1}
 
 
+@pytest.mark.parametrize("source", list(GATHER_SOURCES))
 @pytest.mark.parametrize("row", list(GATHER_ROWS))
-def test_gather(row):
+def test_gather(row, source):
   x_shape, dim, index_shape, index_dtype = GATHER_ROWS[row]
   a = make(x_shape, seed=4)
   idx = np.random.default_rng(5).integers(0, x_shape[dim], index_shape).astype(index_dtype)   # repeats accumulate
   x = Tensor(a, requires_grad=True)
-  out = x.gather(dim, Tensor(idx))
+  out = GATHER_SOURCES[source](x).gather(dim, Tensor(idx))
   xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
   ref = torch.gather(xt, dim, torch.tensor(idx, dtype=torch.int64))
   assert out.shape == tuple(ref.shape), (out.shape, tuple(ref.shape))
@@ -858,6 +867,24 @@ def test_reads_of_single_elements_keep_every_bit_of_8_byte_dtypes(dtype, size):
   gathered = Tensor(a).gather(0, Tensor(index % size)).numpy()
   np.testing.assert_array_equal(gathered, torch.gather(torch.from_numpy(a.view(np.int64) if dtype == np.uint64 else a), 0,
                                                        torch.from_numpy(index % size)).numpy().view(dtype))
+
+
+def test_gather_reads_zero_for_indices_out_of_range_and_sends_them_no_gradient():
+  """Negative indices and those past the dim read 0 (tinygrad's gather; torch raises), at every dim of a 3-D tensor."""
+  a = make((3, 4, 5), seed=8)
+  for dim in range(3):
+    size = a.shape[dim]
+    shape = tuple(6 if d == dim else n for d, n in enumerate(a.shape))
+    idx = np.random.default_rng(dim).integers(-size - 2, size + 2, shape)
+    inside = (idx >= 0) & (idx < size)
+    expected = np.where(inside, np.take_along_axis(a, np.where(inside, idx, 0), dim), 0)
+    x = Tensor(a, requires_grad=True)
+    out = x.gather(dim, Tensor(idx))
+    np.testing.assert_array_equal(out.numpy(), expected)
+    out.sum().backward()
+    counts = np.zeros(a.shape)   # how many in-range indices read each element
+    np.add.at(counts, tuple(np.where(inside, idx, 0) if d == dim else np.indices(shape)[d] for d in range(3)), inside)
+    np.testing.assert_array_equal(x.grad.numpy(), counts)
 
 
 @pytest.mark.parametrize("row", list(BAD_GATHER_ROWS))

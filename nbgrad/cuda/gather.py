@@ -20,12 +20,22 @@ def _bits(buffer): return buffer.view(np.dtype(f"u{buffer.dtype.itemsize}"))
 _row_start = device_function(cpu_take, "_row_start", globals())
 
 
+@cuda.jit(device=True, inline=True)
+def _source(positions, e, row, dim_size, row_step, groups, group_step, lanes, shared, wrap):
+  """Where element e of a take (graph/take.py's Rows) reads x, before the offset, or -1 for a zero."""
+  r = e // row
+  count = positions.size if shared else positions.size // groups
+  group = r // count
+  i = r - group * count
+  p = _row_start(positions, i if shared else r, row_step, dim_size, wrap)
+  return group * group_step + p + (i % lanes) * row + e - r * row if p >= 0 else -1
+
+
 @cuda.jit(cache=True)
-def _take_kernel(out, x, positions, offset, row, dim_size, row_step):
+def _take_kernel(out, x, positions, offset, row, dim_size, row_step, groups, group_step, lanes, shared, wrap):
   for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-    i = e // row
-    p = _row_start(positions, i, row_step, dim_size)
-    if p >= 0: out[e] = x[offset + p + e - i * row]
+    at = _source(positions, e, row, dim_size, row_step, groups, group_step, lanes, shared, wrap)
+    if at >= 0: out[e] = x[offset + at]
     else: out[e] = 0
 
 
@@ -35,11 +45,10 @@ def _zero_kernel(out):
 
 
 @cuda.jit(cache=True)
-def _scatter_add_kernel(out, grad, positions, row, dim_size):
+def _scatter_add_kernel(out, grad, positions, row, dim_size, row_step, groups, group_step, lanes, shared, wrap):
   for e in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
-    i = e // row
-    p = _row_start(positions, i, row, dim_size)
-    if p >= 0: cuda.atomic.add(out, p + e - i * row, grad[e])
+    at = _source(positions, e, row, dim_size, row_step, groups, group_step, lanes, shared, wrap)
+    if at >= 0: cuda.atomic.add(out, at, grad[e])
 
 
 @cuda.jit(cache=True)
@@ -64,16 +73,20 @@ def _slot_kernel(out, source, slot_start, slot_size, total_size, count, inner, f
     out[outer * total_size + slot_start + e - outer * slot_size] = source[first + outer * step + along * dim_step + within]
 
 
-def take(out, x, positions, offset: int, row: int, dim_size: int, row_step: int):
+def _rows_arguments(rows: tuple) -> tuple:
+  row, dim_size, row_step, groups, group_step, lanes, shared, wrap = rows
+  return tuple(np.int64(v) for v in (row, dim_size, row_step, groups, group_step, lanes)) + (bool(shared), bool(wrap))
+
+
+def take(out, x, positions, offset: int, rows: tuple):
   if out.size:
-    _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), np.int64(row), np.int64(dim_size),
-                                             np.int64(row_step))
+    _take_kernel[_blocks(out.size), THREADS](_bits(out), _bits(x), positions, np.int64(offset), *_rows_arguments(rows))
 
 
-def scatter_add(out, grad, positions, row: int, dim_size: int):
+def scatter_add(out, grad, positions, rows: tuple):
   if out.size == 0: return
   _zero_kernel[_blocks(out.size), THREADS](out)
-  if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, np.int64(row), np.int64(dim_size))
+  if grad.size: _scatter_add_kernel[_blocks(grad.size), THREADS](out, grad, positions, *_rows_arguments(rows))
 
 
 def axis_taps(out, x, taps, weights, n: int, m: int, inner: int, count: int):

@@ -15,44 +15,62 @@ from nbgrad.graph.view import contiguous_strides, prod
 
 
 @dataclass(frozen=True)
-class Take:
-  """Row i of out (row elements) is x[offset + positions[i]:][:row], or 0 where positions[i] < 0; x is read from its
-  flat buffer. With dim_size >= 0 the positions are indices of rows of a first dim that long instead, which start
-  row_step elements apart in the buffer."""
-  offset: int
+class Rows:
+  """Which rows of row elements a take's positions name in a flat buffer. With dim_size < 0 a position is the flat
+  index of its row's first element (-1: none). With dim_size >= 0 it is an index into a dim that long whose rows
+  start row_step elements apart (counted from the end when negative, if wrap; out of range: none). There are then
+  groups groups of that dim (the dims before it), group_step elements apart, and the positions name rows in each:
+  the same ones (shared: x[:, idx]) or the next ones (a gather); and consecutive positions of a group are lanes of
+  rows, each lane's rows row elements after the last one's (a gather along a dim with dims after it)."""
   row: int
-  dim_size: int
-  row_step: int
+  dim_size: int = -1
+  row_step: int = 0
+  groups: int = 1
+  group_step: int = 0
+  lanes: int = 1
+  shared: bool = True
+  wrap: bool = True
+
+  def scalars(self) -> tuple: return (self.row, self.dim_size, self.row_step, self.groups, self.group_step, self.lanes, self.shared, self.wrap)
+
+  def along(self) -> str:
+    return "" if self.groups == 1 and self.lanes == 1 else f"_in_{self.groups}_groups" + (f"_of_{self.lanes}_lanes" if self.lanes > 1 else "")
+
+
+@dataclass(frozen=True)
+class Take:
+  """out is the rows of x that positions name (Rows), read from x's flat buffer from offset on; a position that
+  names none reads zeros."""
+  offset: int
+  rows: Rows
 
   @property
-  def name(self) -> str: return f"take_rows_of_{self.row}"
+  def name(self) -> str: return f"take_rows_of_{self.rows.row}{self.rows.along()}"
 
   def run(self, out, x, positions):
     from nbgrad.jit.take import take   # the CPU routine: the graph layer does not load a device's code
-    take(out, x, positions, self.offset, self.row, self.dim_size, self.row_step)
+    take(out, x, positions, self.offset, self.rows.scalars())
 
   def run_cuda(self, backend, out, x, positions):
     from nbgrad.cuda.gather import take
-    take(out, x, positions, self.offset, self.row, self.dim_size, self.row_step)
+    take(out, x, positions, self.offset, self.rows.scalars())
 
 
 @dataclass(frozen=True)
 class ScatterAdd:
-  """The gradient of Take: out (contiguous) is zero plus each row i of grad added at positions[i] >= 0 (rows as
-  Take's dim_size says)."""
-  row: int
-  dim_size: int = -1
+  """The gradient of Take: out (contiguous) is zero plus each row of grad added to the row its position names."""
+  rows: Rows
 
   @property
-  def name(self) -> str: return f"scatter_add_rows_of_{self.row}"
+  def name(self) -> str: return f"scatter_add_rows_of_{self.rows.row}{self.rows.along()}"
 
   def run(self, out, grad, positions):
     from nbgrad.jit.take import scatter_add
-    scatter_add(out, grad, positions, self.row, self.dim_size)
+    scatter_add(out, grad, positions, self.rows.scalars())
 
   def run_cuda(self, backend, out, grad, positions):
     from nbgrad.cuda.gather import scatter_add
-    scatter_add(out, grad, positions, self.row, self.dim_size)
+    scatter_add(out, grad, positions, self.rows.scalars())
 
 
 @dataclass(frozen=True)
@@ -85,25 +103,53 @@ def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1
   and now reads it in place in 0.35 ms; numpy 0.35). A base not computed yet is copied from instead: computing all
   of it to read one column would cost more than the copy, which computes the column alone."""
   row_shape = x.shape[len(x.shape) - row_dims:]
-  window = x.view.strided() if x.base.op is not LoadOps.CONST else None
-  if window is not None:
-    strides, start = window
-    dense = [s == c or n == 1 for s, c, n in zip(strides, contiguous_strides(x.shape), x.shape)]   # per dim
-    stepped = dim_size >= 0 and x.base.buffer is not None and strides[0] >= 0 and all(dense[1:])
-    if all(dense) or stepped:
-      return _take_node(x, start, positions, row_shape, dim_size, strides[0] if stepped and x.shape[0] != 1 else prod(row_shape))
-  return _take_node(x.contiguous(), 0, positions, row_shape, dim_size, prod(row_shape))
+  row = prod(row_shape)
+  if (window := _window(x)) is not None:
+    strides, start, dense = window
+    if dim_size >= 0 and x.base.buffer is not None and strides[0] >= 0 and all(dense[1:]) and x.shape[0] != 1:
+      return _take_node(x, start, positions, positions.shape + row_shape, Rows(row, dim_size, strides[0]))
+    if all(dense): return _take_node(x, start, positions, positions.shape + row_shape, Rows(row, dim_size, row))
+  return _take_node(x.contiguous(), 0, positions, positions.shape + row_shape, Rows(row, dim_size, row))
 
 
-def _take_node(source: LazyBuffer, offset: int, positions: LazyBuffer, row_shape: tuple, dim_size: int, row_step: int) -> LazyBuffer:
-  return LazyBuffer.load(LoadOps.CUSTOM, positions.shape + row_shape, source.dtype, source.device,
-                         arg=Take(offset, prod(row_shape), dim_size, row_step), srcs=(source, positions.in_flat_order()))
+def rows_along(shape: tuple[int, ...], axis: int, shared: bool, wrap: bool) -> Rows:
+  """The Rows of indices along axis of a tensor of shape: shared, one index tensor's rows in every group of the dims
+  before axis (x[:, idx], index_select); else an index of the tensor's shape but along axis, one element each
+  (gather)."""
+  groups, size, inner = prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
+  if shared: return Rows(inner, size, inner, groups, size * inner, 1, True, wrap)
+  return Rows(1, size, inner, groups, size * inner, inner, False, wrap)
+
+
+def take_along(x: LazyBuffer, index: LazyBuffer, axis: int, shared: bool, wrap: bool) -> LazyBuffer:
+  """x's rows along axis at index (rows_along's Rows): of shape x.shape[:axis] + index.shape + x.shape[axis + 1:]
+  when shared, else index's shape."""
+  shape = x.shape[:axis] + index.shape + x.shape[axis + 1:] if shared else index.shape
+  rows = rows_along(x.shape, axis, shared, wrap)
+  if (window := _window(x)) is not None and all(window[2]): return _take_node(x, window[1], index, shape, rows)
+  return _take_node(x.contiguous(), 0, index, shape, rows)
+
+
+def _window(x: LazyBuffer):
+  """(strides, start, whether each dim is dense) of x as one strided window of its base, or None."""
+  if x.base.op is LoadOps.CONST or (window := x.view.strided()) is None: return None
+  strides, start = window
+  return strides, start, [s == c or n == 1 for s, c, n in zip(strides, contiguous_strides(x.shape), x.shape)]
+
+
+def _take_node(source: LazyBuffer, offset: int, positions: LazyBuffer, shape: tuple, rows: Rows) -> LazyBuffer:
+  return LazyBuffer.load(LoadOps.CUSTOM, shape, source.dtype, source.device, arg=Take(offset, rows), srcs=(source, positions.in_flat_order()))
 
 
 def scatter_add(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], row_dims: int, dim_size: int = -1) -> LazyBuffer:
-  """Take's gradient: a tensor of shape where each element sums the grads of the positions that read it. Half
-  types add in float32."""
+  """Take's gradient: a tensor of shape where each element sums the grads of the positions that read it."""
+  row = prod(shape[len(shape) - row_dims:])
+  return scatter_add_rows(grad, positions, shape, Rows(row, dim_size, row))
+
+
+def scatter_add_rows(grad: LazyBuffer, positions: LazyBuffer, shape: tuple[int, ...], rows: Rows) -> LazyBuffer:
+  """Each row of grad added into zeros of shape (contiguous) at the row its position names. Half types add in
+  float32."""
   wide = grad.cast(dtypes.float32) if grad.dtype.itemsize < 4 else grad
-  node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(prod(shape[len(shape) - row_dims:]), dim_size),
-                         srcs=(wide.in_flat_order(), positions.in_flat_order()))
+  node = LazyBuffer.load(LoadOps.CUSTOM, shape, wide.dtype, grad.device, arg=ScatterAdd(rows), srcs=(wide.in_flat_order(), positions.in_flat_order()))
   return node.cast(grad.dtype)

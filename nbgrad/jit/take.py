@@ -13,66 +13,98 @@ TAKE_BLOCK = 4096   # elements per work item of the parallel take
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _row_start(positions, i, row_step, dim_size) -> int:
-  """Where row i starts in x's flat buffer (before the offset), or -1 to read zeros: positions[i] itself, or with
-  dim_size >= 0 the index of a row of a dim that long (rows row_step elements apart), counted from its end when
-  negative."""
+def _row_start(positions, i, row_step, dim_size, wrap) -> int:
+  """Where the row of position i starts in x's flat buffer (before its group's start), or -1 to read zeros:
+  positions[i] itself, or with dim_size >= 0 the index of a row of a dim that long (rows row_step elements apart),
+  counted from its end when negative if wrap."""
   p = np.int64(positions[i])
   if dim_size < 0: return p
-  if p < 0: p += dim_size
-  return p * row_step if 0 <= p < dim_size else -1
+  if wrap: p += dim_size if p < 0 else 0
+  return p * row_step if np.uint64(p) < np.uint64(dim_size) else -1   # one unsigned comparison: selects, no branches
 
 
-@njit(cache=True, nogil=True)
-def _take_rows(out, x, positions, offset, row, dim_size, row_step, first, last):
-  """Rows first..last-1. Plain loops, one call per block of rows, and single elements apart: slices, a call per
-  row (numba counts references to its array arguments) or the row loop made 100k rows of one element take 1-4 ms
-  instead of 0.33."""
+@njit(cache=True, nogil=True, forceinline=True)
+def _take_rows(out, x, positions, offset, rows, group, first, last, lanes):
+  """Rows first..last-1 of a group (graph/take.py's Rows, in rows' order). Plain loops, one call per block of rows,
+  and single elements apart: slices, a call per row (numba counts references to its array arguments) or the row
+  loop made 100k rows of one element take 1-4 ms instead of 0.33. Indices are unsigned: without a check for
+  negative ones LLVM vectorizes the loops. lanes is passed apart, a constant 1 where the caller knows it: its
+  modulo then folds away (a gather of 1M elements in rows of 1024: 3.7 -> 2.8 ms)."""
+  row, dim_size, row_step, groups, group_step, _, shared, wrap = rows
+  count = positions.size if shared else positions.size // groups
+  base, lanes = offset + group * group_step, np.uint64(lanes)
+  at, done = np.uint64(0 if shared else group * count), np.uint64(group * count)
   if row == 1:   # rows exist here (take() sees to it), so the first one can stand in for a zero's read
-    for i in range(first, last):
-      p = _row_start(positions, i, row_step, dim_size)
-      value = x[np.uint64(offset + max(p, 0))]
-      # a select rather than a branch, and unsigned indices, so LLVM vectorizes the loop (100k of 1M: 166 -> 105 us);
-      # value ^ value is a zero of value's type, where a literal 0 would unify uint64 with int as float64, losing bits
-      out[i] = value if p >= 0 else value ^ value
+    for i in range(np.uint64(first), np.uint64(last)):
+      p = _row_start(positions, at + i, row_step, dim_size, wrap)
+      value = x[np.uint64(base + max(p, 0)) + i % lanes]
+      # a select rather than a branch, so LLVM vectorizes the loop (100k of 1M: 166 -> 105 us); value ^ value is a
+      # zero of value's type, where a literal 0 would unify uint64 with int as float64, losing bits
+      out[done + i] = value if p >= 0 else value ^ value
     return
-  for i in range(first, last):
-    p, start = _row_start(positions, i, row_step, dim_size), np.uint64(i * row)
-    if p >= 0:   # unsigned indices: without a wraparound check LLVM vectorizes the row's copy
-      source = np.uint64(offset + p)
-      for j in range(np.uint64(row)): out[start + j] = x[source + j]
+  width = np.uint64(row)
+  for i in range(np.uint64(first), np.uint64(last)):
+    p, start = _row_start(positions, at + i, row_step, dim_size, wrap), (done + i) * width
+    if p >= 0:
+      source = np.uint64(base + p) + i % lanes * width
+      for j in range(width): out[start + j] = x[source + j]
     else:
-      for j in range(np.uint64(row)): out[start + j] = 0
+      for j in range(width): out[start + j] = 0
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _take_block(out, x, positions, offset, rows, group, first, last):
+  if rows[5] == 1: _take_rows(out, x, positions, offset, rows, group, first, last, 1)
+  else: _take_rows(out, x, positions, offset, rows, group, first, last, rows[5])
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _take_serial(out, x, positions, offset, row, dim_size, row_step):
-  _take_rows(out, x, positions, offset, row, dim_size, row_step, 0, positions.size)
+def _take_serial(out, x, positions, offset, rows):
+  groups, shared = rows[3], rows[6]
+  count = positions.size if shared else positions.size // groups
+  for group in range(groups): _take_block(out, x, positions, offset, rows, group, 0, count)
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, parallel=True)
-def _take_parallel(out, x, positions, offset, row, dim_size, row_step, block):
-  for first in prange((positions.size + block - 1) // block):
-    _take_rows(out, x, positions, offset, row, dim_size, row_step, first * block, min(positions.size, (first + 1) * block))
+def _take_parallel(out, x, positions, offset, rows, block):
+  groups, shared = rows[3], rows[6]
+  count = positions.size if shared else positions.size // groups
+  blocks = (count + block - 1) // block
+  for item in prange(groups * blocks):
+    group, first = divmod(np.int64(item), blocks)   # prange's index may be unsigned: int64 keeps it an int
+    _take_block(out, x, positions, offset, rows, group, first * block, min(count, (first + 1) * block))
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _scatter_add_group(out, grad, positions, rows, group, lanes):
+  """The rows of a group added into out (unsigned indices, and lanes passed apart, as in _take_rows)."""
+  row, dim_size, row_step, groups, group_step, _, shared, wrap = rows
+  count = positions.size if shared else positions.size // groups
+  base, lanes = group * group_step, np.uint64(lanes)
+  at, done = np.uint64(0 if shared else group * count), np.uint64(group * count)
+  if row == 1:   # single elements: no row loop around each (131k of 512k: 239 -> 141 us)
+    for i in range(np.uint64(count)):
+      p = _row_start(positions, at + i, row_step, dim_size, wrap)
+      if p >= 0: out[np.uint64(base + p) + i % lanes] += grad[done + i]
+    return
+  width = np.uint64(row)
+  for i in range(np.uint64(count)):
+    p, start = _row_start(positions, at + i, row_step, dim_size, wrap), (done + i) * width
+    if p >= 0:
+      target = np.uint64(base + p) + i % lanes * width
+      for j in range(width): out[target + j] += grad[start + j]
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _scatter_add(out, grad, positions, row, dim_size):
+def _scatter_add(out, grad, positions, rows):
   # serial: two positions may name one row, and numba's CPU threads have no atomic add
   out[:] = 0
-  if row == 1:   # single elements: no row loop around each (131k of 512k: 239 -> 141 us)
-    for i in range(positions.size):
-      p = _row_start(positions, i, 1, dim_size)
-      if p >= 0: out[np.uint64(p)] += grad[i]
-    return
-  for i in range(positions.size):
-    p, start = _row_start(positions, i, row, dim_size), np.uint64(i * row)
-    if p >= 0:
-      target = np.uint64(p)
-      for j in range(np.uint64(row)): out[target + j] += grad[start + j]
+  for group in range(rows[3]):
+    if rows[5] == 1: _scatter_add_group(out, grad, positions, rows, group, 1)
+    else: _scatter_add_group(out, grad, positions, rows, group, rows[5])
 
 
 SCATTER_OPS = {"set": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4, "mean": 5}
@@ -156,23 +188,23 @@ def take_choice(size: int, row: int, itemsize: int) -> TimedChoice:
   return _take_choices[key]
 
 
-def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row: int, dim_size: int, row_step: int):
-  """out (positions.size rows of row elements) = the rows of x starting at offset + positions, 0 where < 0 (rows
-  as _row_start finds them)."""
+def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, rows: tuple):
+  """out = the rows of x that positions name (graph/take.py's Rows, as a tuple), from offset on; zeros where a
+  position names none."""
   if out.size == 0: return
-  if x.size == 0 or dim_size == 0:   # no rows: every position reads a zero
+  if x.size == 0 or rows[1] == 0:   # no rows: every position reads a zero
     out[:] = 0
     return
-  out_bits, x_bits = _bits(out), _bits(x)
+  out_bits, x_bits, row = _bits(out), _bits(x), rows[0]
 
-  def serially(): _take_serial(out_bits, x_bits, positions, offset, row, dim_size, row_step)
+  def serially(): _take_serial(out_bits, x_bits, positions, offset, rows)
 
   def in_parallel():
-    with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, row, dim_size, row_step, max(1, TAKE_BLOCK // row))
+    with LAUNCH_LOCK: _take_parallel(out_bits, x_bits, positions, offset, rows, max(1, TAKE_BLOCK // row))
   if out.size < PARALLEL_MIN_ELEMENTS: serially()
   else: take_choice(out.size, row, out.itemsize).run(serially, in_parallel)
 
 
-def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, row: int, dim_size: int):
-  """out = zeros, then each row i of grad added where row i of a take starts (skipped where it read zeros)."""
-  if out.size: _scatter_add(out, grad, positions, row, dim_size)
+def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, rows: tuple):
+  """out = zeros, then each row of grad added to the row of out its position names (skipped where it names none)."""
+  if out.size: _scatter_add(out, grad, positions, rows)
