@@ -146,8 +146,10 @@ def _quantile(x, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
     rank = (counted - 1).maximum(0).cast(rank_dtype) * fraction
     low, high = rank.floor(), rank.ceil()
     lower, upper = values.gather(axis, low.cast(dtypes.int32)), values.gather(axis, high.cast(dtypes.int32))
-    out = {"linear": lambda: lower + (upper - lower) * (rank - low).cast(x.dtype), "lower": lambda: lower,
-           "higher": lambda: upper, "midpoint": lambda: (lower + upper) * 0.5,
+    # torch's lerp (from upper's side for weights of 1/2 and more): (lower + upper) / 2 overflowed between two
+    # values near the dtype's largest
+    out = {"linear": lambda: lower.lerp(upper, (rank - low).cast(x.dtype)), "lower": lambda: lower,
+           "higher": lambda: upper, "midpoint": lambda: lower.lerp(upper, 0.5),
            "nearest": lambda: values.gather(axis, rank.round().cast(dtypes.int32))}[interpolation]()
     out = (counted == 0).where(math.nan, out) if skip_nan else (nans > 0).where(math.nan, out)
     if dim is None: out = out.reshape((1,) * x.ndim if keepdim else ())

@@ -265,6 +265,17 @@ def test_quantile_and_nanquantile_with_nan_as_torch(op):
   assert getattr(Tensor(np.float32(2.5)), op)(0.5).item() == 2.5
 
 
+@pytest.mark.parametrize("interpolation", ["linear", "midpoint"])
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_quantile_between_values_near_the_largest_as_torch(name, interpolation):
+  """Interpolated as torch's lerp: (lower + upper) / 2 of two values near the dtype's largest overflowed to inf."""
+  top = np.finfo(name).max
+  values = np.array([top, top, top * 0.75, -top, -top, top], name)
+  for q in (0.0, 0.3, 0.5, 0.95, 1.0):
+    expected = torch.quantile(torch.from_numpy(values), q, interpolation=interpolation).numpy()
+    np.testing.assert_array_equal(Tensor(values).quantile(q, interpolation=interpolation).numpy(), expected, err_msg=f"q={q}")
+
+
 def test_quantile_refuses_bad_input():
   with pytest.raises(ValueError, match=r"in \[0, 1\]"): Tensor([1.0, 2.0]).quantile(1.5)
   with pytest.raises(ValueError, match=r"in \[0, 1\]"): Tensor([1.0, 2.0]).quantile([[0.5]])
