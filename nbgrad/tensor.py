@@ -1590,7 +1590,9 @@ class Tensor(metaclass=_TensorType):
       arg = [None] * self.ndim
       arg[dim] = (before, total - before - t.shape[dim])
       piece = t.cast(dtype).pad(tuple(arg))
-      out = piece if out is None else out + piece
+      if out is None: out = piece
+      else:   # each piece chosen in its slot, not added to the others' padding: -0.0 + 0.0 would be 0.0
+        out = Tensor(LazyBuffer.full(True, t.shape, dtypes.bool, self.device)).pad(tuple(arg)).where(piece, out)
       before += t.shape[dim]
     return out
 

@@ -529,6 +529,23 @@ def test_cat_of_computed_pieces_copies_their_rows_on_all_threads_bit_for_bit(mon
   np.testing.assert_array_equal(out.numpy().view(bits), np.concatenate(arrays, 1).view(bits))
 
 
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "float64"])
+def test_a_fused_cat_keeps_every_bit_of_its_pieces(name):
+  """Small pieces computed where they are joined are one kernel that chooses each element's piece: -0.0 stays -0.0
+  (it was added to the other pieces' zero padding, giving 0.0) and NaN payloads stay as they are, in every slot, as
+  in numpy's concatenate and torch's cat."""
+  width = {"float64": 8}.get(name, 2 if "16" in name else 4)
+  bits = np.dtype(f"u{width}")
+  sign, quiet = 1 << (8 * width - 1), {2: 0x7E00 if name == "float16" else 0x7FC0, 4: 0x7FC00000, 8: 0x7FF8000000000000}[width]
+  values = np.array([sign, sign | quiet | 3, quiet | 1, 0, 1], bits)   # -0.0, NaNs with payloads, 0.0, a subnormal
+  pieces = [Tensor(np.roll(values, i)).bitcast(getattr(dtypes, name)) for i in range(3)]   # lazy: the fused cat
+  for dim_pieces, axis in ((pieces, 0), ([p.reshape(1, -1) for p in pieces], 1), ([p.reshape(-1, 1) for p in pieces], 1)):
+    out = Tensor.cat(*dim_pieces, dim=axis)
+    assert len(out.schedule()) == 1
+    expected = np.concatenate([np.roll(values, i).reshape(p.shape) for i, p in enumerate(dim_pieces)], axis)
+    np.testing.assert_array_equal(out.bitcast(getattr(dtypes, f"uint{8 * width}")).numpy(), expected)
+
+
 def test_big_computed_pieces_are_computed_then_copied_small_ones_fused():
   """A fused cat computes every piece at every element: on the CPU, pieces times elements from CAT_COPY_MIN_WORK on
   are computed by kernels of their own and copied into their slots; smaller ones stay one fused kernel. Both with

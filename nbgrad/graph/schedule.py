@@ -214,6 +214,8 @@ class KernelBuilder:
       self.depth -= 1
       value = Expr(base.op, base.dtype, srcs, base.arg)
     if view.has_conditions() and not masked:
+      # a padded True (a cat's choice of its slot) is the view's conditions themselves, a test LLVM can fold
+      if base.op is LoadOps.CONST and base.dtype == dtypes.bool and base.arg: return self.valid(view)
       value = Expr(TernaryOps.WHERE, base.dtype, (self.valid(view), value, Expr(CONST, base.dtype, arg=0)))
     return value
 
