@@ -2427,6 +2427,10 @@ class Tensor(metaclass=_TensorType):
     index = self._operand(index, "index_select index")
     if index.ndim > 1 or dtypes.is_float(index.dtype) or index.dtype == dtypes.bool:
       raise IndexError(f"index_select needs a 1-D int index, got shape {index.shape} of {index.dtype}")
+    if self.ndim == 0:   # torch's: a 0-d tensor's only element, for an index of one value
+      resolve_axis(dim, 1)
+      if index.numel() != 1: raise IndexError(f"index_select of a 0-d tensor takes an index of one value, got shape {index.shape}")
+      return self.reshape(1).index_select(0, index).reshape(())
     return self[(slice(None),) * resolve_axis(dim, self.ndim) + (index.reshape(-1),)]
 
   def masked_select(self, mask: Tensor) -> Tensor:

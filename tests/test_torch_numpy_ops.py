@@ -477,6 +477,10 @@ def test_index_select_as_torch():
   assert Tensor(X).index_select(0, Tensor(np.zeros(0, np.int64))).shape == (0, 4)
   with pytest.raises(IndexError, match="1-D int index"): Tensor(X).index_select(0, Tensor([[0]]))
   with pytest.raises(IndexError, match="1-D int index"): Tensor(X).index_select(0, Tensor([0.0]))
+  for dim, index in ((0, [0]), (-1, 0)):   # a 0-d tensor's only element, as torch's
+    grads_match(lambda t: t.index_select(dim, Tensor(index)), lambda t: torch.index_select(t, dim, torch.tensor(index)), np.array(2.5))
+  with pytest.raises(IndexError, match="one value"): Tensor(2.5).index_select(0, Tensor([0, 0]))
+  with pytest.raises(IndexError): Tensor(2.5).index_select(1, Tensor([0]))
 
 
 @pytest.mark.parametrize("n,dim", [(1, -1), (2, 1), (1, 0), (3, 0), (5, 0), (0, 1)])
