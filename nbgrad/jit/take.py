@@ -24,16 +24,29 @@ def _row_start(positions, i, row_step, dim_size, wrap) -> int:
 
 
 @njit(cache=True, nogil=True, forceinline=True)
+def _group_count(positions, rows) -> int:
+  """How many positions a group of graph/take.py's Rows has: all of them where the groups share them."""
+  return positions.size if rows[6] else positions.size // rows[3]
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _group_starts(positions, rows, group):
+  """Where a group's rows start in the flat buffer read (before a take's offset), where its positions start, and
+  where its rows start among the take's (its gradient's)."""
+  count = _group_count(positions, rows)
+  return group * rows[4], np.uint64(0 if rows[6] else group * count), np.uint64(group * count)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
 def _take_rows(out, x, positions, offset, rows, group, first, last, lanes):
   """Rows first..last-1 of a group (graph/take.py's Rows, in rows' order). Plain loops, one call per block of rows,
   and single elements apart: slices, a call per row (numba counts references to its array arguments) or the row
   loop made 100k rows of one element take 1-4 ms instead of 0.33. Indices are unsigned: without a check for
   negative ones LLVM vectorizes the loops. lanes is passed apart, a constant 1 where the caller knows it: its
   modulo then folds away (a gather of 1M elements in rows of 1024: 3.7 -> 2.8 ms)."""
-  row, dim_size, row_step, groups, group_step, _, shared, wrap = rows
-  count = positions.size if shared else positions.size // groups
-  base, lanes = offset + group * group_step, np.uint64(lanes)
-  at, done = np.uint64(0 if shared else group * count), np.uint64(group * count)
+  row, dim_size, row_step, _, _, _, _, wrap = rows
+  base, at, done = _group_starts(positions, rows, group)
+  base, lanes = offset + base, np.uint64(lanes)
   if row == 1:   # rows exist here (take() sees to it), so the first one can stand in for a zero's read
     for i in range(np.uint64(first), np.uint64(last)):
       p = _row_start(positions, at + i, row_step, dim_size, wrap)
@@ -61,18 +74,15 @@ def _take_block(out, x, positions, offset, rows, group, first, last):
 @CachedEntry
 @njit(cache=True, nogil=True)
 def _take_serial(out, x, positions, offset, rows):
-  groups, shared = rows[3], rows[6]
-  count = positions.size if shared else positions.size // groups
-  for group in range(groups): _take_block(out, x, positions, offset, rows, group, 0, count)
+  for group in range(rows[3]): _take_block(out, x, positions, offset, rows, group, 0, _group_count(positions, rows))
 
 
 @CachedEntry
 @njit(cache=True, nogil=True, parallel=True)
 def _take_parallel(out, x, positions, offset, rows, block):
-  groups, shared = rows[3], rows[6]
-  count = positions.size if shared else positions.size // groups
+  count = _group_count(positions, rows)
   blocks = (count + block - 1) // block
-  for item in prange(groups * blocks):
+  for item in prange(rows[3] * blocks):
     group, first = divmod(np.int64(item), blocks)   # prange's index may be unsigned: int64 keeps it an int
     _take_block(out, x, positions, offset, rows, group, first * block, min(count, (first + 1) * block))
 
@@ -80,10 +90,9 @@ def _take_parallel(out, x, positions, offset, rows, block):
 @njit(cache=True, nogil=True, forceinline=True)
 def _scatter_add_group(out, grad, positions, rows, group, lanes):
   """The rows of a group added into out (unsigned indices, and lanes passed apart, as in _take_rows)."""
-  row, dim_size, row_step, groups, group_step, _, shared, wrap = rows
-  count = positions.size if shared else positions.size // groups
-  base, lanes = group * group_step, np.uint64(lanes)
-  at, done = np.uint64(0 if shared else group * count), np.uint64(group * count)
+  row, dim_size, row_step, _, _, _, _, wrap = rows
+  count = _group_count(positions, rows)
+  (base, at, done), lanes = _group_starts(positions, rows, group), np.uint64(lanes)
   if row == 1:   # single elements: no row loop around each (131k of 512k: 239 -> 141 us)
     for i in range(np.uint64(count)):
       p = _row_start(positions, at + i, row_step, dim_size, wrap)
