@@ -5,7 +5,9 @@ x's last dims that no index touches are read whole, as rows (an embedding's vect
 indices of rows' first elements into x seen as contiguous, one per row, -1 where an index was out of range (the
 row reads 0). The engine computes that tensor from the index tensors and aranges, fused. One index tensor on x's
 first dim (x[idx], an embedding lookup) goes in as it is, and the kernel itself counts negative indices from the
-end and reads 0 out of range (dim_size >= 0): no second kernel, and a dozen fewer ops to build."""
+end and reads 0 out of range (dim_size >= 0): no second kernel, and a dozen fewer ops to build. So do one index
+tensor on a later dim (x[:, idx]: the same rows in each group of the dims before it) and a gather's index (the next
+rows in each group), take_along's."""
 from __future__ import annotations
 from dataclasses import dataclass
 from nbgrad.dtype import dtypes
