@@ -11,7 +11,7 @@ from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.view import Affine
 from nbgrad.graph.ops import UnaryOps, BinaryOps, TernaryOps, ReduceOps, ALU_OPS
 from nbgrad.graph.scan import cumsum, running
-from nbgrad.graph.take import rows_along, scatter_add, scatter_add_rows, take, take_along
+from nbgrad.graph.take import scatter_add, scatter_add_rows, take, take_along
 from nbgrad.graph.taps import axis_taps
 from nbgrad.graph.concat import concatenate, copied_apart, CAT_FUSED_MAX
 from nbgrad.graph.window_sums import MAX_DIMS as WINDOW_SUMS_MAX_DIMS, window_sums as window_sums_node
@@ -427,8 +427,9 @@ class TakeAlong(Function):
   """x's rows along axis at index (graph/take.py's take_along: x[:, idx] when shared, else a gather); each gradient
   row goes back to the row it read."""
   def forward(self, x, index, axis, shared, wrap):
-    self.index, self.shape, self.rows = index, x.shape, rows_along(x.shape, axis, shared, wrap)
-    return take_along(x, index, axis, shared, wrap)
+    out = take_along(x, index, axis, shared, wrap)
+    self.index, self.shape, self.rows = index, x.shape, out.arg.rows   # the gradient adds back where the take read
+    return out
   def backward(self, grad): return scatter_add_rows(grad, self.index, self.shape, self.rows), None
 
 

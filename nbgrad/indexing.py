@@ -183,7 +183,7 @@ def index_positions(index, size: int, device: str, negative_from_end=True):
   """An integer index (tensor, list or array) into a dim of size as int64, negative values counted from the end
   (or out of range), and whether each one is in range."""
   check_known_index(index, size, negative_from_end)
-  index = as_int64(index_tensor(index, device), size)
+  index = _as_int64(index_tensor(index, device), size)
   if not negative_from_end: return index, (index >= 0) & (index < size)
   return (index < 0).where(index + size, index), (index >= -size) & (index < size)
 
@@ -294,10 +294,10 @@ def _read_rows(x, index, dim: int):
 
 def kernel_index(index, size: int):
   """An integer index tensor into a dim of size as a take reads it: int32 as it is, else int64."""
-  return index if index.dtype == dtypes.int32 else as_int64(index, size)
+  return index if index.dtype == dtypes.int32 else _as_int64(index, size)
 
 
-def as_int64(index, size: int):
+def _as_int64(index, size: int):
   """An integer index tensor as int64. uint64 indices past int64's range would turn negative: like every index from
   size on they are out of range, so they become size first."""
   if index.dtype == dtypes.uint64: index = index.minimum(size)

@@ -114,7 +114,7 @@ def take(x: LazyBuffer, positions: LazyBuffer, row_dims: int, dim_size: int = -1
   return _take_node(x.contiguous(), 0, positions, positions.shape + row_shape, Rows(row, dim_size, row))
 
 
-def rows_along(shape: tuple[int, ...], axis: int, shared: bool, wrap: bool) -> Rows:
+def _rows_along(shape: tuple[int, ...], axis: int, shared: bool, wrap: bool) -> Rows:
   """The Rows of indices along axis of a tensor of shape: shared, one index tensor's rows in every group of the dims
   before axis (x[:, idx], index_select); else an index of the tensor's shape but along axis, one element each
   (gather)."""
@@ -124,10 +124,10 @@ def rows_along(shape: tuple[int, ...], axis: int, shared: bool, wrap: bool) -> R
 
 
 def take_along(x: LazyBuffer, index: LazyBuffer, axis: int, shared: bool, wrap: bool) -> LazyBuffer:
-  """x's rows along axis at index (rows_along's Rows): of shape x.shape[:axis] + index.shape + x.shape[axis + 1:]
+  """x's rows along axis at index (_rows_along's Rows): of shape x.shape[:axis] + index.shape + x.shape[axis + 1:]
   when shared, else index's shape."""
   shape = x.shape[:axis] + index.shape + x.shape[axis + 1:] if shared else index.shape
-  rows = rows_along(x.shape, axis, shared, wrap)
+  rows = _rows_along(x.shape, axis, shared, wrap)
   if (window := _window(x)) is not None and all(window[2]): return _take_node(x, window[1], index, shape, rows)
   return _take_node(x.contiguous(), 0, index, shape, rows)
 
