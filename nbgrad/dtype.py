@@ -280,10 +280,13 @@ def _round_bfloat16(f32: np.ndarray) -> np.ndarray:
 
 
 def float32_to_bfloat16_bits(f32: np.ndarray) -> np.ndarray:
+  """f32 rounded to bfloat16 (to nearest, ties to even), as the kernels' cast rounds: a NaN keeps its sign and the
+  top of its payload, quieted when none of the payload's top bits is set."""
   bits = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32).astype(np.uint64)
   rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-  nan = np.isnan(f32)
-  return np.where(nan, np.uint16(0x7FC0), rounded).astype(np.uint16).reshape(np.shape(f32))
+  top = (bits >> 16).astype(np.uint16)
+  nan = np.where(top & 0x7F, top, top | np.uint16(0x40))
+  return np.where(np.isnan(f32), nan, rounded).astype(np.uint16).reshape(np.shape(f32))
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:

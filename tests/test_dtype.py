@@ -309,6 +309,26 @@ def test_bfloat16_nan_inf():
   assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf and out[3] == 0 and np.signbit(out[3])
 
 
+NAN_BITS = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FFFFFFF, 0xFFFFFFFF, 0x7FA10000], np.uint32)
+
+
+def test_bfloat16_nan_bits_alike_on_host_and_in_kernels():
+  """A float32 NaN made bfloat16 keeps its sign and the top of its payload (quieted when that is all zero), whether
+  the host rounds it (a tensor made with dtype=bfloat16) or a kernel casts it."""
+  expected = np.array([0x7FC0, 0xFFC0, 0x7FC0, 0xFFC0, 0x7FFF, 0xFFFF, 0x7FA1], np.uint16)
+  on_host = Tensor(NAN_BITS.view(np.float32), dtype=dtypes.bfloat16)
+  in_kernel = Tensor(NAN_BITS).bitcast(dtypes.float32).cast(dtypes.bfloat16)
+  np.testing.assert_array_equal(on_host.bitcast(dtypes.uint16).numpy(), expected)
+  np.testing.assert_array_equal(in_kernel.bitcast(dtypes.uint16).numpy(), expected)
+
+
+def test_bfloat16_from_torch_keeps_every_bit():
+  bits = np.array([0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x3F80, 0x8000, 0x0001, 0xFF80], np.uint16)
+  out = Tensor(torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16))
+  assert out.dtype == dtypes.bfloat16
+  np.testing.assert_array_equal(out.bitcast(dtypes.uint16).numpy(), bits)
+
+
 @pytest.mark.parametrize("layout", ["transposed", "sliced", "flipped", "expanded", "0d", "empty"])
 def test_cast_non_contiguous_and_edge_shapes(layout):
   base = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5) * 1.25
