@@ -88,6 +88,15 @@ class Released:
 RELEASED = Released()
 
 
+class Replayed:
+  """The Function of a TinyJit replay's result: the replay ran the recorded kernels and built no graph, so
+  backward() from it (or through it) raises rather than follow the recorded call's graph to that call's inputs."""
+  parents = ()
+
+
+REPLAYED = Replayed()
+
+
 class Cut:
   """The Function of a node computed without a gradient (a comparison, an integer op) from tensors that require one,
   and of every node computed from it alone: backward() from it raises, as in torch, since no gradient can reach them."""

@@ -198,8 +198,14 @@ def cosine_similarity(x, other, dim: int = 1, eps: float = 1e-8):
   return (a * b).sum(dim) / (a.norm(dim=dim).maximum(eps) * b.norm(dim=dim).maximum(eps))
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None):
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None,
+                                 enable_gqa: bool = False):
+  """enable_gqa (torch's): each of the key's and value's heads (dim -3) serves its group of the query's heads."""
   key, value = query._operand(key, "key"), query._operand(value, "value")
+  if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+    heads, kv_heads = query.shape[-3], key.shape[-3]
+    if heads % kv_heads: raise ValueError(f"scaled_dot_product_attention enable_gqa needs the {heads} query heads to be a multiple of the {kv_heads} key heads")
+    key, value = key.repeat_interleave(heads // kv_heads, -3), value.repeat_interleave(heads // kv_heads, -3)
   attn_mask = query._operand(attn_mask, "attn_mask", optional=True)
   if (common := least_upper_dtype(query.dtype, key.dtype, value.dtype)) in HALF_FLOATS:
     from nbgrad.tensor import in_float32_rounded_to

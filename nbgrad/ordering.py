@@ -2,11 +2,17 @@
 modes, medians, quantiles), searches in sorted rows, and the distinct values, nonzero positions and histograms."""
 from __future__ import annotations
 import math
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 import numpy as np
 from nbgrad.dtype import dtypes, HALF_FLOATS, least_upper_dtype
 from nbgrad.graph.sort import argsort as argsort_node, searchsorted as searchsorted_node
 from nbgrad.helpers import ShapeMismatch
+
+
+class ValuesIndices(NamedTuple):
+  """A (values, indices) result, as torch names it: r.values and r.indices, and a tuple still (v, i = r)."""
+  values: Any
+  indices: Any
 
 
 def argsort(x, dim: int = -1, descending: bool = False, stable: bool = True):

@@ -6,8 +6,9 @@ recording every kernel launched, with the buffers each reads and writes, and fro
 again and the function's Python does not. Tensor arguments are swapped in for the recorded call's; the return
 value is the recorded call's own, its buffers now holding the new values. So the function must launch the same
 kernels on every call, and what it reads from Python (item(), a learning rate in a variable, a Tensor made from
-numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments (a changed number
-or string argument warns once). Random draws inside it take new values from the generator on each replay. A tensor
+numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments (a changed number,
+string or array argument warns once, and so does a call in the other Tensor.training mode). The return value has no
+gradient graph: backward() goes inside the function. Random draws inside it take new values from the generator on each replay. A tensor
 it computes but neither returns nor assigns (a w.grad read by the optimizer inside) keeps the recorded call's values.
 
 `w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
@@ -21,11 +22,13 @@ import functools
 import threading
 import warnings
 from typing import Any, Callable, Optional
-from nbgrad import device as devices
+import numpy as np
+from nbgrad import autograd as F, device as devices
 from nbgrad.graph.lazy import LazyBuffer
 from nbgrad.graph.ops import LoadOps
 from nbgrad.graph.schedule import Kernel
 from nbgrad.helpers import GlobalCounters, JitArgumentMismatch
+from nbgrad.indexing import foreign_array
 from nbgrad.tensor import Tensor
 
 
@@ -172,9 +175,28 @@ def _tensors_in(value) -> list[Tensor]: return [leaf for leaf in _leaves(value) 
 
 
 def _plain_values_in(value) -> list:
-  """The numbers, strings, booleans and Nones among the arguments, in order: a replay keeps the recorded call's, so
-  a change in them is worth a warning."""
-  return [leaf for leaf in _leaves(value) if isinstance(leaf, (bool, int, float, str, type(None)))]
+  """The numbers, strings, booleans, Nones and arrays (numpy's, a torch tensor: a numpy copy) among the arguments, in
+  order: a replay keeps the recorded call's, so a change in them is worth a warning."""
+  return [np.array(foreign_array(leaf)) if _is_array(leaf) else leaf for leaf in _leaves(value)
+          if isinstance(leaf, (bool, int, float, str, type(None))) or _is_array(leaf)]
+
+
+def _is_array(value) -> bool: return not isinstance(value, Tensor) and hasattr(value, "__array__")
+
+
+def _same_values(recorded: list, given: list) -> bool:
+  def same(a, b) -> bool:
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray): return type(a) is type(b) and a == b
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+  return len(recorded) == len(given) and all(same(a, b) for a, b in zip(recorded, given))
+
+
+def _shown(values: list) -> str:
+  """The values for a warning: an array's own when it has a few, else its shape and dtype."""
+  def shown(v) -> str:
+    if not isinstance(v, np.ndarray): return repr(v)
+    return f"array({v.tolist()}, {v.dtype})" if v.size <= 8 else f"an array of shape {v.shape} ({v.dtype})"
+  return "[" + ", ".join(map(shown, values)) + "]"
 
 
 class _Held:
@@ -213,7 +235,7 @@ class TinyJit:
   def reset(self):
     """Forgets the recording: the next call runs the function as it is, the one after records it again."""
     self.cnt, self.ret, self._replay, self._plain = 0, None, None, False
-    self._recorded_values, self._warned_values = None, False
+    self._recorded_values, self._recorded_training, self._warned_values, self._warned_training = None, None, False, False
 
   @property
   def _name(self) -> str: return getattr(self, "__name__", "the function")
@@ -259,6 +281,8 @@ class TinyJit:
       if self._replay.still_valid() and self._replay.refresh_replaced_inputs():
         self._warn_of_changed_values(given)
         self._replay.run(arguments)
+        for tensor in _tensors_in(self.ret):
+          if tensor._ctx is not None: tensor._ctx = F.REPLAYED
         return self.ret
       self.cnt, self._replay = 0, None   # stale: the next calls run and record the function again
     if not hasattr(self, "fxn"):
@@ -281,13 +305,19 @@ class TinyJit:
       self._plain = True
     else:
       self._replay, self._recorded_values = _Replay(recorder, arguments), _plain_values_in(given)
+      self._recorded_training = Tensor.training
     return ret
 
   def _warn_of_changed_values(self, given: list):
-    if self._warned_values or (values := _plain_values_in(given)) == self._recorded_values: return
+    if not self._warned_training and Tensor.training != self._recorded_training:
+      self._warned_training = True
+      warnings.warn(f"TinyJit: {self._name} was recorded with Tensor.training={self._recorded_training} and is now called with "
+                    f"Tensor.training={Tensor.training}; a replay runs the recorded kernels, in the recorded mode (dropout and "
+                    "batch statistics as recorded): use another TinyJit for each mode", stacklevel=3)
+    if self._warned_values or _same_values(self._recorded_values, values := _plain_values_in(given)): return
     self._warned_values = True
-    warnings.warn(f"TinyJit: {self._name} was recorded with the plain arguments {self._recorded_values} and is now called with "
-                  f"{values}; a replay runs the recorded kernels, which keep the recorded values (pass "
+    warnings.warn(f"TinyJit: {self._name} was recorded with the plain arguments {_shown(self._recorded_values)} and is now called with "
+                  f"{_shown(values)}; a replay runs the recorded kernels, which keep the recorded values (pass "
                   "values that change as Tensors)", stacklevel=3)
 
   def _run_recording(self, args, kwargs, keeps_launches: bool) -> tuple[Any, _Recorder]:

@@ -312,6 +312,13 @@ _UFUNC_OPS = {
 }
 
 
+def _listed_with_dim(first, others: tuple, dim) -> tuple:
+  """torch's Tensor.cat([a, b], 1): a list of tensors, then the dim as a positional argument."""
+  if isinstance(first, (list, tuple)) and len(others) == 1 and isinstance(others[0], (int, np.integer)) and not isinstance(others[0], bool):
+    return first, (), others[0]
+  return first, others, dim
+
+
 def _leading_tensor(first, others: tuple, name: str) -> tuple:
   """Tensor.cat(a, b) and, as torch writes it, Tensor.cat([a, b]): the first tensor and the others."""
   if isinstance(first, (list, tuple)):
@@ -323,6 +330,13 @@ def _leading_tensor(first, others: tuple, name: str) -> tuple:
   return first, tuple(rest)
 
 
+def _diagonal(k: int, diagonal: Optional[int]) -> int:
+  """triu's and tril's diagonal, as tinygrad's k or as torch's diagonal."""
+  if diagonal is None: return k
+  if k != 0: raise TypeError(f"triu/tril got both k={k} and diagonal={diagonal}")
+  return diagonal
+
+
 def _torch_dim(fn):
   """The reduction (or softmax, cumsum) also takes torch's name for its axis: t.sum(dim=1), t.softmax(dim=-1)."""
   @functools.wraps(fn)
@@ -332,6 +346,15 @@ def _torch_dim(fn):
       kwargs["axis"] = dim
     return fn(self, *args, **kwargs)
   return with_dim
+
+
+def _values_and_indices(fn):
+  """The op's (values, indices) as a ValuesIndices (r.values, r.indices, as torch's); a single tensor as it is."""
+  @functools.wraps(fn)
+  def named(self, *args, **kwargs):
+    result = fn(self, *args, **kwargs)
+    return ordering.ValuesIndices(*result) if type(result) is tuple else result
+  return named
 
 
 def _numpy_axis(fn):
@@ -989,6 +1012,9 @@ class Tensor(metaclass=_TensorType):
     nodes = self._toposort()
     if any(node._ctx is F.RELEASED for node in nodes):
       raise RuntimeError("backward() through a graph an earlier backward() used and freed: compute the result again")
+    if any(node._ctx is F.REPLAYED for node in nodes):
+      raise RuntimeError("backward() from the result of a TinyJit replay, which runs the recorded kernels and builds no graph: "
+                         "call backward() inside the jitted function (as a training step does)")
     self.grad = hooks.hooked_gradient(self, seed)
     hooks.gradient_accumulated(self)
     # each node's gradient parts, summed when its turn comes (after all its users); only this pass's sum flows on
@@ -1340,7 +1366,10 @@ class Tensor(metaclass=_TensorType):
   def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(self._operand(other, "reshape_as operand").shape)
   view_as = reshape_as
 
-  def flip(self, axis, *args) -> Tensor:
+  def flip(self, axis=None, *args, dims=None) -> Tensor:
+    """The elements in reverse order along the axes (or torch's dims=)."""
+    if (axis is None) == (dims is None): raise TypeError("flip takes the axes to reverse, as axis or as torch's dims, once")
+    axis = dims if axis is None else axis
     axes = tuple(axis) + args if isinstance(axis, (tuple, list)) else (axis,) + args
     resolved = tuple(resolve_axis(a, self.ndim) for a in axes)
     if len(set(resolved)) != len(resolved): raise ValueError(f"flip axes {axes} repeat a dim")
@@ -1568,6 +1597,7 @@ class Tensor(metaclass=_TensorType):
     return self.clone() if out is self else out
 
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    self, others, dim = _listed_with_dim(self, others, dim)
     self, others = _leading_tensor(self, others, "cat")
     tensors = (self,) + others
     if any(t.ndim == 0 for t in tensors):
@@ -1597,6 +1627,7 @@ class Tensor(metaclass=_TensorType):
     return out
 
   def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    self, others, dim = _listed_with_dim(self, others, dim)
     self, others = _leading_tensor(self, others, "stack")
     tensors = (self,) + others
     dim = resolve_axis(dim, self.ndim, extra=1)
@@ -2546,7 +2577,7 @@ class Tensor(metaclass=_TensorType):
     and the gradients came out wrong. Under Tensor.no_grad (an optimizer's w -= lr * w.grad) no graph is made."""
     if result.requires_grad and result._in_graph():
       raise InPlaceNeedsGradient(f"in-place op on a tensor of shape {self.shape} whose result needs a gradient: write x = x + y, not x += y "
-                         "(or detach(), or run it under Tensor.no_grad / Tensor.inference_mode())")
+                         "(or detach(), or run it under `with Tensor.inference_mode():` or Tensor.no_grad = True)")
     if result.dtype != self.dtype:
       if (dtypes.is_float(result.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool):
         raise DTypeMismatch(f"in-place op: its {result.dtype} result cannot be stored in a {self.dtype} tensor")
@@ -2891,15 +2922,19 @@ class Tensor(metaclass=_TensorType):
 
   # ---- scans and masks
   @_torch_dim
-  def cumsum(self, axis: int = 0) -> Tensor:
-    """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]."""
+  def cumsum(self, axis: int = 0, dtype=None) -> Tensor:
+    """Running sum along axis, in the dtype sum gives: Tensor([1, 2, 3]).cumsum() is [1, 3, 6]. As torch's, a dtype
+    casts the input to it first, and the sums come out in it."""
+    if dtype is not None: return self.cast(dtype).cumsum(axis).cast(dtype)
     axis = resolve_axis(axis, self.ndim)   # a 0-d tensor has axes 0 and -1, as in torch
     if self.ndim == 0: return self.sum()
     return self._summed(F.CumSum.apply(self.cast(sum_acc_dtype(self.dtype)), axis=axis))
 
   @_torch_dim
-  def cumprod(self, axis: int = 0) -> Tensor:
-    """Running product along axis, in the dtype sum gives, with torch's gradient where elements are 0."""
+  def cumprod(self, axis: int = 0, dtype=None) -> Tensor:
+    """Running product along axis, in the dtype sum gives, with torch's gradient where elements are 0 (a dtype as
+    cumsum's)."""
+    if dtype is not None: return self.cast(dtype).cumprod(axis).cast(dtype)
     axis = resolve_axis(axis, self.ndim)
     if self.ndim == 0: return self.prod()
     x = self.cast(sum_acc_dtype(self.dtype))
@@ -2928,12 +2963,14 @@ class Tensor(metaclass=_TensorType):
     return gradient
 
   @_torch_dim
+  @_values_and_indices
   def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, int32 indices) of the running maximum along axis (torch's cummax: the last of equal values, and
     NaN once one is seen); the values pass the gradient to the elements they come from."""
     return self._running_extreme("argmax", axis)
 
   @_torch_dim
+  @_values_and_indices
   def cummin(self, axis: int = 0) -> tuple[Tensor, Tensor]: return self._running_extreme("argmin", axis)
 
   def _running_extreme(self, op: str, axis: int) -> tuple[Tensor, Tensor]:
@@ -2960,8 +2997,8 @@ class Tensor(metaclass=_TensorType):
   def _check_matrices(self, op: str):
     if self.ndim < 2: raise ValueError(f"{op} needs a tensor of at least 2 dims (matrices), got shape {self.shape}")
 
-  def triu(self, k: int = 0) -> Tensor: return self._triangle("triu", k, upper=True)
-  def tril(self, k: int = 0) -> Tensor: return self._triangle("tril", k, upper=False)
+  def triu(self, k: int = 0, diagonal: Optional[int] = None) -> Tensor: return self._triangle("triu", _diagonal(k, diagonal), upper=True)
+  def tril(self, k: int = 0, diagonal: Optional[int] = None) -> Tensor: return self._triangle("tril", _diagonal(k, diagonal), upper=False)
 
   def _triangle(self, op: str, k: int, upper: bool) -> Tensor:
     """The elements on and above (upper) or below the k-th diagonal of the last two dims, zeros elsewhere, in self's
@@ -3119,19 +3156,25 @@ class Tensor(metaclass=_TensorType):
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     return ordering.argsort(self, dim, descending, stable)
   @_numpy_axis
+  @_values_and_indices
   def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
     return ordering.sort(self, dim, descending, stable)
   def msort(self) -> Tensor: return self.sort(0)[0]
   @_numpy_axis
+  @_values_and_indices
   def mode(self, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.mode(self, dim, keepdim)
   @_numpy_axis
+  @_values_and_indices
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
     return ordering.topk(self, k, dim, largest, sorted)
   @_numpy_axis
+  @_values_and_indices
   def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]: return ordering.kthvalue(self, k, dim, keepdim)
   @_numpy_axis
+  @_values_and_indices
   def median(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.median(self, dim, keepdim)
   @_numpy_axis
+  @_values_and_indices
   def nanmedian(self, dim: Optional[int] = None, keepdim: bool = False): return ordering.nanmedian(self, dim, keepdim)
   @_numpy_axis
   def quantile(self, q, dim: Optional[int] = None, keepdim: bool = False, interpolation: str = "linear") -> Tensor:
@@ -3566,8 +3609,9 @@ class Tensor(metaclass=_TensorType):
   def logsigmoid(self) -> Tensor: return -(-self).softplus()   # log(sigmoid(x)) without its overflow and cancellation
 
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
-                                   dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
-    return functional.scaled_dot_product_attention(self, key, value, attn_mask, dropout_p, is_causal, scale)
+                                   dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
+                                   enable_gqa: bool = False) -> Tensor:
+    return functional.scaled_dot_product_attention(self, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
   # ---- torch.nn.functional's losses and distances (nbgrad/losses.py): each function there takes the tensor first, so
   # it is the method itself

@@ -128,6 +128,46 @@ def test_a_changed_plain_argument_warns_once_that_replays_keep_the_recorded_valu
     f(Tensor([1.0, 2.0]), 5, {"mode": "c"})
 
 
+@pytest.mark.parametrize("kind", ["numpy", "numpy_scalar", "torch"])
+def test_a_changed_array_argument_warns_once_too(kind):
+  """A numpy array (or scalar, or torch tensor) made into a Tensor inside the function is part of the recorded
+  kernels as a number is: a replay with other values warns, naming both."""
+  make = {"numpy": lambda i: np.full(2, i, np.float32), "numpy_scalar": lambda i: np.float32(i),
+          "torch": lambda i: torch.full((2,), float(i))}[kind]
+  f = TinyJit(lambda x: (Tensor(x) * 2).realize())
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")   # equal arrays replay without a warning
+    for _ in range(3): f(make(1))
+  with pytest.warns(UserWarning, match=r"recorded with the plain arguments \[array\(.*1\.0.*\)\] and is now called with \[array\(.*2\.0.*\)\]"):
+    np.testing.assert_array_equal(f(make(2)).numpy(), np.full(np.shape(make(1)), 2.0))
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    f(make(3))
+
+
+def test_a_replay_in_the_other_training_mode_warns():
+  f = TinyJit(lambda x: x.dropout(0.5).realize())
+  with Tensor.train():
+    for _ in range(3): f(Tensor.ones(4))
+  with pytest.warns(UserWarning, match="recorded with Tensor.training=True and is now called with Tensor.training=False"):
+    f(Tensor.ones(4))
+
+
+def test_backward_from_a_replayed_result_raises():
+  """A replay builds no graph: the recorded call's would send the gradient to that call's inputs (tinygrad's gives
+  those stale gradients silently)."""
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  f = TinyJit(lambda x: (x * w).sum().realize())
+  f(Tensor([1.0, 0.0]))
+  out = f(Tensor([1.0, 1.0]))   # the recorded call: its graph is the call's own
+  out.backward()
+  np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0])
+  out = f(Tensor([1.0, 4.0]))
+  assert out.item() == 9.0
+  with pytest.raises(RuntimeError, match="result of a TinyJit replay"): out.backward()
+  with pytest.raises(RuntimeError, match="result of a TinyJit replay"): (out * 2).backward()
+
+
 def test_random_draws_take_new_values_on_each_replay():
   f = TinyJit(lambda: Tensor.rand(5) * 2)
   Tensor.manual_seed(3)

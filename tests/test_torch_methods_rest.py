@@ -464,6 +464,43 @@ def test_torch_s_argument_forms():
   with pytest.raises(TypeError, match="one of ddof, unbiased and correction"): t.std(unbiased=True, correction=0)
 
 
+def test_torch_s_keyword_names_and_a_list_then_its_dim():
+  """triu/tril(diagonal=), flip(dims=), cumsum/cumprod(dtype=), Tensor.cat([a, b], 1) and stack([a, b], 1), and the
+  method's scaled_dot_product_attention(enable_gqa=True), as torch spells them."""
+  a = np.arange(-6, 6).reshape(3, 4)
+  t, tt = Tensor(a), torch.tensor(a)
+  assert_as_torch(t.triu(diagonal=1), tt.triu(diagonal=1))
+  assert_as_torch(t.tril(diagonal=-1), tt.tril(diagonal=-1))
+  assert_as_torch(t.flip(dims=[0]), tt.flip(dims=[0]))
+  assert_as_torch(t.flip(dims=(0, 1)), tt.flip(dims=(0, 1)))
+  small = Tensor([1, 2, 100, 30], dtype=dtypes.int8)
+  assert_as_torch(small.cumsum(0, dtype=dtypes.int8), torch.tensor([1, 2, 100, 30], dtype=torch.int8).cumsum(0, dtype=torch.int8))
+  assert_as_torch(t.cumsum(dim=1, dtype=dtypes.float32), tt.cumsum(dim=1, dtype=torch.float32))
+  assert_as_torch(t.cumprod(1, dtype=dtypes.float64), tt.cumprod(1, dtype=torch.float64))
+  assert_as_torch(Tensor.cat([t, t], 1), torch.cat([tt, tt], 1))
+  assert_as_torch(Tensor.stack([t, t], 1), torch.stack([tt, tt], 1))
+  q, k = np.random.default_rng(4).standard_normal((2, 1, 4, 3, 5)).astype(np.float32)
+  kv = k[:, :2]
+  got = Tensor(q).scaled_dot_product_attention(Tensor(kv), Tensor(kv), enable_gqa=True)
+  expected = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(kv), torch.tensor(kv), enable_gqa=True)
+  np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+  with pytest.raises(TypeError, match="both k=1 and diagonal=2"): t.triu(1, diagonal=2)
+  with pytest.raises(TypeError, match="flip takes the axes"): t.flip()
+
+
+@pytest.mark.parametrize("op", ["sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"])
+def test_values_and_indices_come_named_as_torch_s(op):
+  a = np.array([[3.0, 1.0, 2.0, 1.0], [0.0, 5.0, 4.0, 5.0]], np.float32)
+  call = {"sort": lambda t: t.sort(dim=1), "topk": lambda t: t.topk(2, dim=1), "kthvalue": lambda t: t.kthvalue(2, dim=1),
+          "median": lambda t: t.median(dim=1), "nanmedian": lambda t: t.nanmedian(dim=1), "mode": lambda t: t.mode(dim=1),
+          "cummax": lambda t: t.cummax(dim=1), "cummin": lambda t: t.cummin(dim=1)}[op]
+  got, expected = call(Tensor(a)), call(torch.tensor(a))
+  np.testing.assert_array_equal(got.values.numpy(), expected.values.numpy())
+  np.testing.assert_array_equal(got.indices.numpy(), expected.indices.numpy())
+  values, indices = got   # a tuple still
+  assert values is got.values and indices is got[1]
+
+
 def test_view_of_a_dtype_reads_the_bits_as_torch():
   values = np.array([1.0, -2.0, 0.5, np.inf], np.float32)
   for ours, theirs in ((dtypes.int32, torch.int32), (np.int32, torch.int32), (torch.int32, torch.int32)):

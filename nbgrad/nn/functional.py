@@ -177,16 +177,11 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-  """torch's: dropout_p applies whether or not Tensor.training (Tensor's method follows tinygrad, training only);
-  enable_gqa repeats each of the key's and value's heads (dim -3) for its group of query heads."""
+  """torch's: dropout_p applies whether or not Tensor.training (Tensor's method follows tinygrad, training only)."""
   query = _tensor(query, "scaled_dot_product_attention")
   if is_causal and attn_mask is not None: raise ValueError("scaled_dot_product_attention takes attn_mask or is_causal=True, not both")
-  if enable_gqa and query.ndim >= 3 and isinstance(key, Tensor) and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-    heads, kv_heads = query.shape[-3], key.shape[-3]
-    if heads % kv_heads: raise ValueError(f"scaled_dot_product_attention enable_gqa needs the {heads} query heads to be a multiple of the {kv_heads} key heads")
-    key, value = key.repeat_interleave(heads // kv_heads, -3), _tensor(value, "scaled_dot_product_attention").repeat_interleave(heads // kv_heads, -3)
   with Tensor.train(Tensor.training or dropout_p > 0):
-    return query.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, scale)
+    return query.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
 # ---- resampling, padding, lookups
