@@ -423,9 +423,9 @@ def set_index(tensor, indices, value, fills: bool = False):
   if _repeats(window[1], window[0]) and not fills:   # an expanded view
     # as torch's: elements that share a place are written by a fill (fill_, masked_fill_, index_fill_: the last
     # element's value stays) and by nothing else (e[1] = v writes one row; e += 1, e[:, 1] = 7 and e.copy_(v) raise)
-    if any(_is_array_index(i) for i in indices): raise _overlapping(target_shape)
+    if any(_is_array_index(i) for i in indices): raise _overlapping(tensor.shape)
     written = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), window[0], window[1])[indices]   # reads no element
-    if _repeats(written.strides, written.shape): raise _overlapping(target_shape)
+    if _repeats(written.strides, written.shape): raise _overlapping(tensor.shape)
   if (recorder := devices.recording.recorder) is not None: recorder.refuse("it writes into a buffer from Python (setitem or assign into a view)")
   base, device = tensor.lazydata.base, devices.backend(tensor.device)
   flat = device.to_host(base.buffer, tensor.dtype)   # the buffer itself on the CPU; a host copy on other devices
