@@ -7,9 +7,10 @@ again and the function's Python does not. Tensor arguments are swapped in for th
 value is the recorded call's own, its buffers now holding the new values. So the function must launch the same
 kernels on every call, and what it reads from Python (item(), a learning rate in a variable, a Tensor made from
 numpy inside it) keeps the recorded call's values: data that changes comes in as Tensor arguments (a changed number,
-string or array argument warns once, and so does a call in the other Tensor.training mode). The return value has no
-gradient graph: backward() goes inside the function. Random draws inside it take new values from the generator on each replay. A tensor
-it computes but neither returns nor assigns (a w.grad read by the optimizer inside) keeps the recorded call's values.
+string or array argument warns once, and so does a call in the other Tensor.training mode). A replay's return value
+has no gradient graph: backward() goes inside the function. Random draws inside it take new values from the
+generator on each replay. A tensor it computes but neither returns nor assigns (a w.grad read by the optimizer
+inside) keeps the recorded call's values.
 
 `w.assign(new)` rebinds w to the buffer its new values are computed into; a replay computes them into that
 buffer again, then copies them into the buffer w held before, which the recorded kernels read. A tensor the
