@@ -209,6 +209,30 @@ def test_big_single_element_reads_take_turns_then_keep_a_way(dtype):
   assert choice.chosen is not None and choice.best_times[choice.chosen] == min(choice.best_times)
 
 
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.uint64])
+@pytest.mark.parametrize("row", [1, 3], ids=["single_elements", "rows_of_3"])
+def test_big_column_reads_find_each_columns_place_once(row, index_dtype):
+  """m[:, idx], each row reading the same columns (found once for all rows), big enough to be timed serially and
+  in parallel: numpy's values on every call, negative columns counted from the end, out-of-range ones (and every
+  unsigned one past the end) read 0; the gradient sums into each column once for every time it was read."""
+  from nbgrad.jit import PARALLEL_MIN_ELEMENTS
+  from nbgrad.jit.take import TimedChoice
+  rng = np.random.default_rng(12)
+  columns = 300
+  m = rng.standard_normal((PARALLEL_MIN_ELEMENTS // (columns * row) + 1, 97, row)).astype(np.float32)
+  idx = rng.integers(-120, 120, columns)
+  idx[:3] = [-97, 96, 2**40 if index_dtype == np.uint64 else 97]
+  signed = idx if index_dtype == np.int32 else np.where(idx < 0, 2**40, idx)   # as uint64, a negative is 2**64 - n
+  inside = (signed >= -97) & (signed < 97)
+  expected = np.where(inside[None, :, None], m[:, np.where(inside, signed, 0)], 0)
+  x, i = Tensor(m, requires_grad=True).realize(), Tensor(idx.astype(index_dtype)).realize()
+  for _ in range(2 * TimedChoice.TRIALS + 1): np.testing.assert_array_equal(x[:, i].numpy(), expected)
+  (x[:, i] * 2).sum().backward()
+  grad = np.zeros_like(m)
+  np.add.at(grad, (slice(None), np.where(inside, signed, 0)[inside]), 2)
+  np.testing.assert_array_equal(x.grad.numpy(), grad)
+
 # out of range: API.md says the result is 0 there (no error), and no gradient reaches the input from those places
 OUT_OF_RANGE_ROWS = {
   "past_end": (T([0, 4, 7]),),

@@ -65,6 +65,17 @@ def _take_rows(out, x, positions, offset, rows, group, first, last, lanes):
       for j in range(width): out[start + j] = 0
 
 
+@CachedEntry
+@njit(cache=True, nogil=True)
+def _row_starts(positions, rows):
+  """Where each position's row starts in x's flat buffer (before its group's start), or -1: the positions as Rows
+  with dim_size -1 read them."""
+  row_step, dim_size, wrap = rows[2], rows[1], rows[7]
+  starts = np.empty(positions.size, np.int64)
+  for i in range(positions.size): starts[i] = _row_start(positions, i, row_step, dim_size, wrap)
+  return starts
+
+
 @njit(cache=True, nogil=True, forceinline=True)
 def _take_block(out, x, positions, offset, rows, group, first, last):
   if rows[5] == 1: _take_rows(out, x, positions, offset, rows, group, first, last, 1)
@@ -204,6 +215,7 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
   if x.size == 0 or rows[1] == 0:   # no rows: every position reads a zero
     out[:] = 0
     return
+  positions, rows = _found_once(positions, rows)
   out_bits, x_bits, row = _bits(out), _bits(x), rows[0]
 
   def serially(): _take_serial(out_bits, x_bits, positions, offset, rows)
@@ -216,4 +228,12 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
 
 def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, rows: tuple):
   """out = zeros, then each row of grad added to the row of out its position names (skipped where it names none)."""
-  if out.size: _scatter_add(out, grad, positions, rows)
+  if out.size: _scatter_add(out, grad, *_found_once(positions, rows))
+
+
+def _found_once(positions: np.ndarray, rows: tuple) -> tuple:
+  """positions and rows, where the groups share the positions (x[:, idx]) as the flat row starts (dim_size -1), each
+  found once rather than again in every group (x[:, idx] of a 1024x1024 float32 matrix, 512 columns: 693 -> 358 us on
+  one thread)."""
+  if not (rows[6] and rows[3] > 1 and rows[1] >= 0): return positions, rows
+  return _row_starts(positions, rows), (rows[0], -1) + rows[2:]
