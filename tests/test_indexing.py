@@ -728,6 +728,7 @@ GATHER_ROWS = {
   "dim0_dims_after_it": ((4, 3, 5), 0, (6, 3, 5), np.int64),
   "dim1_dims_before_and_after": ((4, 3, 5), 1, (4, 2, 5), np.uint8),
   "last_dim_one_each": ((6, 9), -1, (6, 1), np.int16),
+  "many_rows_one_each": ((70000, 3), 1, (70000, 1), np.int64),   # past PARALLEL_MIN_ELEMENTS, in one group
   "size1_dim": ((4, 1, 3), 1, (4, 2, 3), np.int64),
   "empty_index": ((4, 3), 1, (4, 0), np.int64),
 }

@@ -10,6 +10,7 @@ from nbgrad.jit import PARALLEL_MIN_ELEMENTS
 from nbgrad.jit.compiler import LAUNCH_LOCK, CachedEntry
 
 TAKE_BLOCK = 4096   # elements per work item of the parallel take
+FEW_POSITIONS = 16   # groups of fewer positions each are read as one (_in_fewer_groups)
 
 
 @njit(cache=True, nogil=True, forceinline=True)
@@ -30,22 +31,21 @@ def _group_count(positions, rows) -> int:
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _group_starts(positions, rows, group):
-  """Where a group's rows start in the flat buffer read (before a take's offset), where its positions start, and
-  where its rows start among the take's (its gradient's)."""
-  count = _group_count(positions, rows)
+def _group_starts(rows, group, count):
+  """Where a group (of count positions) has its rows start in the flat buffer read (before a take's offset), its
+  positions start, and its rows start among the take's (its gradient's)."""
   return group * rows[4], np.uint64(0 if rows[6] else group * count), np.uint64(group * count)
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _take_rows(out, x, positions, offset, rows, group, first, last, lanes):
+def _take_rows(out, x, positions, offset, rows, group, count, first, last, lanes):
   """Rows first..last-1 of a group (graph/take.py's Rows, in rows' order). Plain loops, one call per block of rows,
   and single elements apart: slices, a call per row (numba counts references to its array arguments) or the row
   loop made 100k rows of one element take 1-4 ms instead of 0.33. Indices are unsigned: without a check for
   negative ones LLVM vectorizes the loops. lanes is passed apart, a constant 1 where the caller knows it: its
   modulo then folds away (a gather of 1M elements in rows of 1024: 3.7 -> 2.8 ms)."""
   row, dim_size, row_step, _, _, _, _, wrap = rows
-  base, at, done = _group_starts(positions, rows, group)
+  base, at, done = _group_starts(rows, group, count)
   base, lanes = offset + base, np.uint64(lanes)
   if row == 1:   # rows exist here (take() sees to it), so the first one can stand in for a zero's read
     for i in range(np.uint64(first), np.uint64(last)):
@@ -67,25 +67,29 @@ def _take_rows(out, x, positions, offset, rows, group, first, last, lanes):
 
 @CachedEntry
 @njit(cache=True, nogil=True)
-def _row_starts(positions, rows):
-  """Where each position's row starts in x's flat buffer (before its group's start), or -1: the positions as Rows
-  with dim_size -1 read them."""
-  row_step, dim_size, wrap = rows[2], rows[1], rows[7]
-  starts = np.empty(positions.size, np.int64)
-  for i in range(positions.size): starts[i] = _row_start(positions, i, row_step, dim_size, wrap)
-  return starts
+def _row_starts(starts, positions, rows, count):
+  """Where the row each position of the first starts.size // count groups (of count positions) reads starts in x's
+  flat buffer, its group's start and its lane's place counted in, or -1: the positions of Rows with dim_size -1 and
+  no lanes."""
+  row, dim_size, row_step, _, _, lanes, _, wrap = rows
+  for group in range(starts.size // max(count, 1)):
+    base, at, done = _group_starts(rows, group, count)
+    for j in range(count):
+      p = _row_start(positions, at + j, row_step, dim_size, wrap)
+      starts[done + j] = base + p + j % lanes * row if p >= 0 else -1
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _take_block(out, x, positions, offset, rows, group, first, last):
-  if rows[5] == 1: _take_rows(out, x, positions, offset, rows, group, first, last, 1)
-  else: _take_rows(out, x, positions, offset, rows, group, first, last, rows[5])
+def _take_block(out, x, positions, offset, rows, group, count, first, last):
+  if rows[5] == 1: _take_rows(out, x, positions, offset, rows, group, count, first, last, 1)
+  else: _take_rows(out, x, positions, offset, rows, group, count, first, last, rows[5])
 
 
 @CachedEntry
 @njit(cache=True, nogil=True)
 def _take_serial(out, x, positions, offset, rows):
-  for group in range(rows[3]): _take_block(out, x, positions, offset, rows, group, 0, _group_count(positions, rows))
+  count = _group_count(positions, rows)   # once: a division, in a loop over groups of a single position each
+  for group in range(rows[3]): _take_block(out, x, positions, offset, rows, group, count, 0, count)
 
 
 @CachedEntry
@@ -95,15 +99,14 @@ def _take_parallel(out, x, positions, offset, rows, block):
   blocks = (count + block - 1) // block
   for item in prange(rows[3] * blocks):
     group, first = divmod(np.int64(item), blocks)   # prange's index may be unsigned: int64 keeps it an int
-    _take_block(out, x, positions, offset, rows, group, first * block, min(count, (first + 1) * block))
+    _take_block(out, x, positions, offset, rows, group, count, first * block, min(count, (first + 1) * block))
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _scatter_add_group(out, grad, positions, rows, group, lanes):
+def _scatter_add_group(out, grad, positions, rows, group, count, lanes):
   """The rows of a group added into out (unsigned indices, and lanes passed apart, as in _take_rows)."""
   row, dim_size, row_step, _, _, _, _, wrap = rows
-  count = _group_count(positions, rows)
-  (base, at, done), lanes = _group_starts(positions, rows, group), np.uint64(lanes)
+  (base, at, done), lanes = _group_starts(rows, group, count), np.uint64(lanes)
   if row == 1:   # single elements: no row loop around each (131k of 512k: 239 -> 141 us)
     for i in range(np.uint64(count)):
       p = _row_start(positions, at + i, row_step, dim_size, wrap)
@@ -122,9 +125,10 @@ def _scatter_add_group(out, grad, positions, rows, group, lanes):
 def _scatter_add(out, grad, positions, rows):
   # serial: two positions may name one row, and numba's CPU threads have no atomic add
   out[:] = 0
+  count = _group_count(positions, rows)
   for group in range(rows[3]):
-    if rows[5] == 1: _scatter_add_group(out, grad, positions, rows, group, 1)
-    else: _scatter_add_group(out, grad, positions, rows, group, rows[5])
+    if rows[5] == 1: _scatter_add_group(out, grad, positions, rows, group, count, 1)
+    else: _scatter_add_group(out, grad, positions, rows, group, count, rows[5])
 
 
 SCATTER_OPS = {"set": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4, "mean": 5}
@@ -215,7 +219,7 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
   if x.size == 0 or rows[1] == 0:   # no rows: every position reads a zero
     out[:] = 0
     return
-  positions, rows = _found_once(positions, rows)
+  positions, rows = _in_fewer_groups(positions, rows)
   out_bits, x_bits, row = _bits(out), _bits(x), rows[0]
 
   def serially(): _take_serial(out_bits, x_bits, positions, offset, rows)
@@ -228,12 +232,20 @@ def take(out: np.ndarray, x: np.ndarray, positions: np.ndarray, offset: int, row
 
 def scatter_add(out: np.ndarray, grad: np.ndarray, positions: np.ndarray, rows: tuple):
   """out = zeros, then each row of grad added to the row of out its position names (skipped where it names none)."""
-  if out.size: _scatter_add(out, grad, *_found_once(positions, rows))
+  if out.size: _scatter_add(out, grad, *_in_fewer_groups(positions, rows))
 
 
-def _found_once(positions: np.ndarray, rows: tuple) -> tuple:
-  """positions and rows, where the groups share the positions (x[:, idx]) as the flat row starts (dim_size -1), each
-  found once rather than again in every group (x[:, idx] of a 1024x1024 float32 matrix, 512 columns: 693 -> 358 us on
-  one thread)."""
-  if not (rows[6] and rows[3] > 1 and rows[1] >= 0): return positions, rows
-  return _row_starts(positions, rows), (rows[0], -1) + rows[2:]
+def _in_fewer_groups(positions: np.ndarray, rows: tuple) -> tuple:
+  """positions and rows to read the same elements in fewer groups, where that pays: groups of few positions each
+  (a label of each row) as one group of flat row starts, each group's start and lane counted in (gather of 1024
+  rows' labels: 20 -> 1.6 us; a loop over the positions of each group costs about 20 ns to start); the positions
+  the groups share (x[:, idx]) as flat row starts, each found once rather than again in every group (x[:, idx] of
+  a 1024x1024 float32 matrix, 512 columns: 693 -> 358 us on one thread)."""
+  groups, shared = rows[3], rows[6]
+  if groups <= 1: return positions, rows
+  count = positions.size if shared else positions.size // groups
+  if count >= FEW_POSITIONS and not shared: return positions, rows
+  starts = np.empty(count * (groups if count < FEW_POSITIONS else 1), np.int64)   # an array numba returns costs its first call 50 ms
+  _row_starts(starts, positions, rows, count)
+  if count < FEW_POSITIONS: return starts, (rows[0], -1, 0, 1, 0, 1, True, rows[7])
+  return starts, (rows[0], -1) + rows[2:]
