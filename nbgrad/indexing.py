@@ -389,11 +389,33 @@ _PLAIN_ITEMS = (int, slice, type(None), type(Ellipsis))   # index items numpy ta
 _ONE_BYTE = np.zeros(1, np.bool_)   # the storage of a stand-in array whose every element is this one byte
 
 
+def _wrote_one_element(tensor, indices, value) -> bool:
+  """t[i] = number (t[i, j] = ..., one int per dim, in range) into a CPU buffer that the tensor's own node holds, with
+  no other tensor viewing it and no node built on it waiting to be computed: written straight into the buffer (the
+  general path below finds the same window in about 15 us more). False, nothing done, for any other write."""
+  if type(value) not in (float, int, bool): return False
+  items, lazy = indices if type(indices) is tuple else (indices,), tensor.lazydata
+  if len(items) != len(lazy.shape) or tensor._view_of is not None or lazy._base is not None or lazy.buffer is None \
+     or lazy.dtype == dtypes.bfloat16 or not devices.is_cpu(lazy.device) or devices.recording.recorder is not None \
+     or lazy.live_views() or lazy.pending_readers():
+    return False
+  place = 0
+  for i, size in zip(items, lazy.shape):
+    if type(i) is not int or not -size <= i < size: return False
+    place = place * size + (i + size if i < 0 else i)
+  check_storable(value, lazy.dtype)
+  lazy.buffer[place] = cast_scalar(value, lazy.dtype)
+  forget_derived_nodes(lazy)
+  lazy.writes += 1
+  return True
+
+
 def set_index(tensor, indices, value, fills: bool = False):
   """t[indices] = value, as numpy assigns: basic indices, and int and bool arrays (of a repeated position the last
   value stays; a position out of range raises IndexError before anything is written). A tensor reading a realized
   buffer through a strided window (x[1:], x.T) writes through to that buffer, as in numpy and torch; any other
   first gets a contiguous buffer of its own."""
+  if _wrote_one_element(tensor, indices, value): return
   from nbgrad.tensor import Tensor
   # a value made under no_grad carries no graph, and none is recorded under it (torch's w[1:] *= 2 in torch.no_grad())
   if isinstance(value, Tensor) and value.requires_grad and value._ctx is not NO_GRAPH and not Tensor.no_grad:

@@ -475,6 +475,30 @@ def test_setitem_of_a_number_stores_it_as_numpy_does(dtype):
     assert np.signbit(t.numpy()[2]) == np.signbit(expected[2])
 
 
+def test_element_writes_keep_views_readers_and_products_right():
+  """t[i, j] = number, a Python loop's write (straight into the buffer when nothing else reads it): a view taken
+  before shows it, a result built before keeps the values it was built from, products computed before and after
+  each read the values of their time."""
+  a, w = make((3, 4)), make((4, 2), seed=1)
+  t, weight = Tensor(a).realize(), Tensor(w).realize()
+  row, before = t[1], t * 2
+  t[1, -1] = 7.0
+  expected = a.copy()
+  expected[1, -1] = 7.0
+  np.testing.assert_array_equal(row.numpy(), expected[1])
+  np.testing.assert_array_equal(before.numpy(), a * 2)
+  del row
+  product, then = t @ weight, expected.copy()
+  product.realize()
+  t[-3, 0], t[2, 3] = -2, True
+  expected[0, 0], expected[2, 3] = -2, 1
+  np.testing.assert_array_equal(t.numpy(), expected)
+  np.testing.assert_allclose(product.numpy(), then @ w, rtol=1e-6)
+  np.testing.assert_allclose((t @ weight).numpy(), expected @ w, rtol=1e-6)
+  with pytest.raises(IndexError): t[3, 0] = 1.0
+  np.testing.assert_array_equal(t.numpy(), expected)
+
+
 def test_a_0d_int_tensor_indexes_as_an_int_as_in_torch():
   a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
   for index in [(Tensor(1),), (Tensor(0), slice(None), [0, 2]), (slice(None), Tensor(-1), Tensor([1, 3]))]:
