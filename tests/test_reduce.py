@@ -352,6 +352,23 @@ def test_maxmin_nan_and_inf_like_torch(op):
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("rows", [40, 41])
+def test_maxmin_down_long_columns_like_torch(op, name, rows):
+  """Over the first axis of a tall matrix (accumulators for a block of columns, two rows a pass, an odd last row):
+  NaN wins wherever it is in its column, infinities and signed zeros as torch's amax and amin."""
+  values = make_values((rows, 1100), "float32", seed=9)
+  for column, row in enumerate([0, 1, rows // 2, rows - 2, rows - 1]): values[row, column] = NAN
+  values[3, 5:7], values[rows - 1, 7:9] = INF, -INF
+  values[:, 9], values[rows // 2, 9] = 0.0, -0.0
+  values = values.astype(name)
+  ref = getattr(torch, "amax" if op == "max" else "amin")(torch.from_numpy(values).double(), dim=0).numpy().astype(name)
+  out = getattr(to_nb(values, name), op)(0).numpy()
+  np.testing.assert_array_equal(out, ref)
+  np.testing.assert_array_equal(np.signbit(out[~np.isnan(ref)]), np.signbit(ref[~np.isnan(ref)]))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
 @pytest.mark.parametrize("name", ["int8", "int32", "int64", "uint8", "uint32"])
 def test_maxmin_integer_extremes(op, name):
   info = np.iinfo(np.dtype(name))
