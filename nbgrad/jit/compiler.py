@@ -17,7 +17,6 @@ import time
 import warnings
 from typing import Optional
 import numba
-import numpy as np
 from nbgrad.helpers import GlobalCounters, cache_dir, held_across_fork, DEBUG
 
 # A fork waits for a build or a launch running on another thread (helpers.held_across_fork).

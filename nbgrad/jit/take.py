@@ -245,7 +245,8 @@ def _in_fewer_groups(positions: np.ndarray, rows: tuple) -> tuple:
   if groups <= 1: return positions, rows
   count = positions.size if shared else positions.size // groups
   if count >= FEW_POSITIONS and not shared: return positions, rows
-  starts = np.empty(count * (groups if count < FEW_POSITIONS else 1), np.int64)   # an array numba returns costs its first call 50 ms
+  # filled in place: an array a numba function returns costs its first call in a process about 50 ms
+  starts = np.empty(count * (groups if count < FEW_POSITIONS else 1), np.int64)
   _row_starts(starts, positions, rows, count)
   if count < FEW_POSITIONS: return starts, (rows[0], -1, 0, 1, 0, 1, True, rows[7])
   return starts, (rows[0], -1) + rows[2:]
